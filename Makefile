@@ -1,0 +1,34 @@
+# TARSy: `make run` serves the embedded default; `make test` runs the test suite.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+
+.PHONY: run test lint check-config migrate clean
+
+$(VENV)/.runtime: requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements-dev.txt requirements.txt $(VENV)/.runtime
+	$(PIP) install -q --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+migrate: $(VENV)/.runtime
+	$(PY) manage.py migrate --noinput -v 0
+
+run: migrate
+	$(PY) manage.py serve
+
+test: $(VENV)/.dev
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.dev
+	$(VENV)/bin/ruff check agents controllers tarsy tests
+
+check-config: $(VENV)/.runtime
+	$(PY) manage.py check_config --config-dir deploy/config
+
+clean:
+	rm -rf $(VENV) var .pytest_cache

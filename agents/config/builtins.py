@@ -1,0 +1,122 @@
+"""Built-in providers, MCP servers, agents and chains.
+
+They exist without any config file so `make run` investigates out of the box;
+a YAML entry with the same name replaces the built-in one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .schema import (
+    AgentConfig,
+    ChainConfig,
+    LLMProviderConfig,
+    MCPServerConfig,
+    StageAgentConfig,
+    StageConfig,
+    TransportConfig,
+)
+
+KUBERNETES_MCP_VERSION = "0.0.54"  # pinned: newer releases renamed tools the prompts mention
+
+# Provider chosen when `defaults.llm_provider` is empty: the first whose key is set, else demo.
+_KEYED_DEFAULTS = (
+    ("google-default", "GOOGLE_API_KEY"),
+    ("openai-default", "OPENAI_API_KEY"),
+    ("anthropic-default", "ANTHROPIC_API_KEY"),
+    ("xai-default", "XAI_API_KEY"),
+)
+
+DEFAULT_ALERT_TYPE = "kubernetes"
+
+
+def builtin_providers() -> dict[str, LLMProviderConfig]:
+    return {
+        "google-default": LLMProviderConfig(type="google", model="gemini-2.5-pro", api_key_env="GOOGLE_API_KEY"),
+        "openai-default": LLMProviderConfig(type="openai", model="gpt-4o", api_key_env="OPENAI_API_KEY"),
+        "anthropic-default": LLMProviderConfig(
+            type="anthropic", model="claude-sonnet-4-5", api_key_env="ANTHROPIC_API_KEY"
+        ),
+        "xai-default": LLMProviderConfig(type="xai", model="grok-4", api_key_env="XAI_API_KEY"),
+        "demo": LLMProviderConfig(type="demo"),
+    }
+
+
+def default_provider_name(env: dict[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    for name, key in _KEYED_DEFAULTS:
+        if env.get(key):
+            return name
+    return "demo"
+
+
+def builtin_mcp_servers() -> dict[str, MCPServerConfig]:
+    return {
+        "kubernetes-server": MCPServerConfig(
+            transport=TransportConfig(
+                type="stdio",
+                command="npx",
+                args=["-y", f"kubernetes-mcp-server@{KUBERNETES_MCP_VERSION}", "--read-only", "--disable-destructive"],
+            ),
+            instructions=(
+                "For Kubernetes operations: be careful with cluster-scoped listings in large clusters; "
+                "prefer namespaced queries; when a pod is failing, look at its events and its previous "
+                "container logs before concluding."
+            ),
+            data_masking={"enabled": True, "pattern_groups": ["kubernetes"]},
+        ),
+        "demo-kubernetes": MCPServerConfig(
+            transport=TransportConfig(type="stdio", command=sys.executable, args=["-m", "agents.mcp.demo_cluster"]),
+            instructions=(
+                "A demonstration Kubernetes cluster. Use namespaced queries; inspect a failing pod's events "
+                "and logs before concluding."
+            ),
+            data_masking={"enabled": True, "pattern_groups": ["kubernetes"]},
+        ),
+    }
+
+
+def _kubernetes_server_name(env: dict[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    return "kubernetes-server" if env.get("KUBECONFIG") else "demo-kubernetes"
+
+
+def builtin_agents(env: dict[str, str] | None = None) -> dict[str, AgentConfig]:
+    return {
+        "KubernetesAgent": AgentConfig(
+            description="Investigates Kubernetes alerts with cluster tools",
+            mcp_servers=[_kubernetes_server_name(env)],
+            custom_instructions=(
+                "You investigate Kubernetes alerts. Find the failing workload, read its status, events "
+                "and logs, and explain the root cause with the evidence you found."
+            ),
+        ),
+        "ChatAgent": AgentConfig(
+            description="Answers follow-up questions about a finished investigation",
+            mcp_servers=[_kubernetes_server_name(env)],
+            custom_instructions=(
+                "Answer the engineer's follow-up question about the investigation. Use tools only when "
+                "the investigation does not already contain the answer."
+            ),
+        ),
+        "SynthesisAgent": AgentConfig(
+            description="Combines the findings of parallel agents into one analysis",
+            iteration_strategy="synthesis",
+            custom_instructions=(
+                "Compare the parallel investigations, reconcile disagreements by weighing their evidence, "
+                "and write one root-cause analysis."
+            ),
+        ),
+    }
+
+
+def builtin_chains() -> dict[str, ChainConfig]:
+    return {
+        "kubernetes": ChainConfig(
+            alert_types=[DEFAULT_ALERT_TYPE],
+            description="Single-stage Kubernetes investigation",
+            stages=[StageConfig(name="analysis", agents=[StageAgentConfig(name="KubernetesAgent")])],
+        ),
+    }

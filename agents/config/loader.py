@@ -1,0 +1,147 @@
+"""Load, interpolate, validate and cross-check the configuration directory.
+
+Every problem is reported as `file: key.path: reason`, all at once, so an
+operator fixes a broken deployment in one pass.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from dotenv import dotenv_values
+from pydantic import BaseModel, ValidationError
+
+from . import builtins
+from .registry import TarsyConfig
+from .schema import LLMProvidersFile, TarsyFile
+
+TARSY_FILE = "tarsy.yaml"
+PROVIDERS_FILE = "llm-providers.yaml"
+_VAR_RE = re.compile(r"\{\{\s*\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+class ConfigError(Exception):
+    """Invalid configuration; `problems` holds one `file: key.path: reason` line each."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("invalid configuration:\n" + "\n".join(f"  {p}" for p in problems))
+
+
+def interpolate(text: str, env: dict[str, str], filename: str, problems: list[str]) -> str:
+    """Replace `{{.VAR}}` from the environment; an unset variable is a problem, not an empty string."""
+
+    lines = text.split("\n")
+    for number, line in enumerate(lines, start=1):
+        if line.lstrip().startswith("#"):
+            continue  # comments may show {{.VAR}} examples
+
+        def _sub(match: re.Match[str], number: int = number) -> str:
+            name = match.group(1)
+            if name not in env:
+                problems.append(f"{filename}: line {number}: environment variable {name} is not set")
+                return ""
+            return env[name]
+
+        lines[number - 1] = _VAR_RE.sub(_sub, line)
+    return "\n".join(lines)
+
+
+def _load_yaml(path: Path, env: dict[str, str], problems: list[str]) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        problems.append(f"{path.name}: (file): cannot read: {exc}")
+        return {}
+    text = interpolate(raw, env, path.name, problems)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        problems.append(f"{path.name}: (file): invalid YAML: {exc}".replace("\n", " "))
+        return {}
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        problems.append(f"{path.name}: (root): expected a mapping, got {type(data).__name__}")
+        return {}
+    return data
+
+
+def _validate(model: type[BaseModel], data: dict[str, Any], filename: str, problems: list[str]) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        for err in exc.errors():
+            loc = ".".join(str(part) for part in err["loc"]) or "(root)"
+            msg = err["msg"].removeprefix("Value error, ")
+            problems.append(f"{filename}: {loc}: {msg}")
+        return None
+
+
+def _pick(directory: Path, name: str, allow_examples: bool) -> Path:
+    path = directory / name
+    example = directory / f"{name}.example"
+    return example if allow_examples and not path.exists() and example.exists() else path
+
+
+def load_config(config_dir: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None, *,
+                allow_examples: bool = False) -> TarsyConfig:
+    """Build the effective configuration: built-ins replaced by what the directory's files define.
+
+    `allow_examples` (check_config only) reads `X.example` where `X` is missing, so the shipped examples
+    can be validated in place."""
+    env = dict(os.environ if env is None else env)
+    problems: list[str] = []
+    directory = Path(config_dir) if config_dir else None
+    if directory is not None:
+        if not directory.is_dir():
+            raise ConfigError([f"{directory}: (dir): configuration directory does not exist"])
+        dotenv = _pick(directory, ".env", allow_examples)
+        if dotenv.exists():
+            for key, value in dotenv_values(dotenv).items():
+                if value is not None:
+                    env.setdefault(key, value)
+    tarsy_path = _pick(directory, TARSY_FILE, allow_examples) if directory else Path(TARSY_FILE)
+    providers_path = _pick(directory, PROVIDERS_FILE, allow_examples) if directory else Path(PROVIDERS_FILE)
+    tarsy_data = _load_yaml(tarsy_path, env, problems) if directory else {}
+    providers_data = _load_yaml(providers_path, env, problems) if directory else {}
+    tarsy_file = _validate(TarsyFile, tarsy_data, tarsy_path.name, problems)
+    providers_file = _validate(LLMProvidersFile, providers_data, providers_path.name, problems)
+    if problems:
+        raise ConfigError(problems)
+
+    providers = builtins.builtin_providers() | providers_file.llm_providers
+    for name, provider in providers.items():
+        if provider.script_file and directory and not Path(provider.script_file).is_absolute():
+            resolved = (directory / provider.script_file).resolve()
+            if not resolved.is_file():
+                problems.append(f"{providers_path.name}: llm_providers.{name}.script_file: file not found: {resolved}")
+            providers[name] = provider.model_copy(update={"script_file": str(resolved)})
+    config = TarsyConfig(
+        defaults=tarsy_file.defaults,
+        queue=tarsy_file.queue,
+        system=tarsy_file.system,
+        llm_providers=providers,
+        mcp_servers=builtins.builtin_mcp_servers() | tarsy_file.mcp_servers,
+        agents=builtins.builtin_agents(env) | tarsy_file.agents,
+        chains=builtins.builtin_chains() | tarsy_file.agent_chains,
+        default_provider=tarsy_file.defaults.llm_provider or builtins.default_provider_name(env),
+        config_dir=str(directory.resolve()) if directory else "",
+        file_names={"tarsy": tarsy_path.name, "providers": providers_path.name},
+        user_defined={
+            "llm_providers": set(providers_file.llm_providers),
+            "mcp_servers": set(tarsy_file.mcp_servers),
+            "agents": set(tarsy_file.agents),
+            "agent_chains": set(tarsy_file.agent_chains),
+        },
+    )
+    problems.extend(config.cross_reference_problems())
+    if problems:
+        raise ConfigError(problems)
+    return config

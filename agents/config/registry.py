@@ -1,0 +1,127 @@
+"""The effective configuration and its lookups: chains by alert type, agents, providers, servers."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from .schema import (
+    AgentConfig,
+    ChainConfig,
+    DefaultsConfig,
+    LLMProviderConfig,
+    MCPServerConfig,
+    QueueConfig,
+    SystemConfig,
+)
+
+
+@dataclass
+class TarsyConfig:
+    defaults: DefaultsConfig
+    queue: QueueConfig
+    system: SystemConfig
+    llm_providers: dict[str, LLMProviderConfig]
+    mcp_servers: dict[str, MCPServerConfig]
+    agents: dict[str, AgentConfig]
+    chains: dict[str, ChainConfig]
+    default_provider: str
+    config_dir: str = ""
+    user_defined: dict[str, set[str]] = field(default_factory=dict)
+    file_names: dict[str, str] = field(default_factory=lambda: {"tarsy": "tarsy.yaml",
+                                                                 "providers": "llm-providers.yaml"})
+
+    # ---- lookups -------------------------------------------------------
+    def alert_types(self) -> dict[str, str]:
+        """alert type → chain id (first chain that lists it wins, in file order)."""
+        mapping: dict[str, str] = {}
+        for chain_id, chain in self.chains.items():
+            for alert_type in chain.alert_types:
+                mapping.setdefault(alert_type, chain_id)
+        return mapping
+
+    def chain_for_alert_type(self, alert_type: str) -> str | None:
+        return self.alert_types().get(alert_type)
+
+    def chain(self, chain_id: str) -> ChainConfig:
+        return self.chains[chain_id]
+
+    def provider(self, name: str | None) -> LLMProviderConfig:
+        return self.llm_providers[name or self.default_provider]
+
+    # ---- validation ----------------------------------------------------
+    def _origin(self, section: str, name: str) -> str:
+        file = self.file_names["providers" if section == "llm_providers" else "tarsy"]
+        return file if name in self.user_defined.get(section, ()) else "(built-in)"
+
+    def cross_reference_problems(self) -> list[str]:
+        """Every reference from chains/agents to agents, providers and MCP servers must resolve."""
+        problems: list[str] = []
+
+        def need(kind: str, name: str | None, where: str, known: Iterable[str]) -> None:
+            if name and name not in known:
+                problems.append(f"{where}: unknown {kind} {name!r} (known: {', '.join(sorted(known))})")
+
+        if self.default_provider not in self.llm_providers:
+            problems.append(
+                f"{self.file_names['tarsy']}: defaults.llm_provider: unknown llm provider {self.default_provider!r} "
+                f"(known: {', '.join(sorted(self.llm_providers))})"
+            )
+        for name, agent in self.agents.items():
+            where = f"{self._origin('agents', name)}: agents.{name}"
+            need("llm provider", agent.llm_provider, f"{where}.llm_provider", self.llm_providers)
+            for i, server in enumerate(agent.mcp_servers):
+                need("MCP server", server, f"{where}.mcp_servers.{i}", self.mcp_servers)
+        seen_types: dict[str, str] = {}
+        for chain_id, chain in self.chains.items():
+            where = f"{self._origin('agent_chains', chain_id)}: agent_chains.{chain_id}"
+            need("llm provider", chain.llm_provider, f"{where}.llm_provider", self.llm_providers)
+            need("llm provider", chain.executive_summary_provider, f"{where}.executive_summary_provider",
+                 self.llm_providers)
+            for i, server in enumerate(chain.mcp_servers or []):
+                need("MCP server", server, f"{where}.mcp_servers.{i}", self.mcp_servers)
+            if chain.chat.enabled:
+                need("agent", chain.chat.agent, f"{where}.chat.agent", self.agents)
+                need("llm provider", chain.chat.llm_provider, f"{where}.chat.llm_provider", self.llm_providers)
+            for alert_type in chain.alert_types:
+                if alert_type in seen_types and self._origin("agent_chains", chain_id) != "(built-in)":
+                    problems.append(
+                        f"{where}.alert_types: alert type {alert_type!r} is already handled by chain "
+                        f"{seen_types[alert_type]!r}"
+                    )
+                seen_types.setdefault(alert_type, chain_id)
+            for s, stage in enumerate(chain.stages):
+                swhere = f"{where}.stages.{s}"
+                need("llm provider", stage.llm_provider, f"{swhere}.llm_provider", self.llm_providers)
+                for a, stage_agent in enumerate(stage.agents):
+                    awhere = f"{swhere}.agents.{a}"
+                    need("agent", stage_agent.name, f"{awhere}.name", self.agents)
+                    need("llm provider", stage_agent.llm_provider, f"{awhere}.llm_provider", self.llm_providers)
+                    for i, server in enumerate(stage_agent.mcp_servers or []):
+                        need("MCP server", server, f"{awhere}.mcp_servers.{i}", self.mcp_servers)
+                if stage.synthesis:
+                    need("agent", stage.synthesis.agent, f"{swhere}.synthesis.agent", self.agents)
+                    need("llm provider", stage.synthesis.llm_provider, f"{swhere}.synthesis.llm_provider",
+                         self.llm_providers)
+        return problems
+
+    def warnings(self, env: dict[str, str] | None = None) -> list[str]:
+        """Non-fatal problems worth showing an operator (missing API keys for referenced providers)."""
+        env = os.environ if env is None else env
+        out: list[str] = []
+        used = {self.default_provider}
+        for chain in self.chains.values():
+            used.update(filter(None, [chain.llm_provider, chain.chat.llm_provider]))
+            for stage in chain.stages:
+                used.update(filter(None, [stage.llm_provider, *(a.llm_provider for a in stage.agents)]))
+        for agent in self.agents.values():
+            if agent.llm_provider:
+                used.add(agent.llm_provider)
+        for name in sorted(used):
+            provider = self.llm_providers.get(name)
+            if provider and provider.api_key_env and not env.get(provider.api_key_env):
+                out.append(f"LLM provider {name!r}: environment variable {provider.api_key_env} is not set")
+        if self.default_provider == "demo":
+            out.append("No LLM API key configured: investigations use the built-in demo provider")
+        return out

@@ -1,0 +1,265 @@
+"""Pydantic schema of `tarsy.yaml` and `llm-providers.yaml` (DESIGN §10).
+
+Unknown keys are errors (`extra="forbid"`): a typo in a config file must stop
+startup rather than silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+IterationStrategy = Literal["react", "native-thinking", "synthesis", "synthesis-native-thinking"]
+ProviderType = Literal["google", "openai", "anthropic", "xai", "vertexai", "demo", "scripted"]
+LLMBackend = Literal["", "google-native", "langchain"]
+SuccessPolicy = Literal["all", "any"]
+
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_duration(value: Any) -> float:
+    """Accept `90`, `90s`, `15m`, `1h`, `500ms`; return seconds."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration like 90, 90s, 15m or 1h")
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    else:
+        match = _DURATION_RE.match(str(value))
+        if not match:
+            raise ValueError(f"invalid duration {value!r}: expected a number with an optional unit ms, s, m or h")
+        seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if seconds <= 0:
+        raise ValueError("duration must be positive")
+    return seconds
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class NativeTools(_Strict):
+    """Gemini server-side tools; None means 'not specified here' so lower levels can inherit."""
+
+    google_search: bool | None = None
+    code_execution: bool | None = None
+    url_context: bool | None = None
+
+    def merged_over(self, base: "NativeTools") -> "NativeTools":
+        data = base.model_dump()
+        data.update({k: v for k, v in self.model_dump().items() if v is not None})
+        return NativeTools(**data)
+
+
+class LLMProviderConfig(_Strict):
+    type: ProviderType
+    model: str = ""
+    api_key_env: str = ""
+    base_url: str = ""
+    max_tool_result_tokens: int = Field(default=950_000, gt=0)
+    native_tools: NativeTools = Field(default_factory=NativeTools)
+    llm_backend: LLMBackend = ""
+    temperature: float | None = None
+    # scripted provider only
+    script_file: str = ""
+    script: list[dict[str, Any]] | dict[str, Any] | None = None
+    latency_ms: int = Field(default=0, ge=0)
+    chunk_size: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _check_type_fields(self) -> "LLMProviderConfig":
+        if self.type not in ("demo", "scripted") and not self.model:
+            raise ValueError(f"model is required for provider type {self.type!r}")
+        if self.type == "scripted" and not self.script_file and self.script is None:
+            raise ValueError("a scripted provider needs script_file or script")
+        return self
+
+
+class LLMProvidersFile(_Strict):
+    llm_providers: dict[str, LLMProviderConfig] = Field(default_factory=dict)
+
+
+class MaskingConfig(_Strict):
+    enabled: bool = True
+    pattern_groups: list[str] = Field(default_factory=list)
+    patterns: list[str] = Field(default_factory=list)
+    custom_patterns: list["CustomPattern"] = Field(default_factory=list)
+
+
+class CustomPattern(_Strict):
+    name: str
+    pattern: str
+    replacement: str = "__MASKED_CUSTOM__"
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"invalid regular expression: {exc}") from exc
+        return value
+
+
+class AlertMaskingConfig(_Strict):
+    enabled: bool = True
+    pattern_group: str = "security"
+
+
+class SummarizationConfig(_Strict):
+    enabled: bool = True
+    size_threshold_tokens: int = Field(default=5000, gt=0)
+    summary_max_token_limit: int = Field(default=1000, gt=0)
+
+
+class TransportConfig(_Strict):
+    type: Literal["stdio", "http", "sse"]
+    command: str = ""
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str = ""
+    headers: dict[str, str] = Field(default_factory=dict)
+    bearer_token: str = ""
+    verify_ssl: bool = True
+    timeout: Duration = 30.0
+
+    @model_validator(mode="after")
+    def _check(self) -> "TransportConfig":
+        if self.type == "stdio" and not self.command:
+            raise ValueError("stdio transport needs a command")
+        if self.type in ("http", "sse") and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"{self.type} transport needs an http(s) url")
+        return self
+
+
+class MCPServerConfig(_Strict):
+    transport: TransportConfig
+    instructions: str = ""
+    data_masking: MaskingConfig = Field(default_factory=MaskingConfig)
+    summarization: SummarizationConfig = Field(default_factory=SummarizationConfig)
+    call_timeout: Duration = 60.0
+
+
+class AgentConfig(_Strict):
+    description: str = ""
+    mcp_servers: list[str] = Field(default_factory=list)
+    custom_instructions: str = ""
+    iteration_strategy: IterationStrategy | None = None
+    max_iterations: int | None = Field(default=None, gt=0)
+    iteration_timeout: Duration | None = None
+    llm_provider: str | None = None
+    native_tools: NativeTools = Field(default_factory=NativeTools)
+
+
+class StageAgentConfig(_Strict):
+    name: str
+    llm_provider: str | None = None
+    iteration_strategy: IterationStrategy | None = None
+    max_iterations: int | None = Field(default=None, gt=0)
+    iteration_timeout: Duration | None = None
+    mcp_servers: list[str] | None = None
+
+
+class SynthesisConfig(_Strict):
+    agent: str = "SynthesisAgent"
+    iteration_strategy: IterationStrategy = "synthesis"
+    llm_provider: str | None = None
+
+
+class StageConfig(_Strict):
+    name: str
+    agents: list[StageAgentConfig] = Field(min_length=1)
+    replicas: int = Field(default=1, ge=1, le=20)
+    success_policy: SuccessPolicy | None = None
+    max_iterations: int | None = Field(default=None, gt=0)
+    iteration_timeout: Duration | None = None
+    llm_provider: str | None = None
+    iteration_strategy: IterationStrategy | None = None
+    synthesis: SynthesisConfig | None = None
+
+    @model_validator(mode="after")
+    def _replicas_need_one_agent(self) -> "StageConfig":
+        if self.replicas > 1 and len(self.agents) > 1:
+            raise ValueError("replicas can only be used with exactly one agent")
+        return self
+
+    @property
+    def is_parallel(self) -> bool:
+        return self.replicas > 1 or len(self.agents) > 1
+
+
+class ChatConfig(_Strict):
+    enabled: bool = True
+    agent: str = "ChatAgent"
+    iteration_strategy: IterationStrategy | None = None
+    llm_provider: str | None = None
+    max_iterations: int | None = Field(default=None, gt=0)
+
+
+class ChainConfig(_Strict):
+    alert_types: list[str] = Field(default_factory=list)
+    description: str = ""
+    llm_provider: str | None = None
+    iteration_strategy: IterationStrategy | None = None
+    max_iterations: int | None = Field(default=None, gt=0)
+    iteration_timeout: Duration | None = None
+    mcp_servers: list[str] | None = None
+    chat: ChatConfig = Field(default_factory=ChatConfig)
+    executive_summary_provider: str | None = None
+    stages: list[StageConfig] = Field(min_length=1)
+
+
+class DefaultsConfig(_Strict):
+    llm_provider: str = ""  # "" = built-in choice: a real provider when its key is set, else demo
+    iteration_strategy: IterationStrategy = "react"
+    max_iterations: int = Field(default=20, gt=0)
+    iteration_timeout: Duration = 120.0
+    session_timeout: Duration = 900.0
+    success_policy: SuccessPolicy = "any"
+    alert_type: str = "kubernetes"
+    runbook: str = ""
+    alert_masking: AlertMaskingConfig = Field(default_factory=AlertMaskingConfig)
+
+
+class QueueConfig(_Strict):
+    max_concurrent_sessions: int = Field(default=5, gt=0)
+    orphan_threshold: Duration = 300.0
+    max_resumes: int = Field(default=3, ge=0)
+
+
+class AuthConfig(_Strict):
+    mode: Literal["none", "proxy", "token"] = "none"
+
+
+class RunbooksConfig(_Strict):
+    allowed_domains: list[str] = Field(default_factory=lambda: ["github.com", "raw.githubusercontent.com"])
+
+
+class RetentionConfig(_Strict):
+    session_retention_days: int = Field(default=365, gt=0)
+    event_ttl: Duration = 3600.0
+
+
+class SystemConfig(_Strict):
+    auth: AuthConfig = Field(default_factory=AuthConfig)
+    trusted_proxies: list[str] = Field(default_factory=list)
+    allowed_ws_origins: list[str] = Field(default_factory=list)
+    runbooks: RunbooksConfig = Field(default_factory=RunbooksConfig)
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
+
+
+class TarsyFile(_Strict):
+    defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
+    queue: QueueConfig = Field(default_factory=QueueConfig)
+    system: SystemConfig = Field(default_factory=SystemConfig)
+    mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)
+    agents: dict[str, AgentConfig] = Field(default_factory=dict)
+    agent_chains: dict[str, ChainConfig] = Field(default_factory=dict)
+
+
+MaskingConfig.model_rebuild()

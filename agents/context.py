@@ -1,0 +1,221 @@
+"""What a controller step receives: resolved config, dependencies and the recorder.
+
+Controllers never import Django. The `tarsy` app implements `Recorder` (rows,
+events) and builds the `ExecutionContext` for each step; tests may build one
+around any implementation of the protocols.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agents.config.registry import TarsyConfig
+from agents.config.schema import LLMProviderConfig, NativeTools
+from agents.llm.base import Provider
+from agents.llm.registry import backend_for
+from agents.llm.types import ConversationMessage, ToolCall, ToolDefinition, Usage
+
+# ---- resolved configuration --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResolvedAgentConfig:
+    """Everything one execution needs from the config hierarchy, already merged."""
+
+    agent_name: str  # config name (KubernetesAgent)
+    iteration_strategy: str
+    llm_provider_name: str
+    llm_provider: LLMProviderConfig
+    llm_backend: str
+    max_iterations: int
+    iteration_timeout: float
+    mcp_servers: tuple[str, ...]
+    tool_filter: dict[str, tuple[str, ...]] = field(default_factory=dict)  # server -> allowed tools
+    custom_instructions: str = ""
+    server_instructions: tuple[tuple[str, str], ...] = ()  # (server, instructions) in order
+    native_tools: NativeTools = field(default_factory=NativeTools)
+
+
+def _first(*values: Any) -> Any:
+    for value in values:
+        if value is not None:
+            return value
+    return None
+
+
+def resolve_agent(
+    config: TarsyConfig,
+    *,
+    agent_name: str,
+    chain_id: str | None = None,
+    stage_index: int | None = None,
+    stage_agent_index: int | None = None,
+    strategy_override: str | None = None,
+    provider_override: str | None = None,
+    mcp_selection: dict[str, Any] | None = None,
+) -> ResolvedAgentConfig:
+    """Hierarchy: defaults → agent → chain → stage → stage-agent (later wins); then the alert's `mcp` selection."""
+    agent = config.agents[agent_name]
+    chain = config.chains[chain_id] if chain_id else None
+    stage = chain.stages[stage_index] if chain and stage_index is not None else None
+    stage_agent = stage.agents[stage_agent_index] if stage and stage_agent_index is not None else None
+    levels = [config.defaults, agent, chain, stage, stage_agent]
+
+    def pick(attr: str) -> Any:
+        return _first(*(getattr(lvl, attr, None) for lvl in reversed(levels) if lvl is not None))
+
+    strategy = strategy_override or pick("iteration_strategy")
+    provider_name = provider_override or pick("llm_provider") or config.default_provider
+    provider = config.llm_providers[provider_name]
+    servers = list(_first(getattr(stage_agent, "mcp_servers", None), getattr(chain, "mcp_servers", None),
+                          agent.mcp_servers) or [])
+    tool_filter: dict[str, tuple[str, ...]] = {}
+    native = agent.native_tools.merged_over(provider.native_tools)
+    if mcp_selection:
+        selected = mcp_selection.get("servers") or []
+        if selected:
+            servers = [entry["name"] for entry in selected]
+            tool_filter = {e["name"]: tuple(e["tools"]) for e in selected if e.get("tools")}
+        if mcp_selection.get("native_tools"):
+            native = NativeTools(**mcp_selection["native_tools"]).merged_over(native)
+    if strategy in ("synthesis", "synthesis-native-thinking"):
+        servers = []
+    return ResolvedAgentConfig(
+        agent_name=agent_name,
+        iteration_strategy=strategy,
+        llm_provider_name=provider_name,
+        llm_provider=provider,
+        llm_backend=backend_for(strategy, provider),
+        max_iterations=pick("max_iterations"),
+        iteration_timeout=pick("iteration_timeout"),
+        mcp_servers=tuple(servers),
+        tool_filter=tool_filter,
+        custom_instructions=agent.custom_instructions,
+        server_instructions=tuple(
+            (s, config.mcp_servers[s].instructions) for s in servers if s in config.mcp_servers
+        ),
+        native_tools=native,
+    )
+
+
+# ---- protocols implemented elsewhere -------------------------------------------
+
+
+@dataclass
+class ToolResult:
+    """Outcome of one tool call, already masked; `content` is what enters the conversation."""
+
+    call: ToolCall
+    content: str
+    is_error: bool = False
+    summarized: bool = False
+
+
+class ToolExecutor(Protocol):
+    def list_tools(self) -> list[ToolDefinition]: ...
+
+    def execute(self, call: ToolCall) -> ToolResult: ...
+
+
+@dataclass
+class IterationState:
+    """Per-execution counters persisted on AgentExecution between steps."""
+
+    iteration: int  # the iteration this step performs (1-based)
+    max_iterations: int
+    consecutive_timeouts: int = 0
+    last_interaction_failed: bool = False
+
+
+@dataclass
+class LLMInteractionRecord:
+    interaction_type: str  # iteration / forced_conclusion / synthesis / summarization / executive_summary / chat
+    provider: str
+    model: str
+    conversation: list[dict[str, Any]]  # messages sent + the reply (EP-0014)
+    thinking_content: str = ""
+    usage: Usage = field(default_factory=Usage)
+    duration_ms: int = 0
+    success: bool = True
+    error_message: str = ""
+
+
+@dataclass
+class MCPInteractionRecord:
+    server: str
+    tool: str
+    arguments: dict[str, Any]
+    result: str  # masked
+    raw_size: int = 0
+    summarized: bool = False
+    duration_ms: int = 0
+    success: bool = True
+    error_message: str = ""
+    available_tools: list[str] = field(default_factory=list)
+
+
+class Recorder(Protocol):
+    """Durable, progressive writes of one execution's iteration.
+
+    Every write is tagged with the execution and the current iteration so a
+    re-run of an interrupted iteration can discard what the first attempt left.
+    """
+
+    def conversation(self) -> list[ConversationMessage]: ...
+
+    def add_messages(self, messages: list[ConversationMessage]) -> None: ...
+
+    def start_event(self, event_type: str, metadata: dict[str, Any] | None = None, content: str = "") -> int: ...
+
+    def stream_event(self, event_id: int, delta: str, kind: str = "text") -> None: ...
+
+    def complete_event(
+        self, event_id: int, content: str, status: str = "completed", metadata: dict[str, Any] | None = None,
+        event_type: str | None = None,
+    ) -> None:
+        """`event_type` re-types a streamed event once its role is known (e.g. llm_response → final_analysis)."""
+        ...
+
+    def add_event(self, event_type: str, content: str, metadata: dict[str, Any] | None = None,
+                  status: str = "completed") -> int: ...
+
+    def record_llm_interaction(self, record: LLMInteractionRecord) -> None: ...
+
+    def record_mcp_interaction(self, record: MCPInteractionRecord) -> None: ...
+
+    def stop_reason(self) -> str | None:
+        """'cancelled' or 'timed_out' when the session must stop at the next boundary, else None."""
+        ...
+
+
+@dataclass
+class ChatContext:
+    investigation: str  # formatted timeline of the investigation
+    history: list[tuple[str, str]]  # earlier (question, answer) pairs
+    question: str
+
+
+@dataclass
+class ExecutionContext:
+    session_id: str
+    execution_id: str
+    agent_name: str  # display name (KubernetesAgent, KubernetesAgent-2)
+    stage_name: str
+    config: ResolvedAgentConfig
+    state: IterationState
+    alert_type: str
+    alert_data: str  # masked
+    runbook: str
+    previous_stage_context: str
+    llm: Provider
+    tools: ToolExecutor
+    recorder: Recorder
+    deadline: float  # time.time() epoch: the step's own deadline (iteration timeout or session timeout)
+    chat: ChatContext | None = None
+    parallel_results: str = ""  # formatted investigations of a parallel stage (synthesis)
+    summarizer: Any = None  # optional callable(result_text, call) -> summary text or None (MCP summarization)
+
+    def seconds_left(self) -> float:
+        return self.deadline - time.time()

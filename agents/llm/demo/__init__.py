@@ -1,0 +1,180 @@
+"""The built-in demo LLM provider: a deterministic, rule-based investigator.
+
+Used when no LLM API key is configured, so the embedded default shows a real
+investigation against the demo cluster. It is stateless — every decision comes
+from `request.messages` — and speaks both protocols: native tool calls when
+`request.tools` is set, the ReAct text protocol when tools are only described
+in the system prompt. Its answers say they come from the demo investigator.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+
+from agents.llm.types import (
+    Chunk,
+    LLMRequest,
+    TextChunk,
+    ThinkingChunk,
+    ToolCall,
+    ToolCallChunk,
+    UsageChunk,
+)
+
+from .evidence import Conversation, log_highlights, read_conversation
+from .investigator import LABEL, Action, final_report, gather, next_action
+
+CHARS_PER_TOKEN = 4  # rough token estimate, the same rule the summarization threshold uses
+STREAM_PIECES = 4  # a few chunks, so the UI shows streaming without flooding the channel layer
+
+
+class DemoProvider:
+    """Deterministic investigator for the embedded default; labelled "demo" in the UI."""
+
+    name = "demo"
+
+    def generate(self, request: LLMRequest) -> Iterator[Chunk]:
+        kind = request.interaction_type
+        if kind == "executive_summary":
+            text, thought, call = executive_summary(_last_user(request)), "", None
+        elif kind == "summarization":
+            text, thought, call = summarize(_last_user(request)), "", None
+        elif kind == "synthesis":
+            text, thought, call = synthesize(_all_user(request)), "", None
+        else:
+            text, thought, call = self._investigate(request, chat=kind == "chat")
+        yield from self._emit(request, text, thought, call)
+
+    def _investigate(self, request: LLMRequest, chat: bool) -> tuple[str, str, ToolCall | None]:
+        conv = read_conversation(request)
+        found = gather(conv)
+        if chat:
+            return _chat(request, conv)
+        action = None if request.interaction_type == "forced_conclusion" else next_action(conv, found)
+        if action is None:
+            report = final_report(conv, found)
+            thought = "I have enough evidence to conclude."
+            if conv.native:
+                return report, thought, None
+            return f"Thought: {thought}\nFinal Answer: {report}", "", None
+        return _act(conv, action)
+
+    def _emit(self, request: LLMRequest, text: str, thought: str, call: ToolCall | None) -> Iterator[Chunk]:
+        if thought:
+            yield ThinkingChunk(text=thought)
+        for piece in _pieces(text):
+            yield TextChunk(text=piece)
+        if call is not None:
+            yield ToolCallChunk(call=call)
+        prompt = sum(len(m.content) for m in request.messages) + sum(len(t.model_dump_json()) for t in request.tools)
+        output = len(text) + len(thought) + (len(call.model_dump_json()) if call else 0)
+        inp, out = prompt // CHARS_PER_TOKEN, max(1, output // CHARS_PER_TOKEN)
+        yield UsageChunk(input_tokens=inp, output_tokens=out, total_tokens=inp + out)
+
+
+def _act(conv: Conversation, action: Action) -> tuple[str, str, ToolCall | None]:
+    canonical = conv.tools[action.tool]
+    if conv.native:
+        return (
+            "",
+            action.thought,
+            ToolCall(id=f"demo-{conv.call_count + 1}", name=canonical, arguments=action.arguments),
+        )
+    text = f"Thought: {action.thought}\nAction: {canonical}\nAction Input: {json.dumps(action.arguments)}"
+    return text, "", None
+
+
+def _pieces(text: str) -> list[str]:
+    if not text:
+        return []
+    size = max(1, -(-len(text) // STREAM_PIECES))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _last_user(request: LLMRequest) -> str:
+    users = [m.content for m in request.messages if m.role == "user"]
+    return users[-1] if users else ""
+
+
+def _all_user(request: LLMRequest) -> str:
+    return "\n\n".join(m.content for m in request.messages if m.role == "user")
+
+
+# ---- other interaction types ------------------------------------------------------------------
+
+_ROOT_CAUSE = re.compile(r"\*\*Root cause:\*\*\s*(.+)")
+
+
+def _strip_markdown(text: str) -> str:
+    return re.sub(r"[*_`#>]", "", text).strip()
+
+
+def executive_summary(analysis: str) -> str:
+    """One or two sentences: the root cause line if the analysis has one, else its opening sentences."""
+    match = _ROOT_CAUSE.search(analysis)
+    if match:
+        cause = _strip_markdown(match.group(1)).rstrip(".")
+        return f"Root cause: {cause}. (Summary by the demo investigator.)"
+    body = " ".join(line for line in (_strip_markdown(x) for x in analysis.splitlines()) if line)
+    sentences = re.split(r"(?<=[.!?])\s+", body)
+    return " ".join(sentences[:2])[:600] or "No analysis was available to summarise."
+
+
+def summarize(result: str, keep: int = 12) -> str:
+    """Shorten a tool result: its first lines plus every line that signals a problem."""
+    lines = [line for line in result.splitlines() if line.strip()]
+    head = lines[:3]
+    signal = [line for line in log_highlights("\n".join(lines[3:]), limit=keep) if line not in head]
+    shown = head + signal
+    return (
+        f"Summary of a {len(lines)}-line tool result (demo investigator; {len(lines) - len(shown)} lines "
+        "omitted):\n" + "\n".join(shown)
+    )
+
+
+def synthesize(prompt: str) -> str:
+    """Combine parallel investigations: list each one's root cause and keep the most supported one."""
+    causes = [_strip_markdown(m.group(1)) for m in _ROOT_CAUSE.finditer(prompt)]
+    lines = ["## Synthesis", "", LABEL, ""]
+    if not causes:
+        lines.append("The investigations did not state a root cause; see their evidence above.")
+        return "\n".join(lines)
+    best = max(set(causes), key=causes.count)
+    lines.append(f"**Root cause:** {best}")
+    lines += ["", f"{causes.count(best)} of {len(causes)} investigations agree. Their conclusions:"]
+    lines += [f"{i}. {cause}" for i, cause in enumerate(causes, 1)]
+    return "\n".join(lines)
+
+
+def _chat(request: LLMRequest, conv: Conversation) -> tuple[str, str, ToolCall | None]:
+    """Answer a follow-up from the investigation context; fetch logs once if asked about a pod's logs."""
+    question = _last_user(request).rsplit("Question:", 1)[-1].strip()
+    context = _all_user(request)
+    pod = next(iter(re.findall(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b", question)), "")
+    if "log" in question.lower() and pod and "pods_log" in conv.tools and not conv.attempted("pods_log", name=pod):
+        namespace = re.search(rf"`{re.escape(pod)}` \(namespace `([^`]+)`\)", context)
+        action = Action(
+            "pods_log",
+            {"namespace": namespace.group(1) if namespace else "default", "name": pod},
+            f"Fetch the logs of {pod} to answer the question.",
+        )
+        return _act(conv, action)
+    words = {w for w in re.findall(r"[a-z0-9\-]{4,}", question.lower())}
+    relevant = [
+        line.strip() for line in context.splitlines() if words & set(re.findall(r"[a-z0-9\-]{4,}", line.lower()))
+    ][:6]
+    fetched = [f"> {line}" for obs in conv.observations for line in log_highlights(obs.text)]
+    cause = _ROOT_CAUSE.search(context)
+    answer = [LABEL, ""]
+    if cause:
+        answer.append(f"**Root cause found by the investigation:** {cause.group(1)}")
+    answer += ["", "From the tools just now:", *fetched] if fetched else []
+    answer += ["", "Relevant lines from the investigation:", *[f"- {line}" for line in relevant]] if relevant else []
+    report = "\n".join(answer)
+    return (
+        (report, "", None)
+        if conv.native
+        else (f"Thought: I can answer from the context.\nFinal Answer: {report}", "", None)
+    )

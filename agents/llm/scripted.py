@@ -1,0 +1,235 @@
+"""Plays a script instead of calling an LLM: tests, benchmarks and reproducible demos.
+
+The turn is chosen statelessly from the request (agent, interaction type,
+iteration), because consecutive iterations may run in different worker
+processes. Streaming, latency and the deadline behave like a real provider,
+so the rest of the system cannot tell the difference. ScriptTurn below is the
+schema of one turn; the README section "Scripted LLM provider" shows examples.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agents.config.schema import LLMProviderConfig
+
+from .retry import DEADLINE_EXCEEDED
+from .types import (
+    Chunk,
+    ErrorChunk,
+    LLMRequest,
+    ProviderStateChunk,
+    TextChunk,
+    ThinkingChunk,
+    ToolCall,
+    ToolCallChunk,
+    UsageChunk,
+)
+
+CHARS_PER_TOKEN = 4  # the usual rough estimate, used when a turn gives no usage
+DEFAULT_KEY = "default"
+_REPLICA_SUFFIX = re.compile(r"-\d+$")  # "KubernetesAgent-2" → "KubernetesAgent"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScriptToolCall(_Strict):
+    name: str  # canonical server.tool
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+
+
+class ScriptUsage(_Strict):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    thinking_tokens: int = 0
+
+
+class ScriptError(_Strict):
+    message: str
+    code: str = "scripted_error"
+    retryable: bool = False
+
+
+class ScriptTurn(_Strict):
+    """One scripted LLM answer."""
+
+    text: str = ""
+    thinking: str = ""
+    tool_calls: list[ScriptToolCall] = Field(default_factory=list)
+    usage: ScriptUsage | None = None
+    error: ScriptError | None = None
+    latency_ms: int | None = Field(default=None, ge=0)
+    provider_state: dict[str, Any] | None = None
+
+
+class ScriptProblem(ValueError):
+    """The script cannot answer this request (missing file, bad YAML, no matching key)."""
+
+
+def parse_script(text: str) -> Any:
+    """YAML is a superset of JSON, so one parser reads both."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ScriptProblem(f"script is not valid YAML/JSON: {exc}") from exc
+
+
+def select_turns(script: Any, request: LLMRequest) -> list[Any]:
+    """A list applies to everyone; a mapping routes by agent, agent without replica suffix, interaction, default."""
+    if isinstance(script, list):
+        return script
+    if not isinstance(script, dict):
+        raise ScriptProblem("a script is a list of turns or a mapping of keys to lists of turns")
+    candidates = [
+        request.agent_name,
+        _REPLICA_SUFFIX.sub("", request.agent_name),
+        request.interaction_type,
+        DEFAULT_KEY,
+    ]
+    for key in candidates:
+        if key and key in script:
+            turns = script[key]
+            return turns if isinstance(turns, list) else [turns]
+    raise ScriptProblem(
+        f"no script turns for agent {request.agent_name!r} or interaction {request.interaction_type!r}"
+        f" and no {DEFAULT_KEY!r} key (keys: {', '.join(map(str, script))})"
+    )
+
+
+def select_turn(turns: list[Any], iteration: int) -> ScriptTurn:
+    """Turn `iteration - 1`; the last turn repeats when the script is shorter."""
+    if not turns:
+        raise ScriptProblem("the script has an empty list of turns")
+    raw = turns[min(max(iteration, 1) - 1, len(turns) - 1)]
+    if isinstance(raw, str):
+        raw = {"text": raw}
+    try:
+        return ScriptTurn.model_validate(raw)
+    except ValidationError as exc:
+        raise ScriptProblem(f"invalid script turn: {exc}") from exc
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    if not text:
+        return []
+    if size <= 0:
+        return [text]
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _tokens(chars: int) -> int:
+    return (chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+class ScriptedProvider:
+    """Answers from `provider.script` or `provider.script_file` (loaded once per process)."""
+
+    def __init__(self, provider: LLMProviderConfig, *, name: str = "") -> None:
+        self.name = name or "scripted"
+        self._cfg = provider
+        self._script: Any = None
+        self._lock = threading.Lock()
+
+    def generate(self, request: LLMRequest) -> Iterator[Chunk]:
+        try:
+            turn = select_turn(select_turns(self._load(), request), request.iteration)
+        except ScriptProblem as exc:
+            yield ErrorChunk(message=f"scripted provider {self.name!r}: {exc}", code="script_error", retryable=False)
+            return
+        if request.deadline is not None and time.time() >= request.deadline:
+            yield _deadline_error()
+            return
+        chunks = self._chunks(turn, request)
+        latency_ms = turn.latency_ms if turn.latency_ms is not None else self._cfg.latency_ms
+        visible = sum(isinstance(c, (TextChunk, ThinkingChunk, ToolCallChunk, ErrorChunk)) for c in chunks)
+        delay = latency_ms / 1000 / max(visible, 1)
+        for chunk in chunks:
+            if isinstance(chunk, (TextChunk, ThinkingChunk, ToolCallChunk, ErrorChunk)) and delay:
+                if not _sleep_until_deadline(delay, request.deadline):
+                    yield _deadline_error()
+                    return
+            yield chunk
+        if not visible and delay and not _sleep_until_deadline(delay, request.deadline):
+            yield _deadline_error()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._script is None:
+                if self._cfg.script is not None:
+                    self._script = self._cfg.script
+                else:
+                    path = Path(self._cfg.script_file)
+                    try:
+                        self._script = parse_script(path.read_text())
+                    except OSError as exc:
+                        raise ScriptProblem(f"cannot read script file {str(path)!r}: {exc}") from exc
+            return self._script
+
+    def _chunks(self, turn: ScriptTurn, request: LLMRequest) -> list[Chunk]:
+        size = self._cfg.chunk_size
+        chunks: list[Chunk] = [ThinkingChunk(text=p) for p in _pieces(turn.thinking, size)]
+        chunks += [TextChunk(text=p) for p in _pieces(turn.text, size)]
+        for index, call in enumerate(turn.tool_calls):
+            call_id = call.id or _call_id(request, index)
+            chunks.append(ToolCallChunk(call=ToolCall(id=call_id, name=call.name, arguments=call.arguments)))
+        if turn.error is not None:
+            chunks.append(ErrorChunk(**turn.error.model_dump()))
+            return chunks
+        if turn.provider_state:
+            chunks.append(ProviderStateChunk(state=turn.provider_state))
+        chunks.append(self._usage(turn, request))
+        return chunks
+
+    @staticmethod
+    def _usage(turn: ScriptTurn, request: LLMRequest) -> UsageChunk:
+        if turn.usage is not None:
+            u = turn.usage
+        else:
+            calls = sum(len(c.name) + len(json.dumps(c.arguments)) for c in turn.tool_calls)
+            prompt = sum(
+                len(m.content) + sum(len(json.dumps(c.arguments)) for c in m.tool_calls) for m in request.messages
+            )
+            u = ScriptUsage(
+                input_tokens=_tokens(prompt),
+                output_tokens=_tokens(len(turn.text) + calls),
+                thinking_tokens=_tokens(len(turn.thinking)),
+            )
+        total = u.input_tokens + u.output_tokens + u.thinking_tokens
+        return UsageChunk(
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            thinking_tokens=u.thinking_tokens,
+            total_tokens=total,
+        )
+
+
+def _call_id(request: LLMRequest, index: int) -> str:
+    """Deterministic, and unique within an execution's conversation."""
+    seed = f"{request.execution_id}|{request.agent_name}|{request.interaction_type}|{request.iteration}|{index}"
+    return "call_" + hashlib.sha1(seed.encode()).hexdigest()[:16]
+
+
+def _deadline_error() -> ErrorChunk:
+    return ErrorChunk(message="the LLM call did not finish before its deadline", code=DEADLINE_EXCEEDED, retryable=True)
+
+
+def _sleep_until_deadline(seconds: float, deadline: float | None) -> bool:
+    """Sleep; False (after sleeping up to the deadline) when the deadline comes first."""
+    if deadline is not None and time.time() + seconds > deadline:
+        time.sleep(max(0.0, deadline - time.time()))
+        return False
+    time.sleep(seconds)
+    return True

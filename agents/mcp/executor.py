@@ -1,0 +1,230 @@
+"""The ToolExecutor agents use: lists the execution's MCP tools and runs one call end to end.
+
+Order for every call: event start → pooled call (bounded by the server's call
+timeout and the step's deadline) → masking, before anything is stored, shown
+or returned → display event → optional summarization → MCP interaction record
+(so its `summarized` flag is the truth) → `tool_result` event with what the LLM
+sees. No failure raises: unknown tools, dead servers and timeouts become error
+results the controller turns into observations.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from agents.config.registry import TarsyConfig
+from agents.config.schema import MCPServerConfig
+from agents.context import MCPInteractionRecord, Recorder, ResolvedAgentConfig, ToolResult
+from agents.llm.types import ToolCall, ToolDefinition
+
+from .client import CallResult, MCPError
+from .masking import mask_tool_result
+from .pool import MCPPool, get_pool
+
+if TYPE_CHECKING:  # the summarizer pulls in the prompt builder; only its type is needed here
+    from .summarizer import ResultSummarizer
+
+logger = logging.getLogger(__name__)
+
+CHARS_PER_TOKEN = 4  # the usual estimate for English/JSON text; also what the summarization thresholds assume
+DISPLAY_CAP_CHARS = 64 * 1024  # timeline events render inline in the browser; the full masked result is in the trace
+STORED_RESULT_CAP_CHARS = 512 * 1024  # MCPInteraction rows: tarsy-bot's proven cap keeps evidence without huge rows
+ERROR_MESSAGE_CAP_CHARS = 2000  # an error message is a hint for the reader, not a payload
+
+
+def truncate(text: str, limit: int, note: str) -> str:
+    """Cut `text` to at most about `limit` characters, ending with a note saying what was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n\n[{note}: showing {limit} of {len(text)} characters]"
+
+
+def coerce_arguments(raw: Any, parameters: dict[str, Any]) -> dict[str, Any]:
+    """Turn an Action Input that was not a JSON object into tool arguments.
+
+    JSON object → as is; a tool with exactly one parameter → that parameter; otherwise {"input": raw}.
+    """
+    if isinstance(raw, dict):
+        return raw
+    text = "" if raw is None else str(raw).strip()
+    if not text:
+        return {}
+    try:
+        parsed: Any = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        return parsed
+    properties = parameters.get("properties") or {}
+    if len(properties) == 1:
+        (name, schema), = properties.items()
+        wants_string = isinstance(schema, dict) and schema.get("type") == "string"
+        return {name: text if wants_string or parsed is None else parsed}
+    return {"input": text}
+
+
+class MCPToolExecutor:
+    """ToolExecutor over the process's MCP pool for one execution (servers, tool filter, recorder, deadline)."""
+
+    def __init__(self, *, config: TarsyConfig, resolved: ResolvedAgentConfig, recorder: Recorder,
+                 pool: MCPPool | None = None, summarizer: ResultSummarizer | None = None,
+                 deadline: float | None = None) -> None:
+        self._config = config
+        self._resolved = resolved
+        self._recorder = recorder
+        self._pool = pool or get_pool()
+        self._summarizer = summarizer
+        self._deadline = deadline
+        self._warned: set[str] = set()
+        self._server_errors: dict[str, str] = {}
+        self._listed: list[ToolDefinition] | None = None
+
+    # ---- listing ----------------------------------------------------------------------------------
+
+    def list_tools(self) -> list[ToolDefinition]:
+        """Tools of the execution's servers, listed once per executor (one executor serves one step)."""
+        if self._listed is None:
+            tools: list[ToolDefinition] = []
+            for server in self._resolved.mcp_servers:
+                tools.extend(self._server_tools(server))
+            self._listed = tools
+        return list(self._listed)
+
+    def _server_tools(self, server: str) -> list[ToolDefinition]:
+        cfg = self._config.mcp_servers.get(server)
+        if cfg is None:
+            self._warn_once(server, f"MCP server {server!r} is not configured; its tools are unavailable")
+            return []
+        try:
+            tools = self._pool.list_tools(server, cfg, timeout=self._budget(cfg.transport.timeout + cfg.call_timeout))
+        except MCPError as exc:
+            self._server_errors[server] = exc.message
+            self._warn_once(server, f"MCP server {server!r} is unavailable, continuing without its tools: "
+                                    f"{exc.message}")
+            return []
+        self._server_errors.pop(server, None)
+        return [t for t in tools if self._allowed(server, t.name)]
+
+    def _allowed(self, server: str, canonical: str) -> bool:
+        allowed = self._resolved.tool_filter.get(server)
+        if not allowed:
+            return True
+        bare = canonical.split(".", 1)[1]
+        return bare in allowed or canonical in allowed
+
+    def _warn_once(self, server: str, message: str) -> None:
+        logger.warning(message)
+        if server not in self._warned:
+            self._warned.add(server)
+            self._recorder.add_event("error", message, metadata={"server": server, "source": "mcp"})
+
+    def _budget(self, wanted: float) -> float:
+        if self._deadline is None:
+            return wanted
+        return min(wanted, self._deadline - time.time())
+
+    # ---- execution --------------------------------------------------------------------------------
+
+    def execute(self, call: ToolCall) -> ToolResult:
+        server, _, tool = call.name.partition(".")
+        cfg = self._config.mcp_servers.get(server)
+        available = self.list_tools()
+        names = [t.name for t in available]
+        if cfg is None or server not in self._resolved.mcp_servers:
+            return self._rejected(call, server, tool, f"Unknown MCP server {server!r} in tool name {call.name!r}.",
+                                  names)
+        if server in self._server_errors:
+            return self._rejected(call, server, tool, f"MCP server {server!r} is unavailable: "
+                                                      f"{self._server_errors[server]}", names)
+        definition = next((t for t in available if t.name == call.name), None)
+        if definition is None:
+            return self._rejected(call, server, tool, f"Unknown tool {call.name!r}.", names)
+        arguments = coerce_arguments(call.arguments, definition.parameters)
+        return self._run(call, server, tool, cfg, arguments, names)
+
+    def _rejected(self, call: ToolCall, server: str, tool: str, problem: str, names: list[str]) -> ToolResult:
+        listing = "\n".join(f"- {n}" for n in names) or "(none: no MCP tools are available to this agent)"
+        content = f"Error: {problem} Available tools:\n{listing}"
+        arguments = call.arguments if isinstance(call.arguments, dict) else {"input": str(call.arguments)}
+        event_id = self._recorder.start_event("mcp_tool_call", metadata={"server": server, "tool": tool,
+                                                                         "arguments": arguments})
+        self._recorder.complete_event(event_id, content=content, status="failed",
+                                      metadata={"is_error": True, "duration_ms": 0, "error_kind": "unknown_tool"})
+        return self._finish(call, server, tool, content, is_error=True, summarized=False)
+
+    def _run(self, call: ToolCall, server: str, tool: str, cfg: MCPServerConfig, arguments: dict[str, Any],
+             names: list[str]) -> ToolResult:
+        event_id = self._recorder.start_event("mcp_tool_call", metadata={"server": server, "tool": tool,
+                                                                         "arguments": arguments})
+        timeout = self._budget(cfg.call_timeout)
+        started = time.monotonic()
+        try:
+            if timeout <= 0:
+                raise MCPError(server, "not called: the step's time budget is exhausted", "timeout")
+            result = self._pool.call_tool(server, cfg, tool, arguments, timeout=timeout)
+        except MCPError as exc:
+            duration_ms = int((time.monotonic() - started) * 1000)
+            return self._failed(call, server, tool, cfg, arguments, names, event_id, exc, duration_ms)
+        masked = mask_tool_result(result.text, cfg.data_masking)
+        self._recorder.complete_event(
+            event_id, content=truncate(masked, DISPLAY_CAP_CHARS, "Result truncated for display"),
+            metadata={"is_error": result.is_error, "duration_ms": result.duration_ms, "raw_size": result.raw_size},
+        )
+        content, summarized = self._for_llm(server, tool, cfg, masked, result)
+        self._recorder.record_mcp_interaction(MCPInteractionRecord(
+            server=server, tool=tool, arguments=arguments,
+            result=truncate(masked, STORED_RESULT_CAP_CHARS, "Result truncated for storage"),
+            raw_size=result.raw_size, summarized=summarized, duration_ms=result.duration_ms,
+            success=not result.is_error, error_message=masked[:ERROR_MESSAGE_CAP_CHARS] if result.is_error else "",
+            available_tools=names,
+        ))
+        return self._finish(call, server, tool, content, is_error=result.is_error, summarized=summarized)
+
+    def _failed(self, call: ToolCall, server: str, tool: str, cfg: MCPServerConfig, arguments: dict[str, Any],
+                names: list[str], event_id: int, exc: MCPError, duration_ms: int) -> ToolResult:
+        message = mask_tool_result(exc.message, cfg.data_masking)[:ERROR_MESSAGE_CAP_CHARS]
+        content = f"Error: tool {server}.{tool} failed ({exc.kind}): {message}"
+        self._recorder.record_mcp_interaction(MCPInteractionRecord(
+            server=server, tool=tool, arguments=arguments, result="", duration_ms=duration_ms, success=False,
+            error_message=message, available_tools=names,
+        ))
+        self._recorder.complete_event(event_id, content=content, status="failed",
+                                      metadata={"is_error": True, "duration_ms": duration_ms, "error_kind": exc.kind})
+        return self._finish(call, server, tool, content, is_error=True, summarized=False)
+
+    def _for_llm(self, server: str, tool: str, cfg: MCPServerConfig, masked: str,
+                 result: CallResult) -> tuple[str, bool]:
+        """The text the LLM sees: a summary when the result is too big (and summarization works), else capped."""
+        cap = self._resolved.llm_provider.max_tool_result_tokens * CHARS_PER_TOKEN
+        settings = cfg.summarization
+        tokens = len(masked) // CHARS_PER_TOKEN
+        if result.is_error or not settings.enabled or self._summarizer is None \
+                or tokens <= settings.size_threshold_tokens:
+            return truncate(masked, cap, "Tool result truncated"), False
+        try:
+            summary = self._summarizer.summarize(server, tool, masked, settings.summary_max_token_limit)
+        except Exception as exc:  # noqa: BLE001 - any summarizer failure falls back to truncation, recorded below
+            self._recorder.add_event(
+                "error",
+                f"Summarizing the result of {server}.{tool} (~{tokens} tokens) failed: {exc}; "
+                f"the result was truncated to {cap // CHARS_PER_TOKEN} tokens instead",
+                metadata={"server": server, "tool": tool, "source": "summarization"},
+            )
+            return truncate(masked, cap, "Tool result truncated because summarization failed"), False
+        self._recorder.add_event("mcp_tool_summary", summary,
+                                 metadata={"server": server, "tool": tool, "original_tokens": tokens})
+        note = (f"[Note: the result of {server}.{tool} was about {tokens} tokens, over the "
+                f"{settings.size_threshold_tokens}-token limit, so it was summarized.]")
+        return f"{note}\n{summary}", True
+
+    def _finish(self, call: ToolCall, server: str, tool: str, content: str, *, is_error: bool,
+                summarized: bool) -> ToolResult:
+        self._recorder.add_event(
+            "tool_result", truncate(content, DISPLAY_CAP_CHARS, "Result truncated for display"),
+            metadata={"server": server, "tool": tool, "is_error": is_error, "summarized": summarized,
+                      "tool_call_id": call.id},
+        )
+        return ToolResult(call=call, content=content, is_error=is_error, summarized=summarized)

@@ -1,0 +1,70 @@
+"""Health of the configured MCP servers for the system page: can each start, and what tools does it offer."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from agents.config.registry import TarsyConfig
+
+from .client import MCPError
+from .pool import MCPPool, get_pool
+
+HEALTH_CACHE_TTL_S = 15.0  # the system page polls about this often; checking more often only adds load on servers
+HEALTH_LIST_TIMEOUT_S = 10.0  # a page must not wait on a stuck server: longer than this counts as an error
+MAX_PARALLEL_CHECKS = 4  # servers are checked side by side so one slow server does not delay the others' results
+
+_cache: dict[str, tuple[float, dict[str, Any]]] = {}  # keyed by name + config, so a changed config is re-checked
+_cache_lock = threading.Lock()
+
+
+def check_servers(config: TarsyConfig, pool: MCPPool | None = None, names: list[str] | None = None) -> list[dict]:
+    """One dict per server: name, transport, status ("ok"/"error"), error, tool_count, tools [{name, description}].
+
+    Results are cached for HEALTH_CACHE_TTL_S per server.
+    """
+    pool = pool or get_pool()
+    wanted = list(names) if names is not None else sorted(config.mcp_servers)
+    now = time.monotonic()
+    keys = {n: _cache_key(config, n) for n in wanted}
+    with _cache_lock:
+        fresh = {n: _cache[keys[n]][1] for n in wanted if keys[n] in _cache and _cache[keys[n]][0] > now}
+    stale = [n for n in wanted if n not in fresh]
+    if stale:
+        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_CHECKS, len(stale))) as workers:
+            checked = dict(zip(stale, workers.map(lambda n: _check(config, pool, n), stale)))
+        with _cache_lock:
+            for name, result in checked.items():
+                _cache[keys[name]] = (time.monotonic() + HEALTH_CACHE_TTL_S, result)
+        fresh.update(checked)
+    return [dict(fresh[n]) for n in wanted]
+
+
+def _cache_key(config: TarsyConfig, name: str) -> str:
+    cfg = config.mcp_servers.get(name)
+    return f"{name}\0{cfg.model_dump_json() if cfg is not None else ''}"
+
+
+def _check(config: TarsyConfig, pool: MCPPool, name: str) -> dict[str, Any]:
+    cfg = config.mcp_servers.get(name)
+    if cfg is None:
+        return {"name": name, "transport": "", "status": "error", "error": "not configured", "tool_count": 0,
+                "tools": []}
+    result: dict[str, Any] = {"name": name, "transport": cfg.transport.type, "status": "ok", "error": "",
+                              "tool_count": 0, "tools": []}
+    try:
+        tools = pool.list_tools(name, cfg, timeout=HEALTH_LIST_TIMEOUT_S)
+    except MCPError as exc:
+        result.update(status="error", error=exc.message)
+        return result
+    result["tools"] = [{"name": t.name.split(".", 1)[1], "description": t.description} for t in tools]
+    result["tool_count"] = len(tools)
+    return result
+
+
+def clear_cache() -> None:
+    """Forget cached results (after a config reload, or between tests)."""
+    with _cache_lock:
+        _cache.clear()

@@ -1,0 +1,217 @@
+"""Django admin for on-call inspection: sessions → stages → executions → timeline and conversation.
+
+Everything is read-only: the pipeline owns these rows; editing them by hand
+would break its invariants.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
+
+from .models import (
+    AgentExecution,
+    AlertSession,
+    Chat,
+    ChatUserMessage,
+    Event,
+    LLMInteraction,
+    MCPInteraction,
+    Message,
+    Stage,
+    TimelineEvent,
+)
+
+
+def _link(obj, label: str | None = None):
+    if obj is None:
+        return "-"
+    url = reverse(f"admin:tarsy_{obj._meta.model_name}_change", args=[obj.pk])
+    return format_html('<a href="{}">{}</a>', url, label or str(obj))
+
+
+class ReadOnlyMixin:
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class ReadOnlyInline(ReadOnlyMixin, admin.TabularInline):
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+
+class StageInline(ReadOnlyInline):
+    model = Stage
+    fields = ["index", "name", "kind", "status", "parallel_type", "success_policy", "started_at", "completed_at"]
+    readonly_fields = fields
+
+
+class ExecutionInline(ReadOnlyInline):
+    model = AgentExecution
+    fk_name = "stage"
+    fields = ["agent_name", "iteration_strategy", "llm_provider", "status", "current_iteration", "total_tokens",
+              "error_message"]
+    readonly_fields = fields
+
+
+class TimelineInline(ReadOnlyInline):
+    model = TimelineEvent
+    fk_name = "execution"
+    fields = ["sequence_number", "iteration", "event_type", "status", "short_content"]
+    readonly_fields = fields
+
+    @admin.display(description="content")
+    def short_content(self, obj):
+        return (obj.content[:200] + "…") if len(obj.content) > 200 else obj.content
+
+
+class MessageInline(ReadOnlyInline):
+    model = Message
+    fields = ["sequence_number", "iteration", "role", "short_content", "tool_name", "tool_call_id"]
+    readonly_fields = fields
+
+    @admin.display(description="content")
+    def short_content(self, obj):
+        return (obj.content[:200] + "…") if len(obj.content) > 200 else obj.content
+
+
+class DeletedFilter(admin.SimpleListFilter):
+    title = "deleted"
+    parameter_name = "deleted"
+
+    def lookups(self, request, model_admin):
+        return [("no", "Live"), ("yes", "Soft-deleted")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(deleted_at__isnull=False)
+        if self.value() == "no":
+            return queryset.filter(deleted_at__isnull=True)
+        return queryset
+
+
+@admin.register(AlertSession)
+class AlertSessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["short_id", "alert_type", "chain_id", "status", "author", "created_at", "duration",
+                    "total_tokens", "summary_preview"]
+    list_filter = ["status", "alert_type", "chain_id", ("created_at", admin.DateFieldListFilter), DeletedFilter]
+    search_fields = ["id", "alert_data", "final_analysis", "executive_summary", "author"]
+    date_hierarchy = "created_at"
+    inlines = [StageInline]
+    readonly_fields = [f.name for f in AlertSession._meta.fields]
+    list_per_page = 50
+
+    def get_queryset(self, request):
+        return AlertSession.all_objects.all()
+
+    @admin.display(description="session", ordering="id")
+    def short_id(self, obj):
+        return str(obj.id)[:8]
+
+    @admin.display(description="duration")
+    def duration(self, obj):
+        seconds = obj.duration_seconds
+        return f"{seconds:.1f}s" if seconds is not None else "-"
+
+    @admin.display(description="executive summary")
+    def summary_preview(self, obj):
+        return (obj.executive_summary[:120] + "…") if len(obj.executive_summary) > 120 else obj.executive_summary
+
+
+@admin.register(Stage)
+class StageAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["__str__", "session_link", "kind", "status", "parallel_type", "started_at"]
+    list_filter = ["status", "kind", "parallel_type"]
+    search_fields = ["name", "session__id"]
+    inlines = [ExecutionInline]
+    readonly_fields = [f.name for f in Stage._meta.fields] + ["session_link"]
+
+    @admin.display(description="session")
+    def session_link(self, obj):
+        return _link(obj.session)
+
+
+@admin.register(AgentExecution)
+class AgentExecutionAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["agent_name", "session_link", "stage_link", "iteration_strategy", "llm_provider", "status",
+                    "current_iteration", "total_tokens"]
+    list_filter = ["status", "iteration_strategy", "llm_provider"]
+    search_fields = ["agent_name", "session__id", "error_message"]
+    inlines = [TimelineInline, MessageInline]
+    readonly_fields = [f.name for f in AgentExecution._meta.fields] + ["session_link", "stage_link"]
+
+    @admin.display(description="session")
+    def session_link(self, obj):
+        return _link(obj.session)
+
+    @admin.display(description="stage")
+    def stage_link(self, obj):
+        return _link(obj.stage)
+
+
+@admin.register(TimelineEvent)
+class TimelineEventAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["__str__", "session", "execution", "event_type", "status", "created_at"]
+    list_filter = ["event_type", "status"]
+    search_fields = ["content", "session__id"]
+    readonly_fields = [f.name for f in TimelineEvent._meta.fields]
+
+
+@admin.register(Message)
+class MessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["__str__", "execution", "iteration", "role", "tool_name"]
+    list_filter = ["role"]
+    search_fields = ["content", "session__id"]
+    readonly_fields = [f.name for f in Message._meta.fields]
+
+
+@admin.register(LLMInteraction)
+class LLMInteractionAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["__str__", "session", "execution", "iteration", "success", "total_tokens", "duration_ms",
+                    "created_at"]
+    list_filter = ["interaction_type", "success", "provider", "model"]
+    search_fields = ["session__id", "error_message"]
+    readonly_fields = [f.name for f in LLMInteraction._meta.fields]
+
+
+@admin.register(MCPInteraction)
+class MCPInteractionAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["__str__", "session", "execution", "success", "summarized", "raw_size", "duration_ms",
+                    "created_at"]
+    list_filter = ["server", "tool", "success", "summarized"]
+    search_fields = ["session__id", "tool", "error_message"]
+    readonly_fields = [f.name for f in MCPInteraction._meta.fields]
+
+
+@admin.register(Event)
+class EventAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["id", "channel", "type", "session", "created_at"]
+    list_filter = ["type"]
+    search_fields = ["channel", "session__id"]
+    readonly_fields = [f.name for f in Event._meta.fields]
+
+
+class ChatUserMessageInline(ReadOnlyInline):
+    model = ChatUserMessage
+    fields = ["content", "author", "created_at"]
+    readonly_fields = fields
+
+
+@admin.register(Chat)
+class ChatAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["id", "session", "created_by", "created_at"]
+    search_fields = ["session__id", "created_by"]
+    inlines = [ChatUserMessageInline]
+    readonly_fields = [f.name for f in Chat._meta.fields]
+
+
+@admin.register(ChatUserMessage)
+class ChatUserMessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["__str__", "chat", "author", "created_at"]
+    search_fields = ["content", "author"]
+    readonly_fields = [f.name for f in ChatUserMessage._meta.fields]

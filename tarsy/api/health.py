@@ -1,0 +1,56 @@
+"""GET /health: database, broker, workers, configuration — 200 healthy, 503 not."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import connection
+from django.http import JsonResponse
+
+from tarsy.config import ConfigError, get_config
+
+
+def _database() -> dict:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return {"status": "ok"}
+    except Exception as exc:  # report, don't raise: health must always answer
+        return {"status": "error", "error": str(exc)}
+
+
+def _broker() -> dict:
+    if settings.EMBEDDED:
+        return {"status": "ok", "url": "memory://"}
+    try:
+        import redis
+
+        redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2).ping()
+        return {"status": "ok"}
+    except Exception as exc:
+        return {"status": "error", "error": str(exc)}
+
+
+def _workers() -> dict:
+    from tarsy.celery import app
+
+    if settings.EMBEDDED:
+        return {"status": "ok", "mode": "in-process"}
+    try:
+        replies = app.control.ping(timeout=1.0) or []
+    except Exception as exc:
+        return {"status": "error", "error": str(exc), "count": 0}
+    names = sorted(name for reply in replies for name in reply)
+    return {"status": "ok" if names else "error", "count": len(names), "workers": names}
+
+
+def health(request):
+    checks = {"database": _database(), "broker": _broker(), "workers": _workers()}
+    try:
+        warnings = get_config().warnings()
+        checks["config"] = {"status": "ok"}
+    except ConfigError as exc:
+        warnings = exc.problems
+        checks["config"] = {"status": "error", "error": "invalid configuration"}
+    healthy = all(c["status"] == "ok" for c in checks.values())
+    return JsonResponse({"status": "healthy" if healthy else "unhealthy", "checks": checks, "warnings": warnings},
+                        status=200 if healthy else 503)

@@ -1,0 +1,12 @@
+from django.apps import AppConfig
+
+
+class TarsyConfig(AppConfig):
+    """Core app. Loads and validates the configuration at startup so a broken file fails fast."""
+
+    name = "tarsy"
+    verbose_name = "TARSy"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import checks  # noqa: F401  (registers the config system check)

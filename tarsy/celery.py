@@ -1,0 +1,57 @@
+"""Celery application: settings from Django (`CELERY_` prefix), periodic jobs for beat."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+from celery.signals import worker_process_init, worker_process_shutdown, worker_init
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tarsy.settings")
+
+app = Celery("tarsy")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks(["tarsy"], related_name="tasks", force=True)
+
+SWEEP_INTERVAL_S = float(os.environ.get("TARSY_SWEEP_INTERVAL", "10"))  # lost tasks are found within this
+RETENTION_INTERVAL_S = 3600.0
+
+app.conf.beat_schedule = {
+    "sweep": {"task": "tarsy.tasks.sweep", "schedule": SWEEP_INTERVAL_S},
+    "retention": {"task": "tarsy.tasks.apply_retention", "schedule": RETENTION_INTERVAL_S},
+}
+
+
+@worker_init.connect
+def _fail_fast_on_bad_config(**kwargs) -> None:
+    """A worker with an invalid configuration must not start taking tasks."""
+    from tarsy.config import get_config
+
+    get_config()
+    _preload()
+
+
+def _preload() -> None:
+    """Import the heavy SDK modules once in the parent, so forked children start tasks at once (~5 s saved each)."""
+    import importlib
+
+    for module in ("tarsy.pipeline.iteration", "tarsy.pipeline.finish", "agents.llm.langchain_provider",
+                   "agents.llm.google_native", "agents.mcp.executor", "controllers.react",
+                   "controllers.native_thinking", "controllers.synthesis"):
+        importlib.import_module(module)
+
+
+@worker_process_init.connect
+def _fresh_connections(**kwargs) -> None:
+    """A forked child must not share its parent's database connections or MCP sessions."""
+    from django.db import connections
+
+    for conn in connections.all(initialized_only=True):
+        conn.close()
+
+
+@worker_process_shutdown.connect
+def _close_mcp(**kwargs) -> None:
+    from agents.mcp.pool import shutdown_pool
+
+    shutdown_pool()

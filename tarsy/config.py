@@ -1,0 +1,32 @@
+"""The process-wide configuration, loaded once from TARSY_CONFIG_DIR."""
+
+from __future__ import annotations
+
+import threading
+
+from django.conf import settings
+
+from agents.config import ConfigError, TarsyConfig, load_config
+
+_lock = threading.Lock()
+_config: TarsyConfig | None = None
+
+
+def get_config() -> TarsyConfig:
+    """Raises ConfigError (every problem listed) when the files are invalid."""
+    global _config
+    if _config is None:
+        with _lock:
+            if _config is None:
+                _config = load_config(settings.TARSY_CONFIG_DIR or None)
+    return _config
+
+
+def set_config(config: TarsyConfig | None) -> None:
+    """Replace the active configuration (tests; None reloads from disk on next use)."""
+    global _config
+    with _lock:
+        _config = config
+
+
+__all__ = ["ConfigError", "get_config", "set_config"]

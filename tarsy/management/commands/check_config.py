@@ -1,0 +1,36 @@
+"""`manage.py check_config [--config-dir DIR]`: exit 0 when valid, else 1 with every problem."""
+
+from __future__ import annotations
+
+import sys
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from agents.config import ConfigError, load_config
+
+
+class Command(BaseCommand):
+    help = ("Validate tarsy.yaml and llm-providers.yaml (or their .example files when absent); print every "
+            "problem as `file: key.path: reason`.")
+    requires_system_checks: list[str] = []
+
+    def add_arguments(self, parser):
+        parser.add_argument("--config-dir", default=settings.TARSY_CONFIG_DIR or None)
+
+    def handle(self, *args, config_dir=None, **options):
+        try:
+            config = load_config(config_dir, allow_examples=True)
+        except ConfigError as exc:
+            for problem in exc.problems:
+                self.stderr.write(problem)
+            sys.exit(1)
+        where = config_dir or "(built-in defaults only)"
+        self.stdout.write(f"Configuration OK: {where}")
+        self.stdout.write(f"  chains: {', '.join(sorted(config.chains))}")
+        self.stdout.write(f"  agents: {', '.join(sorted(config.agents))}")
+        self.stdout.write(f"  LLM providers: {', '.join(sorted(config.llm_providers))} "
+                          f"(default: {config.default_provider})")
+        self.stdout.write(f"  MCP servers: {', '.join(sorted(config.mcp_servers))}")
+        for warning in config.warnings():
+            self.stdout.write(f"  warning: {warning}")

@@ -1,0 +1,87 @@
+"""`manage.py serve`: the whole of TARSy in one process (embedded default) or the web server alone."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import signal
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from tarsy.config import ConfigError, get_config
+
+
+class Command(BaseCommand):
+    help = "Serve TARSy: ASGI server, plus in-process worker and periodic jobs in embedded mode."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default=settings.TARSY_HOST)
+        parser.add_argument("--port", type=int, default=settings.TARSY_PORT)
+        parser.add_argument("--no-worker", action="store_true", help="do not run the in-process worker")
+
+    def handle(self, *args, host: str, port: int, no_worker: bool, **options):
+        try:
+            config = get_config()
+        except ConfigError as exc:
+            raise CommandError(str(exc)) from exc
+        import uvicorn
+
+        from tarsy.embedded import EmbeddedWorker, PeriodicJobs, bind_publisher_to_running_loop
+
+        run_worker = settings.EMBEDDED and not no_worker
+        self._print_banner(host, port, config, run_worker)
+        worker = EmbeddedWorker() if run_worker else None
+        periodic = PeriodicJobs() if run_worker else None
+        server = uvicorn.Server(uvicorn.Config("tarsy.asgi:application", host=host, port=port, ws="websockets",
+                                               lifespan="off", log_level="warning", timeout_graceful_shutdown=5))
+
+        async def main() -> None:
+            bind_publisher_to_running_loop()
+            if worker:
+                worker.start()
+                periodic.start()
+            await server.serve()
+
+        try:
+            asyncio.run(main())
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.stdout.write("Stopping…")
+            if periodic:
+                periodic.stop()
+            if worker:
+                worker.stop()
+            from agents.mcp.pool import shutdown_pool
+
+            shutdown_pool()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    def _print_banner(self, host: str, port: int, config, run_worker: bool) -> None:
+        base = f"http://{host}:{port}"
+        mode = "embedded (SQLite, in-process worker)" if settings.EMBEDDED else "production (PostgreSQL + Redis)"
+        lines = [
+            f"TARSy is serving in {mode} mode",
+            f"  Dashboard: {base}/",
+            f"  API docs:  {base}/api/docs/",
+            f"  Admin:     {base}/admin/",
+            f"  LLM:       {config.default_provider}" + (" (built-in demo investigator)"
+                                                         if config.default_provider == "demo" else ""),
+        ]
+        lines += self._admin_login()
+        for warning in config.warnings():
+            lines.append(f"  warning: {warning}")
+        if not run_worker:
+            lines.append("  worker:    not in this process (run `celery -A tarsy worker`)")
+        self.stdout.write("\n".join(lines))
+
+    def _admin_login(self) -> list[str]:
+        """First start: create `admin` with a random password, printed once."""
+        user_model = get_user_model()
+        if user_model.objects.filter(is_superuser=True).exists():
+            return ["  Admin login: an admin user exists (reset: python manage.py changepassword admin)"]
+        password = secrets.token_urlsafe(12)
+        user_model.objects.create_superuser("admin", "", password)
+        return [f"  Admin login: admin / {password}   (shown once; change: python manage.py changepassword admin)"]

@@ -1,0 +1,179 @@
+"""What an execution writes: timeline events, conversation messages, debug interactions."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from .sessions import AgentExecution, AlertSession, Stage
+
+
+class TimelineEventType(models.TextChoices):
+    LLM_THINKING = "llm_thinking"
+    LLM_RESPONSE = "llm_response"
+    LLM_TOOL_CALL = "llm_tool_call"
+    MCP_TOOL_CALL = "mcp_tool_call"
+    MCP_TOOL_SUMMARY = "mcp_tool_summary"
+    TOOL_RESULT = "tool_result"
+    ERROR = "error"
+    USER_QUESTION = "user_question"
+    EXECUTIVE_SUMMARY = "executive_summary"
+    FINAL_ANALYSIS = "final_analysis"
+    CODE_EXECUTION = "code_execution"
+    GOOGLE_SEARCH_RESULT = "google_search_result"
+    URL_CONTEXT_RESULT = "url_context_result"
+
+
+class TimelineStatus(models.TextChoices):
+    STREAMING = "streaming"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    TIMED_OUT = "timed_out"
+
+
+class TimelineEvent(models.Model):
+    """What the user sees. Content grows while `streaming`; `iteration` ties it to the step that wrote it."""
+
+    session = models.ForeignKey(AlertSession, on_delete=models.CASCADE, related_name="timeline_events")
+    stage = models.ForeignKey(Stage, null=True, blank=True, on_delete=models.CASCADE, related_name="timeline_events")
+    execution = models.ForeignKey(
+        AgentExecution, null=True, blank=True, on_delete=models.CASCADE, related_name="timeline_events"
+    )
+    iteration = models.IntegerField(default=0)
+    sequence_number = models.IntegerField()
+    event_type = models.CharField(max_length=40, choices=TimelineEventType.choices)
+    status = models.CharField(max_length=20, choices=TimelineStatus.choices, default=TimelineStatus.COMPLETED)
+    content = models.TextField(blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["execution", "sequence_number"],
+                condition=models.Q(execution__isnull=False),
+                name="timeline_unique_exec_seq",
+            ),
+            models.UniqueConstraint(
+                fields=["session", "sequence_number"],
+                condition=models.Q(execution__isnull=True),
+                name="timeline_unique_session_seq",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["session", "created_at", "id"], name="timeline_session_order"),
+            models.Index(fields=["execution", "iteration"], name="timeline_exec_iteration"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.sequence_number} {self.event_type} ({self.status})"
+
+
+class MessageRole(models.TextChoices):
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class Message(models.Model):
+    """The LLM conversation of one execution, linear and without duplication."""
+
+    session = models.ForeignKey(AlertSession, on_delete=models.CASCADE, related_name="messages")
+    execution = models.ForeignKey(AgentExecution, on_delete=models.CASCADE, related_name="messages")
+    iteration = models.IntegerField(default=0)
+    sequence_number = models.IntegerField()
+    role = models.CharField(max_length=20, choices=MessageRole.choices)
+    content = models.TextField(blank=True, default="")
+    tool_calls = models.JSONField(default=list, blank=True)
+    tool_call_id = models.CharField(max_length=255, blank=True, default="")
+    tool_name = models.CharField(max_length=255, blank=True, default="")
+    provider_state = models.JSONField(
+        null=True, blank=True, help_text="Opaque provider data replayed on the next call (e.g. thought signatures)"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["execution", "sequence_number"]
+        constraints = [
+            models.UniqueConstraint(fields=["execution", "sequence_number"], name="message_unique_exec_seq")
+        ]
+        indexes = [models.Index(fields=["execution", "iteration"], name="message_exec_iteration")]
+
+    def __str__(self) -> str:
+        return f"#{self.sequence_number} {self.role}"
+
+
+class InteractionType(models.TextChoices):
+    ITERATION = "iteration"
+    FORCED_CONCLUSION = "forced_conclusion"
+    SYNTHESIS = "synthesis"
+    SUMMARIZATION = "summarization"
+    EXECUTIVE_SUMMARY = "executive_summary"
+    CHAT = "chat"
+
+
+class LLMInteraction(models.Model):
+    """One LLM call, with the full structured conversation sent plus the reply (debug view)."""
+
+    session = models.ForeignKey(AlertSession, on_delete=models.CASCADE, related_name="llm_interactions")
+    execution = models.ForeignKey(
+        AgentExecution, null=True, blank=True, on_delete=models.CASCADE, related_name="llm_interactions"
+    )
+    iteration = models.IntegerField(default=0)
+    interaction_type = models.CharField(max_length=30, choices=InteractionType.choices)
+    provider = models.CharField(max_length=200, blank=True, default="")
+    model = models.CharField(max_length=200, blank=True, default="")
+    conversation = models.JSONField(default=list)
+    thinking_content = models.TextField(blank=True, default="")
+    input_tokens = models.IntegerField(default=0)
+    output_tokens = models.IntegerField(default=0)
+    thinking_tokens = models.IntegerField(default=0)
+    total_tokens = models.IntegerField(default=0)
+    duration_ms = models.IntegerField(default=0)
+    success = models.BooleanField(default=True)
+    error_message = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(fields=["session", "created_at"], name="llm_session_created"),
+            models.Index(fields=["execution", "iteration"], name="llm_exec_iteration"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.interaction_type} {self.provider}/{self.model}"
+
+
+class MCPInteraction(models.Model):
+    """One MCP tool call: arguments, the masked result, timing (debug view)."""
+
+    session = models.ForeignKey(AlertSession, on_delete=models.CASCADE, related_name="mcp_interactions")
+    execution = models.ForeignKey(
+        AgentExecution, null=True, blank=True, on_delete=models.CASCADE, related_name="mcp_interactions"
+    )
+    iteration = models.IntegerField(default=0)
+    server = models.CharField(max_length=200)
+    tool = models.CharField(max_length=200)
+    arguments = models.JSONField(default=dict)
+    result = models.TextField(blank=True, default="", help_text="Masked result (capped)")
+    raw_size = models.IntegerField(default=0)
+    summarized = models.BooleanField(default=False)
+    available_tools = models.JSONField(default=list, blank=True)
+    duration_ms = models.IntegerField(default=0)
+    success = models.BooleanField(default=True)
+    error_message = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(fields=["session", "created_at"], name="mcp_session_created"),
+            models.Index(fields=["execution", "iteration"], name="mcp_exec_iteration"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.server}.{self.tool}"

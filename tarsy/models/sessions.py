@@ -1,0 +1,189 @@
+"""Sessions, stages and agent executions: the investigation's skeleton."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+
+class SessionStatus(models.TextChoices):
+    PENDING = "pending"
+    IN_PROGRESS = "in_progress"
+    CANCELLING = "cancelling"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    TIMED_OUT = "timed_out"
+
+
+TERMINAL_SESSION_STATUSES = (
+    SessionStatus.COMPLETED,
+    SessionStatus.FAILED,
+    SessionStatus.CANCELLED,
+    SessionStatus.TIMED_OUT,
+)
+ACTIVE_SESSION_STATUSES = (SessionStatus.IN_PROGRESS, SessionStatus.CANCELLING)
+
+
+class ExecStatus(models.TextChoices):
+    """Shared by Stage and AgentExecution."""
+
+    PENDING = "pending"
+    ACTIVE = "active"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    CANCELLED = "cancelled"
+
+
+TERMINAL_EXEC_STATUSES = (ExecStatus.COMPLETED, ExecStatus.FAILED, ExecStatus.TIMED_OUT, ExecStatus.CANCELLED)
+
+
+class LiveSessionManager(models.Manager):
+    """Default manager: soft-deleted sessions are invisible everywhere but `all_objects`."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(deleted_at__isnull=True)
+
+
+class TokenTotals(models.Model):
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    thinking_tokens = models.BigIntegerField(default=0)
+    total_tokens = models.BigIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class AlertSession(TokenTotals):
+    """One alert's investigation, from submission to final analysis."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    alert_data = models.TextField(help_text="Alert payload as submitted (masked), stored as text")
+    alert_type = models.CharField(max_length=200, db_index=True)
+    agent_type = models.CharField(max_length=200, blank=True, default="")
+    chain_id = models.CharField(max_length=200, db_index=True)
+    status = models.CharField(max_length=20, choices=SessionStatus.choices, default=SessionStatus.PENDING)
+    final_analysis = models.TextField(blank=True, default="")
+    executive_summary = models.TextField(blank=True, default="")
+    executive_summary_error = models.TextField(blank=True, default="")
+    mcp_selection = models.JSONField(null=True, blank=True, help_text="Per-alert MCP server/tool override")
+    author = models.CharField(max_length=255, blank=True, default="", db_index=True)
+    runbook_url = models.TextField(blank=True, default="")
+    error_message = models.TextField(blank=True, default="")
+    current_stage_index = models.IntegerField(default=0)
+    worker_id = models.CharField(max_length=255, blank=True, default="", help_text="Worker that claimed it")
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+    resume_count = models.IntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    last_interaction_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    objects = LiveSessionManager()
+    all_objects = models.Manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["status", "created_at"], name="session_status_created"),
+            models.Index(fields=["deleted_at", "created_at"], name="session_deleted_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.alert_type} {str(self.id)[:8]} ({self.status})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_SESSION_STATUSES
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.started_at and self.completed_at:
+            return (self.completed_at - self.started_at).total_seconds()
+        return None
+
+
+class ParallelType(models.TextChoices):
+    MULTI_AGENT = "multi_agent"
+    REPLICA = "replica"
+
+
+class StageKind(models.TextChoices):
+    INVESTIGATION = "investigation"
+    SYNTHESIS = "synthesis"
+    CHAT = "chat"
+
+
+class Stage(models.Model):
+    """One chain stage of a session (also synthesis and chat stages)."""
+
+    session = models.ForeignKey(AlertSession, on_delete=models.CASCADE, related_name="stages")
+    name = models.CharField(max_length=200)
+    index = models.IntegerField(help_text="Position in the session; synthesis and chat stages get their own index")
+    kind = models.CharField(max_length=20, choices=StageKind.choices, default=StageKind.INVESTIGATION)
+    chain_stage_index = models.IntegerField(null=True, blank=True, help_text="Index in the chain config")
+    expected_agent_count = models.IntegerField(default=1)
+    parallel_type = models.CharField(max_length=20, choices=ParallelType.choices, null=True, blank=True)
+    success_policy = models.CharField(max_length=10, null=True, blank=True)
+    status = models.CharField(max_length=20, choices=ExecStatus.choices, default=ExecStatus.PENDING)
+    error_message = models.TextField(blank=True, default="")
+    final_analysis = models.TextField(blank=True, default="", help_text="What later stages see")
+    chat_message = models.OneToOneField(
+        "tarsy.ChatUserMessage", null=True, blank=True, on_delete=models.SET_NULL, related_name="stage"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["session", "index"]
+        constraints = [models.UniqueConstraint(fields=["session", "index"], name="stage_unique_index")]
+
+    def __str__(self) -> str:
+        return f"{self.index}: {self.name} ({self.status})"
+
+
+class AgentExecution(TokenTotals):
+    """One agent (or replica) working inside a stage; its iterations are Celery tasks."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    stage = models.ForeignKey(Stage, on_delete=models.CASCADE, related_name="executions")
+    session = models.ForeignKey(AlertSession, on_delete=models.CASCADE, related_name="executions")
+    agent_name = models.CharField(max_length=200, help_text="Display name, e.g. KubernetesAgent-2")
+    agent_config_name = models.CharField(max_length=200, default="")
+    agent_index = models.IntegerField(default=0)
+    iteration_strategy = models.CharField(max_length=40)
+    llm_provider = models.CharField(max_length=200, blank=True, default="")
+    llm_backend = models.CharField(max_length=40, blank=True, default="")
+    status = models.CharField(max_length=20, choices=ExecStatus.choices, default=ExecStatus.PENDING)
+    error_message = models.TextField(blank=True, default="")
+    final_analysis = models.TextField(blank=True, default="")
+    current_iteration = models.IntegerField(default=0, help_text="Last iteration started")
+    iterations_completed = models.IntegerField(default=0)
+    max_iterations = models.IntegerField(default=20)
+    iteration_timeout_s = models.FloatField(default=120.0)
+    consecutive_timeouts = models.IntegerField(default=0)
+    last_interaction_failed = models.BooleanField(default=False)
+    resume_count = models.IntegerField(default=0)
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="While in the future, the current iteration belongs to a running task"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["stage", "agent_index"]
+        indexes = [models.Index(fields=["status", "last_heartbeat_at"], name="exec_status_heartbeat")]
+
+    def __str__(self) -> str:
+        return f"{self.agent_name} ({self.status}, iteration {self.current_iteration})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_EXEC_STATUSES

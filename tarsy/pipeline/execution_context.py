@@ -1,0 +1,147 @@
+"""Build the ExecutionContext a controller step receives, entirely from database state.
+
+Any worker process can run any step: nothing here depends on memory of an
+earlier step except per-process caches (providers, MCP sessions, runbooks).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from agents.context import ChatContext, ExecutionContext, IterationState, ResolvedAgentConfig, resolve_agent
+from agents.llm.registry import get_provider
+from agents.llm.types import ToolCall, ToolDefinition
+from agents.runbooks import fetch_runbook
+from controllers.stage_context import (
+    AgentInvestigation,
+    format_investigation_for_chat,
+    format_parallel_investigations,
+    format_stage_analysis,
+)
+from tarsy.config import get_config
+from tarsy.models import AgentExecution, AlertSession, ExecStatus, Stage, StageKind, TimelineEvent
+from tarsy.services.recorder import DbRecorder
+
+from .chat import chat_history
+
+# Event types a later reader (synthesis, chat) needs; summaries of the session itself are left out.
+_INVESTIGATION_EVENT_TYPES = (
+    "llm_thinking", "llm_response", "llm_tool_call", "mcp_tool_call", "tool_result", "mcp_tool_summary",
+    "final_analysis", "error", "code_execution", "google_search_result", "url_context_result",
+)
+
+
+class NoTools:
+    """Tool executor of tool-less strategies (synthesis)."""
+
+    def list_tools(self) -> list[ToolDefinition]:
+        return []
+
+    def execute(self, call: ToolCall):  # pragma: no cover - controllers never call it without tools
+        raise RuntimeError("this agent has no tools")
+
+
+def resolve_for_execution(execution: AgentExecution) -> ResolvedAgentConfig:
+    stage = execution.stage
+    session = execution.session
+    kwargs: dict[str, Any] = {"strategy_override": execution.iteration_strategy,
+                              "provider_override": execution.llm_provider or None}
+    if stage.kind == StageKind.INVESTIGATION:
+        kwargs.update(chain_id=session.chain_id, stage_index=stage.chain_stage_index,
+                      stage_agent_index=0 if stage.parallel_type == "replica" else execution.agent_index)
+    return resolve_agent(get_config(), agent_name=execution.agent_config_name, mcp_selection=session.mcp_selection,
+                         **kwargs)
+
+
+def session_deadline(session: AlertSession) -> float | None:
+    if not session.started_at:
+        return None
+    return session.started_at.timestamp() + get_config().defaults.session_timeout
+
+
+def _investigation(execution: AgentExecution) -> AgentInvestigation:
+    events = TimelineEvent.objects.filter(execution=execution, event_type__in=_INVESTIGATION_EVENT_TYPES)
+    return AgentInvestigation(
+        name=execution.agent_name, status=execution.status, provider=execution.llm_provider,
+        strategy=execution.iteration_strategy,
+        events=[{"event_type": e.event_type, "content": e.content, "metadata": e.metadata} for e in events],
+        final_analysis=execution.final_analysis, error=execution.error_message,
+    )
+
+
+def previous_stage_context(stage: Stage) -> str:
+    """Analyses of the earlier completed stages the next stage builds on (synthesis replaces its parallel stage)."""
+    earlier = Stage.objects.filter(session_id=stage.session_id, index__lt=stage.index, status=ExecStatus.COMPLETED,
+                                   kind__in=[StageKind.INVESTIGATION, StageKind.SYNTHESIS]).order_by("index")
+    parts = [format_stage_analysis(s.name, s.final_analysis) for s in earlier
+             if s.final_analysis and not (s.kind == StageKind.INVESTIGATION and s.parallel_type)]
+    return "\n\n".join(parts)
+
+
+def parallel_results(stage: Stage) -> str:
+    parallel = Stage.objects.filter(session_id=stage.session_id, index__lt=stage.index,
+                                    kind=StageKind.INVESTIGATION).order_by("-index").first()
+    if parallel is None:
+        return ""
+    return format_parallel_investigations(parallel.name, [_investigation(e) for e in parallel.executions.all()])
+
+
+def chat_context(stage: Stage) -> ChatContext:
+    session = stage.session
+    stages = Stage.objects.filter(session=session).exclude(kind=StageKind.CHAT).order_by("index")
+    investigation = format_investigation_for_chat(
+        [(s.name, [_investigation(e) for e in s.executions.all()]) for s in stages]
+    )
+    message = stage.chat_message
+    return ChatContext(investigation=investigation, history=chat_history(session, before=message),
+                       question=message.content if message else "")
+
+
+def build_execution_context(execution: AgentExecution, iteration: int, recorder: DbRecorder) -> ExecutionContext:
+    from agents.mcp.executor import MCPToolExecutor
+    from agents.mcp.summarizer import ResultSummarizer
+
+    config = get_config()
+    stage, session = execution.stage, execution.session
+    resolved = resolve_for_execution(execution)
+    s_deadline = session_deadline(session) if stage.kind != StageKind.CHAT else None
+    deadline = time.time() + resolved.iteration_timeout
+    if s_deadline:
+        deadline = min(deadline, s_deadline)
+    llm = get_provider(resolved.llm_provider_name, resolved.llm_provider, resolved.llm_backend)
+    runbook = _runbook(session, config, recorder, first_iteration=iteration == 1)
+    tools: Any = NoTools()
+    if resolved.mcp_servers:
+        summarizer = ResultSummarizer(
+            llm=llm, provider_name=resolved.llm_provider_name, provider_cfg=resolved.llm_provider, recorder=recorder,
+            investigation_so_far=lambda: "\n\n".join(m.content for m in recorder.conversation()[1:] if m.content),
+            agent_name=execution.agent_name, execution_id=str(execution.id), iteration=iteration, deadline=deadline,
+        )
+        tools = MCPToolExecutor(config=config, resolved=resolved, recorder=recorder, summarizer=summarizer,
+                                deadline=deadline)
+    return ExecutionContext(
+        session_id=str(session.id), execution_id=str(execution.id), agent_name=execution.agent_name,
+        stage_name=stage.name, config=resolved,
+        state=IterationState(iteration=iteration, max_iterations=execution.max_iterations,
+                             consecutive_timeouts=execution.consecutive_timeouts,
+                             last_interaction_failed=execution.last_interaction_failed),
+        alert_type=session.alert_type, alert_data=session.alert_data, runbook=runbook,
+        previous_stage_context=previous_stage_context(stage) if stage.kind == StageKind.INVESTIGATION else "",
+        llm=llm, tools=tools, recorder=recorder, deadline=deadline,
+        chat=chat_context(stage) if stage.kind == StageKind.CHAT else None,
+        parallel_results=parallel_results(stage) if stage.kind == StageKind.SYNTHESIS else "",
+    )
+
+
+def _runbook(session: AlertSession, config: Any, recorder: DbRecorder, first_iteration: bool) -> str:
+    default = config.defaults.runbook
+    if not session.runbook_url:
+        return default
+    result = fetch_runbook(session.runbook_url, allowed_domains=config.system.runbooks.allowed_domains,
+                           default=default, github_token=os.environ.get("GITHUB_TOKEN"))
+    if result.warning and first_iteration:
+        recorder.add_event("error", f"Runbook not used: {result.warning}", {"runbook_url": session.runbook_url,
+                                                                             "warning": True})
+    return result.content

@@ -1,0 +1,117 @@
+"""Close a session: final analysis from the last completed stage, executive summary, terminal status."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from agents.context import LLMInteractionRecord
+from agents.llm.registry import backend_for, get_provider
+from agents.llm.types import LLMRequest, LLMResponse
+from tarsy.config import get_config
+from tarsy.models import (
+    TERMINAL_EXEC_STATUSES,
+    AgentExecution,
+    AlertSession,
+    ExecStatus,
+    SessionStatus,
+    Stage,
+    StageKind,
+)
+from tarsy.services import interactions, timeline
+from tarsy.services.sessions import session_set_status
+
+log = logging.getLogger(__name__)
+
+EXECUTIVE_SUMMARY_MAX_TOKENS = 150  # a glanceable summary (ANCHORS)
+EXECUTIVE_SUMMARY_TIMEOUT_S = 60.0
+_STAGE_TO_SESSION = {
+    ExecStatus.FAILED: SessionStatus.FAILED,
+    ExecStatus.TIMED_OUT: SessionStatus.TIMED_OUT,
+    ExecStatus.CANCELLED: SessionStatus.CANCELLED,
+}
+
+
+def stop_session_work(*, session_id: Any, status: str, error: str) -> None:
+    """Mark every unfinished execution and stage of the session with `status` (cancel / timeout)."""
+    now = timezone.now()
+    AgentExecution.objects.filter(session_id=session_id).exclude(status__in=TERMINAL_EXEC_STATUSES).update(
+        status=status, error_message=error, completed_at=now, lease_expires_at=None
+    )
+    Stage.objects.filter(session_id=session_id).exclude(status__in=TERMINAL_EXEC_STATUSES).update(
+        status=status, error_message=error, completed_at=now
+    )
+
+
+def session_finish(*, session_id: Any) -> None:
+    session = AlertSession.all_objects.filter(id=session_id).first()
+    if session is None:
+        return
+    if session.status == SessionStatus.CANCELLING:
+        with transaction.atomic():
+            stop_session_work(session_id=session.id, status=ExecStatus.CANCELLED, error="Cancelled by user")
+            session_set_status(session_id=session.id, status=SessionStatus.CANCELLED,
+                               from_statuses=(SessionStatus.CANCELLING,), error_message="Cancelled by user")
+        return
+    if session.status != SessionStatus.IN_PROGRESS:
+        return
+    stages = list(Stage.objects.filter(session=session).exclude(kind=StageKind.CHAT).order_by("index"))
+    if not stages or any(s.status not in TERMINAL_EXEC_STATUSES for s in stages):
+        return  # not done yet (a duplicate or early call)
+    last = stages[-1]
+    completed = [s for s in stages if s.status == ExecStatus.COMPLETED and s.final_analysis
+                 and not (s.kind == StageKind.INVESTIGATION and s.parallel_type)]
+    final_analysis = completed[-1].final_analysis if completed else ""
+    if last.status == ExecStatus.COMPLETED:
+        summary, summary_error = _executive_summary(session, final_analysis)
+        session_set_status(session_id=session.id, status=SessionStatus.COMPLETED,
+                           from_statuses=(SessionStatus.IN_PROGRESS,), final_analysis=final_analysis,
+                           executive_summary=summary, executive_summary_error=summary_error)
+    else:
+        status = _STAGE_TO_SESSION.get(last.status, SessionStatus.FAILED)
+        session_set_status(session_id=session.id, status=status, from_statuses=(SessionStatus.IN_PROGRESS,),
+                           final_analysis=final_analysis,
+                           error_message=f"Stage {last.name!r} {last.status}: {last.error_message}"[:4000])
+
+
+def _executive_summary(session: AlertSession, final_analysis: str) -> tuple[str, str]:
+    """Its own recorded LLM call; a failure is recorded, never fails the session."""
+    from agents.prompts.builder import executive_summary_messages
+
+    if not final_analysis:
+        return "", "no final analysis to summarize"
+    config = get_config()
+    chain = config.chain(session.chain_id)
+    provider_name = chain.executive_summary_provider or chain.llm_provider or config.default_provider
+    provider_cfg = config.provider(provider_name)
+    messages = executive_summary_messages(alert_type=session.alert_type, final_analysis=final_analysis)
+    request = LLMRequest(messages=messages, provider=provider_cfg, provider_name=provider_name,
+                         session_id=str(session.id), interaction_type="executive_summary", iteration=1,
+                         max_output_tokens=EXECUTIVE_SUMMARY_MAX_TOKENS,
+                         deadline=time.time() + EXECUTIVE_SUMMARY_TIMEOUT_S)
+    provider = get_provider(provider_name, provider_cfg, backend_for("synthesis", provider_cfg))
+    started = time.monotonic()
+    response = LLMResponse.collect(provider.generate(request))
+    error = response.error.message if response.error else ("" if response.text.strip() else "empty response")
+    interactions.llm_interaction_record(
+        session_id=session.id, execution_id=None, iteration=0,
+        record=LLMInteractionRecord(
+            interaction_type="executive_summary", provider=provider_name, model=provider_cfg.model,
+            conversation=[m.model_dump() for m in messages] + [response.as_assistant_message().model_dump()],
+            thinking_content=response.thinking, usage=response.usage,
+            duration_ms=int((time.monotonic() - started) * 1000), success=not error, error_message=error,
+        ),
+    )
+    if error:
+        log.warning("executive summary for %s failed: %s", session.id, error)
+        timeline.timeline_event_create(session_id=session.id, event_type="error",
+                                       content=f"Executive summary failed: {error}",
+                                       metadata={"executive_summary_error": True}, status="failed")
+        return "", error
+    summary = response.text.strip()
+    timeline.timeline_event_create(session_id=session.id, event_type="executive_summary", content=summary)
+    return summary, ""

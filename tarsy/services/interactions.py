@@ -1,0 +1,71 @@
+"""Debug records of LLM and MCP calls, and the token totals they add up to."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+
+from agents.context import LLMInteractionRecord, MCPInteractionRecord
+from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction
+
+MCP_RESULT_STORE_CAP = 512 * 1024  # chars of masked result kept for the debug view (ANCHORS: 512 KB)
+
+
+@transaction.atomic
+def llm_interaction_record(
+    *, session_id: Any, execution_id: Any, iteration: int, record: LLMInteractionRecord
+) -> LLMInteraction:
+    usage = record.usage
+    row = LLMInteraction.objects.create(
+        session_id=session_id,
+        execution_id=execution_id,
+        iteration=iteration,
+        interaction_type=record.interaction_type,
+        provider=record.provider,
+        model=record.model,
+        conversation=record.conversation,
+        thinking_content=record.thinking_content,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        thinking_tokens=usage.thinking_tokens,
+        total_tokens=usage.total_tokens,
+        duration_ms=record.duration_ms,
+        success=record.success,
+        error_message=record.error_message,
+    )
+    increments = {
+        "input_tokens": F("input_tokens") + usage.input_tokens,
+        "output_tokens": F("output_tokens") + usage.output_tokens,
+        "thinking_tokens": F("thinking_tokens") + usage.thinking_tokens,
+        "total_tokens": F("total_tokens") + usage.total_tokens,
+    }
+    if usage.total_tokens or usage.input_tokens or usage.output_tokens:
+        if execution_id:
+            AgentExecution.objects.filter(id=execution_id).update(**increments)
+        AlertSession.all_objects.filter(id=session_id).update(**increments)
+    return row
+
+
+def mcp_interaction_record(
+    *, session_id: Any, execution_id: Any, iteration: int, record: MCPInteractionRecord
+) -> MCPInteraction:
+    result = record.result
+    if len(result) > MCP_RESULT_STORE_CAP:
+        result = result[:MCP_RESULT_STORE_CAP] + f"\n[truncated: {len(record.result)} chars in total]"
+    return MCPInteraction.objects.create(
+        session_id=session_id,
+        execution_id=execution_id,
+        iteration=iteration,
+        server=record.server,
+        tool=record.tool,
+        arguments=record.arguments,
+        result=result,
+        raw_size=record.raw_size,
+        summarized=record.summarized,
+        available_tools=record.available_tools,
+        duration_ms=record.duration_ms,
+        success=record.success,
+        error_message=record.error_message,
+    )

@@ -1,0 +1,182 @@
+"""Alert sessions: submission, status transitions (compare-and-set), cancellation, soft delete."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlparse
+
+from django.db import transaction
+from django.utils import timezone
+
+from tarsy.config import get_config
+from tarsy.models import (
+    ACTIVE_SESSION_STATUSES,
+    TERMINAL_SESSION_STATUSES,
+    AgentExecution,
+    AlertSession,
+    ExecStatus,
+    SessionStatus,
+    Stage,
+)
+from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
+
+from .errors import Conflict, NotFound, PayloadTooLarge, ValidationFailed
+
+MAX_ALERT_DATA_BYTES = 1024 * 1024  # larger alerts are refused with 413 (ANCHORS: 1 MB)
+
+
+def session_status_payload(session: AlertSession) -> dict[str, Any]:
+    return {
+        "session_id": str(session.id),
+        "status": session.status,
+        "alert_type": session.alert_type,
+        "chain_id": session.chain_id,
+        "author": session.author,
+        "current_stage_index": session.current_stage_index,
+        "error_message": session.error_message,
+        "created_at": session.created_at.isoformat() if session.created_at else None,
+        "started_at": session.started_at.isoformat() if session.started_at else None,
+        "completed_at": session.completed_at.isoformat() if session.completed_at else None,
+    }
+
+
+def publish_session_status(session: AlertSession, event_type: str = "session.status") -> None:
+    payload = session_status_payload(session)
+    if event_type == "session.completed":
+        payload["final_analysis"] = session.final_analysis
+        payload["executive_summary"] = session.executive_summary
+    publish(event_type, payload, session_id=session.id, channels=[session_channel(session.id), SESSIONS_CHANNEL])
+
+
+def _alert_text(data: Any) -> str:
+    if data is None or data == "" or data == {} or data == []:
+        raise ValidationFailed("data is required", {"data": ["This field is required and must not be empty."]})
+    return data if isinstance(data, str) else json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def _check_runbook(url: str, allowed: list[str]) -> None:
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ValidationFailed("invalid runbook URL", {"runbook": ["Must be an http(s) URL."]})
+    host = parsed.hostname.lower()
+    if not any(host == d or host.endswith("." + d) for d in allowed):
+        raise ValidationFailed(
+            "runbook host not allowed", {"runbook": [f"Host {host!r} is not in the allowed domains: {allowed}."]}
+        )
+
+
+def session_submit(
+    *, data: Any, alert_type: str | None = None, runbook: str | None = None, mcp: dict[str, Any] | None = None,
+    author: str = "api-client",
+) -> AlertSession:
+    """Validate an alert and queue it as a pending session; dispatch happens after commit."""
+    from agents.mcp.masking import mask_alert_data
+    from agents.mcp.selection import validate_mcp_selection
+
+    config = get_config()
+    alert_type = alert_type or config.defaults.alert_type
+    chain_id = config.chain_for_alert_type(alert_type)
+    if chain_id is None:
+        valid = sorted(config.alert_types())
+        raise ValidationFailed(
+            f"unknown alert type {alert_type!r}", {"alert_type": [f"Valid alert types: {', '.join(valid)}."]}
+        )
+    text = _alert_text(data)
+    if len(text.encode("utf-8")) > MAX_ALERT_DATA_BYTES:
+        raise PayloadTooLarge(f"alert data exceeds {MAX_ALERT_DATA_BYTES} bytes", {"data": ["Too large."]})
+    if runbook:
+        _check_runbook(runbook, config.system.runbooks.allowed_domains)
+    if mcp:
+        problems = validate_mcp_selection(mcp, config)
+        if problems:
+            raise ValidationFailed("invalid MCP selection", {"mcp": problems})
+    masked = mask_alert_data(text, config.defaults.alert_masking)
+    with transaction.atomic():
+        session = AlertSession.objects.create(
+            alert_data=masked, alert_type=alert_type, chain_id=chain_id, agent_type=chain_id,
+            runbook_url=runbook or "", mcp_selection=mcp or None, author=author[:255],
+        )
+        publish_session_status(session)
+        from tarsy.tasks import dispatch_sessions
+
+        transaction.on_commit(lambda: dispatch_sessions.delay())
+    return session
+
+
+def session_get(*, session_id: Any) -> AlertSession:
+    try:
+        return AlertSession.objects.get(id=session_id)
+    except (AlertSession.DoesNotExist, ValueError, TypeError) as exc:
+        raise NotFound(f"session {session_id} not found") from exc
+
+
+def session_set_status(
+    *, session_id: Any, status: str, from_statuses: tuple[str, ...], **fields: Any
+) -> AlertSession | None:
+    """Compare-and-set: change status only from one of `from_statuses`; returns the row or None if it lost."""
+    now = timezone.now()
+    if status in TERMINAL_SESSION_STATUSES:
+        fields.setdefault("completed_at", now)
+    updated = AlertSession.all_objects.filter(id=session_id, status__in=from_statuses).update(status=status, **fields)
+    if not updated:
+        return None
+    session = AlertSession.all_objects.get(id=session_id)
+    publish_session_status(session, "session.completed" if status in TERMINAL_SESSION_STATUSES else "session.status")
+    return session
+
+
+@transaction.atomic
+def session_cancel(*, session_id: Any) -> AlertSession:
+    """Running → cancelling (steps stop at the next boundary); pending → cancelled at once."""
+    session = session_get(session_id=session_id)
+    if session.status == SessionStatus.PENDING:
+        cancelled = session_set_status(session_id=session.id, status=SessionStatus.CANCELLED,
+                                       from_statuses=(SessionStatus.PENDING,), error_message="Cancelled by user")
+        if cancelled:
+            return cancelled
+        session.refresh_from_db()
+    if session.status == SessionStatus.IN_PROGRESS:
+        changed = session_set_status(session_id=session.id, status=SessionStatus.CANCELLING,
+                                     from_statuses=(SessionStatus.IN_PROGRESS,))
+        if changed:
+            from tarsy.tasks import reap_session
+
+            transaction.on_commit(lambda: reap_session.delay(str(session.id)))
+            return changed
+    if session.is_terminal and _cancel_running_chat(session):
+        return session
+    raise Conflict(f"session is {session.status} and cannot be cancelled", {"status": session.status})
+
+
+def _cancel_running_chat(session: AlertSession) -> bool:
+    """On a finished session, cancel means: stop the chat reply in flight, if any."""
+    from tarsy.pipeline.stages import execution_mark_terminal
+
+    running = AgentExecution.objects.filter(
+        session=session, stage__kind="chat", status__in=[ExecStatus.PENDING, ExecStatus.ACTIVE]
+    )
+    found = False
+    for execution in running:
+        found = True
+        execution_mark_terminal(execution_id=execution.id, status=ExecStatus.CANCELLED, error="Cancelled by user")
+    return found
+
+
+@transaction.atomic
+def session_soft_delete(*, session_id: Any) -> None:
+    session = session_get(session_id=session_id)
+    if session.status in ACTIVE_SESSION_STATUSES or session.status == SessionStatus.PENDING:
+        raise Conflict("cancel the session before deleting it", {"status": session.status})
+    AlertSession.all_objects.filter(id=session.id).update(deleted_at=timezone.now())
+
+
+def session_queue_position(session: AlertSession) -> int | None:
+    """1-based position among pending sessions (oldest first), None when not pending."""
+    if session.status != SessionStatus.PENDING:
+        return None
+    return AlertSession.objects.filter(status=SessionStatus.PENDING, created_at__lt=session.created_at).count() + 1
+
+
+def session_stages(session: AlertSession):
+    return Stage.objects.filter(session=session).prefetch_related("executions")

@@ -1,0 +1,108 @@
+"""Timeline events: what the user sees, streamed progressively and published after commit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Max
+
+from tarsy.models import TimelineEvent, TimelineStatus
+from tarsy.streaming.publisher import publish, publish_transient
+
+
+def timeline_event_payload(event: TimelineEvent) -> dict[str, Any]:
+    return {
+        "session_id": str(event.session_id),
+        "timeline_event": {
+            "id": event.id,
+            "session_id": str(event.session_id),
+            "stage_id": event.stage_id,
+            "execution_id": str(event.execution_id) if event.execution_id else None,
+            "iteration": event.iteration,
+            "sequence_number": event.sequence_number,
+            "event_type": event.event_type,
+            "status": event.status,
+            "content": event.content,
+            "metadata": event.metadata,
+            "created_at": event.created_at.isoformat(),
+            "updated_at": event.updated_at.isoformat(),
+        },
+    }
+
+
+def _next_sequence(*, session_id: Any, execution_id: Any) -> int:
+    if execution_id is not None:
+        qs = TimelineEvent.objects.filter(execution_id=execution_id)
+    else:
+        qs = TimelineEvent.objects.filter(session_id=session_id, execution__isnull=True)
+    return (qs.aggregate(m=Max("sequence_number"))["m"] or 0) + 1
+
+
+@transaction.atomic
+def timeline_event_create(
+    *,
+    session_id: Any,
+    event_type: str,
+    content: str = "",
+    metadata: dict[str, Any] | None = None,
+    status: str = TimelineStatus.COMPLETED,
+    stage_id: int | None = None,
+    execution_id: Any = None,
+    iteration: int = 0,
+) -> TimelineEvent:
+    event = TimelineEvent.objects.create(
+        session_id=session_id,
+        stage_id=stage_id,
+        execution_id=execution_id,
+        iteration=iteration,
+        sequence_number=_next_sequence(session_id=session_id, execution_id=execution_id),
+        event_type=event_type,
+        status=status,
+        content=content,
+        metadata=metadata or {},
+    )
+    publish("timeline_event.created", timeline_event_payload(event), session_id=session_id)
+    return event
+
+
+@transaction.atomic
+def timeline_event_complete(
+    *, event_id: int, content: str, status: str = TimelineStatus.COMPLETED, metadata: dict[str, Any] | None = None,
+    event_type: str | None = None,
+) -> TimelineEvent:
+    event = TimelineEvent.objects.select_for_update().get(id=event_id)
+    event.content = content
+    event.status = status
+    event.event_type = event_type or event.event_type
+    if metadata:
+        event.metadata = {**event.metadata, **metadata}
+    event.save(update_fields=["content", "status", "event_type", "metadata", "updated_at"])
+    publish("timeline_event.completed", timeline_event_payload(event), session_id=event.session_id)
+    return event
+
+
+def timeline_event_save_progress(*, event_id: int, content: str) -> None:
+    """Persist streamed content so a reload mid-stream shows it (no event: chunks already went out)."""
+    TimelineEvent.objects.filter(id=event_id, status=TimelineStatus.STREAMING).update(content=content)
+
+
+def timeline_event_stream_chunk(*, session_id: Any, event_id: int, delta: str, kind: str) -> None:
+    publish_transient(
+        "stream.chunk",
+        {"session_id": str(session_id), "timeline_event_id": event_id, "delta": delta, "kind": kind},
+        session_id=session_id,
+    )
+
+
+@transaction.atomic
+def timeline_events_discard_iteration(*, execution_id: Any, iteration: int) -> int:
+    """Remove what an interrupted attempt of this iteration wrote; browsers are told the rows failed."""
+    events = list(TimelineEvent.objects.select_for_update().filter(execution_id=execution_id, iteration=iteration))
+    for event in events:
+        event.status = TimelineStatus.FAILED
+        payload = timeline_event_payload(event)
+        payload["timeline_event"]["metadata"] = {**event.metadata, "superseded": True}
+        publish("timeline_event.completed", payload, session_id=event.session_id)
+    TimelineEvent.objects.filter(id__in=[e.id for e in events]).delete()
+    return len(events)

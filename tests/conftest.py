@@ -1,0 +1,37 @@
+"""Shared fixtures. Service-backed tests (marker `services`) need DATABASE_URL and REDIS_URL; without
+them they are skipped with a reason — or fail when TARSY_REQUIRE_SERVICES=1 (CI)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+HAVE_SERVICES = bool(os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL"))
+REQUIRE_SERVICES = os.environ.get("TARSY_REQUIRE_SERVICES") == "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    if HAVE_SERVICES:
+        return
+    for item in items:
+        if item.get_closest_marker("services"):
+            if REQUIRE_SERVICES:
+                item.fixturenames.insert(0, "_services_required")
+            else:
+                item.add_marker(pytest.mark.skip(reason="needs PostgreSQL and Redis: set DATABASE_URL and REDIS_URL"))
+
+
+@pytest.fixture
+def _services_required():
+    pytest.fail("TARSY_REQUIRE_SERVICES=1 but DATABASE_URL / REDIS_URL are not set")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_config():
+    """Every test starts from the configuration on disk (built-ins unless TARSY_CONFIG_DIR is set)."""
+    from tarsy.config import set_config
+
+    set_config(None)
+    yield
+    set_config(None)

@@ -1,0 +1,95 @@
+"""Real processes for integration tests: Celery workers and the ASGI server, on the test database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_database_url() -> str:
+    """The URL of the database pytest-django created, for child processes."""
+    db = connection.settings_dict
+    return f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def child_env(config_dir: Path | None = None, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({
+        "DATABASE_URL": test_database_url(),
+        "REDIS_URL": settings.REDIS_URL,
+        "SECRET_KEY": "test-secret-key",
+        "TARSY_QUEUE": settings.CELERY_TASK_DEFAULT_QUEUE,
+        "TARSY_CHANNEL_PREFIX": settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"],
+        "TARSY_CONFIG_DIR": str(config_dir or ""),
+        "PYTHONUNBUFFERED": "1",
+    })
+    env.update(extra)
+    return env
+
+
+class Proc:
+    """A child process in its own process group, stopped (and reaped) at teardown."""
+
+    def __init__(self, args: list[str], env: dict[str, str], log_path: Path):
+        self.log_path = log_path
+        self._log = open(log_path, "wb")
+        self.popen = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        try:
+            os.killpg(self.popen.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.popen.poll() is None:
+            self.kill(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill(signal.SIGKILL)
+                self.popen.wait(5)
+        self._log.close()
+
+
+def start_worker(tmp_path: Path, config_dir: Path | None = None, *, concurrency: int = 2, name: str = "w1",
+                 pool: str = "prefork", **env: str) -> Proc:
+    args = [str(VENV_BIN / "celery"), "-A", "tarsy", "worker", "-P", pool, "-c", str(concurrency),
+            "-n", f"{name}@%h-{os.getpid()}", "-Q", settings.CELERY_TASK_DEFAULT_QUEUE, "-l", "warning",
+            "--without-heartbeat", "--without-mingle", "--without-gossip"]
+    return Proc(args, child_env(config_dir, **env), tmp_path / f"worker-{name}.log")
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.1, message: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message}")

@@ -1,0 +1,142 @@
+"""Configuration: loading, interpolation, validation messages, the check_config command, resolution."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agents.config import ConfigError, load_config
+from agents.config.schema import parse_duration
+from agents.context import resolve_agent
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = ROOT / "deploy" / "config"
+
+
+def _write(directory: Path, tarsy: dict | None = None, providers: dict | None = None) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    if tarsy is not None:
+        (directory / "tarsy.yaml").write_text(yaml.safe_dump(tarsy))
+    if providers is not None:
+        (directory / "llm-providers.yaml").write_text(yaml.safe_dump({"llm_providers": providers}))
+    return directory
+
+
+def _check_config(directory: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "manage.py", "check_config", "--config-dir", str(directory)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def test_builtins_work_without_any_file():
+    config = load_config(None, env={})
+    assert config.chain_for_alert_type("kubernetes") == "kubernetes"
+    assert config.default_provider == "demo"
+    assert config.agents["KubernetesAgent"].mcp_servers == ["demo-kubernetes"]
+
+
+def test_builtin_provider_follows_the_configured_api_key():
+    assert load_config(None, env={"GOOGLE_API_KEY": "x"}).default_provider == "google-default"
+    assert load_config(None, env={"OPENAI_API_KEY": "x"}).default_provider == "openai-default"
+    assert load_config(None, env={"KUBECONFIG": "/k"}).agents["KubernetesAgent"].mcp_servers == ["kubernetes-server"]
+
+
+def test_shipped_examples_pass_check_config():
+    result = _check_config(EXAMPLES)
+    assert result.returncode == 0, result.stderr
+    assert "Configuration OK" in result.stdout
+
+
+def test_unknown_agent_in_a_chain_is_reported_with_file_and_key_path(tmp_path):
+    copy = tmp_path / "config"
+    shutil.copytree(EXAMPLES, copy)
+    text = (copy / "tarsy.yaml.example").read_text().replace("- name: KubernetesAgent\n        replicas",
+                                                             "- name: NoSuchAgent\n        replicas")
+    (copy / "tarsy.yaml.example").write_text(text)
+    result = _check_config(copy)
+    assert result.returncode == 1
+    assert ("tarsy.yaml.example: agent_chains.kubernetes-deep.stages.0.agents.0.name: unknown agent 'NoSuchAgent'"
+            in result.stderr), result.stderr
+
+
+def test_every_problem_is_listed_at_once(tmp_path):
+    directory = _write(tmp_path, tarsy={
+        "defaults": {"max_iterations": 0, "iteration_timeout": "soon"},
+        "agent_chains": {"x": {"alert_types": ["x"], "stages": [{"name": "s", "agents": [{"name": "Ghost"}]}]}},
+        "surprise": 1,
+    }, providers={"p": {"type": "openai"}})
+    with pytest.raises(ConfigError) as err:
+        load_config(directory, env={})
+    problems = "\n".join(err.value.problems)
+    assert "tarsy.yaml: defaults.max_iterations:" in problems
+    assert "tarsy.yaml: defaults.iteration_timeout: invalid duration 'soon'" in problems
+    assert "tarsy.yaml: surprise: Extra inputs are not permitted" in problems
+    assert "llm-providers.yaml: llm_providers.p: model is required" in problems
+
+
+def test_cross_references_name_the_unknown_target(tmp_path):
+    directory = _write(tmp_path, tarsy={
+        "agents": {"A": {"mcp_servers": ["nope"], "llm_provider": "ghost"}},
+        "agent_chains": {"x": {"alert_types": ["x"], "stages": [{"name": "s", "agents": [{"name": "A"}]}]}},
+    })
+    with pytest.raises(ConfigError) as err:
+        load_config(directory, env={})
+    problems = err.value.problems
+    assert any("tarsy.yaml: agents.A.mcp_servers.0: unknown MCP server 'nope'" in p for p in problems)
+    assert any("tarsy.yaml: agents.A.llm_provider: unknown llm provider 'ghost'" in p for p in problems)
+
+
+def test_environment_interpolation_and_dotenv(tmp_path):
+    directory = tmp_path
+    (directory / "tarsy.yaml").write_text("defaults:\n  runbook: '{{.RUNBOOK_TEXT}}'\n  alert_type: '{{ .KIND }}'\n"
+                                          "# comments may mention {{.UNSET}}\n")
+    (directory / ".env").write_text("KIND=from-dotenv\n")
+    config = load_config(directory, env={"RUNBOOK_TEXT": "check the pods", "KIND": "from-env"})
+    assert config.defaults.runbook == "check the pods"
+    assert config.defaults.alert_type == "from-env"  # the real environment wins over .env
+    assert load_config(directory, env={"RUNBOOK_TEXT": "x"}).defaults.alert_type == "from-dotenv"
+    with pytest.raises(ConfigError) as err:
+        load_config(directory, env={})
+    assert err.value.problems == ["tarsy.yaml: line 2: environment variable RUNBOOK_TEXT is not set"]
+
+
+def test_yaml_entry_replaces_the_builtin_with_the_same_name(tmp_path):
+    directory = _write(tmp_path, tarsy={"agents": {"KubernetesAgent": {"mcp_servers": [], "max_iterations": 3}}})
+    config = load_config(directory, env={})
+    assert config.agents["KubernetesAgent"].mcp_servers == []
+    assert config.agents["KubernetesAgent"].custom_instructions == ""
+
+
+@pytest.mark.parametrize("value,seconds", [(90, 90.0), ("90", 90.0), ("90s", 90.0), ("15m", 900.0), ("1h", 3600.0),
+                                           ("500ms", 0.5)])
+def test_durations(value, seconds):
+    assert parse_duration(value) == seconds
+
+
+def test_resolution_hierarchy_later_levels_win(tmp_path):
+    directory = _write(tmp_path, tarsy={
+        "defaults": {"max_iterations": 20, "iteration_timeout": "2m"},
+        "agents": {"A": {"max_iterations": 10, "mcp_servers": ["demo-kubernetes"], "iteration_strategy": "react"}},
+        "agent_chains": {"c": {
+            "alert_types": ["c"], "max_iterations": 8, "llm_provider": "demo",
+            "stages": [{"name": "s", "iteration_timeout": "30s",
+                        "agents": [{"name": "A", "max_iterations": 4, "iteration_strategy": "native-thinking"}]}],
+        }},
+    }, providers={"g": {"type": "google", "model": "gemini-2.5-flash"}})
+    config = load_config(directory, env={})
+    resolved = resolve_agent(config, agent_name="A", chain_id="c", stage_index=0, stage_agent_index=0)
+    assert resolved.max_iterations == 4
+    assert resolved.iteration_timeout == 30.0
+    assert resolved.iteration_strategy == "native-thinking"
+    assert resolved.llm_provider_name == "demo"
+    assert resolved.mcp_servers == ("demo-kubernetes",)
+    selected = resolve_agent(config, agent_name="A", chain_id="c", stage_index=0, stage_agent_index=0,
+                             provider_override="g",
+                             mcp_selection={"servers": [{"name": "kubernetes-server", "tools": ["pods_list"]}]})
+    assert selected.mcp_servers == ("kubernetes-server",)
+    assert selected.tool_filter == {"kubernetes-server": ("pods_list",)}
+    assert selected.llm_backend == "google-native"

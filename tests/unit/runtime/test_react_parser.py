@@ -1,0 +1,227 @@
+"""Table-driven tests of the ReAct parser over the format deviations real models produce."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controllers.react_parser import FORMAT_REMINDER, parse_action_input, parse_react
+
+PODS = "kubernetes-server.pods_list"
+LOGS = "kubernetes-server.pods_log"
+
+# (id, reply text, expected kind, expected fields)
+CASES: list[tuple[str, str, str, dict[str, Any]]] = [
+    # ---- the canonical shapes
+    ("standard_action", 'Thought: Check pods.\nAction: kubernetes-server.pods_list\n'
+     'Action Input: {"namespace": "prod"}',
+     "action", {"thought": "Check pods.", "action": PODS, "action_input": {"namespace": "prod"}}),
+    ("standard_final", "Thought: I know enough.\nFinal Answer: The pod is OOMKilled.",
+     "final_answer", {"thought": "I know enough.", "final_answer": "The pod is OOMKilled."}),
+    ("final_without_thought", "Final Answer: Disk full on node-3.", "final_answer",
+     {"thought": "", "final_answer": "Disk full on node-3."}),
+    ("action_without_thought", 'Action: kubernetes-server.pods_list\nAction Input: {"namespace": "a"}',
+     "action", {"thought": "", "action": PODS, "action_input": {"namespace": "a"}}),
+    ("unmarked_preamble_is_thought", 'Let me look at pods first.\nAction: kubernetes-server.pods_list\n'
+     'Action Input: {"namespace": "a"}', "action", {"thought": "Let me look at pods first.", "action": PODS}),
+    # ---- case, markdown and whitespace
+    ("lowercase_markers", 'thought: x\naction: kubernetes-server.pods_list\naction input: {"namespace": "a"}',
+     "action", {"thought": "x", "action": PODS, "action_input": {"namespace": "a"}}),
+    ("uppercase_final", "THOUGHT: done\nFINAL ANSWER: root cause found", "final_answer",
+     {"final_answer": "root cause found"}),
+    ("bold_markers", '**Thought:** check\n**Action:** kubernetes-server.pods_list\n'
+     '**Action Input:** {"namespace": "a"}',
+     "action", {"thought": "check", "action": PODS, "action_input": {"namespace": "a"}}),
+    ("bold_name_colon_outside", '**Thought**: check\n**Action**: kubernetes-server.pods_list\n'
+     '**Action Input**: {"namespace": "a"}', "action", {"thought": "check", "action": PODS}),
+    ("heading_markers", '### Thought\nI should list pods.\n### Action\nkubernetes-server.pods_list\n'
+     '### Action Input\n{"namespace": "a"}', "action",
+     {"thought": "I should list pods.", "action": PODS, "action_input": {"namespace": "a"}}),
+    ("heading_final_answer", "## Thought\nEnough data.\n## Final Answer\n### Root cause\nBad config map.",
+     "final_answer", {"thought": "Enough data.", "final_answer": "### Root cause\nBad config map."}),
+    ("extra_whitespace", '\n\n  Thought:    spaced   \n\n  Action:   kubernetes-server.pods_list  \n\n'
+     '  Action Input:   {"namespace": "a"}  \n\n', "action",
+     {"thought": "spaced", "action": PODS, "action_input": {"namespace": "a"}}),
+    ("bullet_markers", '- Thought: x\n- Action: kubernetes-server.pods_list\n- Action Input: {"namespace": "a"}',
+     "action", {"action": PODS, "action_input": {"namespace": "a"}}),
+    ("underscored_action_input", 'Action: kubernetes-server.pods_list\nAction_Input: {"namespace": "a"}',
+     "action", {"action_input": {"namespace": "a"}}),
+    ("multiline_thought", "Thought: line one\nline two\n\nline three\nFinal Answer: ok",
+     "final_answer", {"thought": "line one\nline two\n\nline three"}),
+    ("two_thought_markers_merge", "Thought: a\nThought: b\nFinal Answer: ok", "final_answer", {"thought": "a\n\nb"}),
+    ("quoted_marker_in_prose_not_split", "Thought: the audit log says 'Action: denied' for the SA.\n"
+     "Final Answer: RBAC denies it.", "final_answer", {"thought": "the audit log says 'Action: denied' for the SA."}),
+    ("thoughts_plural", "Thoughts: hmm\nFinal Answer: ok", "final_answer", {"thought": "hmm"}),
+    # ---- same-line sections
+    ("thought_and_action_same_line", 'Thought: I need the pods. Action: kubernetes-server.pods_list\n'
+     'Action Input: {"namespace": "a"}', "action", {"thought": "I need the pods.", "action": PODS}),
+    ("action_and_input_same_line", 'Action: kubernetes-server.pods_list Action Input: {"namespace": "a"}',
+     "action", {"action": PODS, "action_input": {"namespace": "a"}}),
+    ("all_on_one_line", 'Thought: check. Action: kubernetes-server.pods_list Action Input: {"namespace": "a"}',
+     "action", {"thought": "check.", "action": PODS, "action_input": {"namespace": "a"}}),
+    ("final_answer_mid_line", "I have all the data. Final Answer: the node is out of memory.", "final_answer",
+     {"thought": "I have all the data.", "final_answer": "the node is out of memory."}),
+    ("final_answer_phrase_in_reasoning_is_not_a_marker", "Thought: I cannot give a Final Answer: data is missing."
+     '\nAction: prometheus.query\nAction Input: {"query": "up"}', "action", {"action": "prometheus.query"}),
+    ("final_answer_glued_after_period", "Enough.Final Answer: memory leak", "final_answer",
+     {"final_answer": "memory leak"}),
+    # ---- code fences
+    ("fenced_json_input", 'Thought: t\nAction: kubernetes-server.pods_list\nAction Input:\n```json\n'
+     '{"namespace": "prod"}\n```', "action", {"action_input": {"namespace": "prod"}}),
+    ("fenced_input_hides_markers", 'Action: prometheus.query\nAction Input:\n```\n{"query": "up"}\n'
+     'Observation: not real\n```', "action", {"action": "prometheus.query", "action_input": {"query": "up"}}),
+    ("backticked_action_name", 'Action: `kubernetes-server.pods_list`\nAction Input: `{"namespace": "a"}`',
+     "action", {"action": PODS, "action_input": {"namespace": "a"}}),
+    ("whole_reply_fenced", '```\nThought: t\nAction: kubernetes-server.pods_list\n'
+     'Action Input: {"namespace": "a"}\n```',
+     "action", {"action": PODS, "action_input": {"namespace": "a"}}),
+    ("marker_inside_thought_fence_ignored", "Thought: the log says\n```\nAction: rm -rf\n```\nFinal Answer: benign",
+     "final_answer", {"final_answer": "benign"}),
+    # ---- text after final answer
+    ("text_after_final_answer_kept", "Final Answer: Root cause: OOM.\n\n## Recommendations\n1. Raise limits.\n"
+     "Action: scale the deployment.", "final_answer",
+     {"final_answer": "Root cause: OOM.\n\n## Recommendations\n1. Raise limits.\nAction: scale the deployment."}),
+    ("final_answer_wins_over_action", 'Thought: t\nAction: kubernetes-server.pods_list\n'
+     'Action Input: {"namespace": "a"}'
+     "\nFinal Answer: concluded", "final_answer", {"final_answer": "concluded"}),
+    # ---- hallucinated observations
+    ("hallucinated_observation_cut", 'Thought: t\nAction: kubernetes-server.pods_list\nAction Input: {"namespace": "a"}'
+     "\nObservation: pod-1 Running\nThought: all fine\nFinal Answer: nothing wrong", "action",
+     {"action": PODS, "action_input": {"namespace": "a"}, "final_answer": ""}),
+    ("hallucinated_observation_same_line", 'Action: kubernetes-server.pods_list\nAction Input: {"namespace": "a"} '
+     "Observation: pod-1 Running", "action", {"action_input": {"namespace": "a"}}),
+    ("bold_observation_cut", 'Action: prometheus.query\nAction Input: {"query": "up"}\n**Observation:** 1',
+     "action", {"action_input": {"query": "up"}}),
+    ("observation_in_thought_before_action_kept", 'Thought: Observation: the alert fired twice.\n'
+     'Action: prometheus.query\nAction Input: {"query": "up"}', "action",
+     {"thought": "Observation: the alert fired twice."}),
+    ("second_action_ignored", 'Thought: a\nAction: kubernetes-server.pods_list\nAction Input: {"namespace": "a"}\n'
+     'Thought: b\nAction: prometheus.query\nAction Input: {"query": "up"}', "action",
+     {"thought": "a", "action": PODS, "action_input": {"namespace": "a"}}),
+    # ---- missing-action recovery
+    ("recover_inline_lowercase_action", 'Thought: I will use action: kubernetes-server.pods_list now\n'
+     'Action Input: {"namespace": "a"}', "action", {"action": PODS}),
+    ("recover_tool_name_line", 'Thought: I need pod logs.\n`kubernetes-server.pods_log`\n'
+     'Action Input: {"name": "p", "namespace": "a"}', "action", {"action": LOGS}),
+    ("recover_single_known_tool_mentioned", 'Thought: calling prometheus.query for the error rate\n'
+     'Action Input: {"query": "rate(errors[5m])"}', "action", {"action": "prometheus.query"}),
+    ("action_line_carries_json", 'Action: kubernetes-server.pods_list {"namespace": "a"}', "action",
+     {"action": PODS, "action_input": {"namespace": "a"}}),
+    ("action_json_on_next_line", 'Action: kubernetes-server.pods_list\n{"namespace": "a"}', "action",
+     {"action": PODS, "action_input": {"namespace": "a"}}),
+    ("action_call_syntax", 'Action: kubernetes-server.pods_log(name="web-1", namespace="prod")', "action",
+     {"action": LOGS, "action_input": {"name": "web-1", "namespace": "prod"}}),
+    ("action_with_prose", 'Action: use kubernetes-server.pods_list to list them\nAction Input: {"namespace": "a"}',
+     "action", {"action": PODS}),
+    ("no_args_tool_without_input", "Thought: see namespaces\nAction: kubernetes-server.namespaces_list",
+     "action", {"action": "kubernetes-server.namespaces_list", "action_input": {}}),
+    ("empty_action_input_is_empty_dict", "Action: kubernetes-server.namespaces_list\nAction Input:", "action",
+     {"action_input": {}}),
+    # ---- action input formats
+    ("yaml_input", "Action: kubernetes-server.pods_log\nAction Input:\nname: web-1\nnamespace: prod\ntail: 50",
+     "action", {"action_input": {"name": "web-1", "namespace": "prod", "tail": 50}}),
+    ("key_value_commas", "Action: kubernetes-server.pods_log\nAction Input: name=web-1, namespace=prod, tail=20",
+     "action", {"action_input": {"name": "web-1", "namespace": "prod", "tail": 20}}),
+    ("key_value_newlines", 'Action: kubernetes-server.pods_log\nAction Input:\nname="web-1"\nnamespace=prod',
+     "action", {"action_input": {"name": "web-1", "namespace": "prod"}}),
+    ("colon_pairs_with_commas", "Action: kubernetes-server.pods_log\nAction Input: name: web-1, namespace: prod",
+     "action", {"action_input": {"name": "web-1", "namespace": "prod"}}),
+    ("raw_string_input", "Action: prometheus.query\nAction Input: sum by (pod) (rate(errors_total[5m]))",
+     "action", {"action_input": "sum by (pod) (rate(errors_total[5m]))"}),
+    ("single_quoted_dict", "Action: kubernetes-server.pods_list\nAction Input: {'namespace': 'a'}", "action",
+     {"action_input": {"namespace": "a"}}),
+    ("json_with_trailing_text", 'Action: kubernetes-server.pods_list\nAction Input: {"namespace": "a"} (the app ns)',
+     "action", {"action_input": {"namespace": "a"}}),
+    # ---- unknown tools and server.tool validation
+    ("tool_name_case_is_canonicalised", "action: Kubernetes-Server.Pods_List\naction input: namespace=prod",
+     "action", {"action": PODS, "action_input": {"namespace": "prod"}}),
+    ("unknown_tool", 'Action: kubernetes-server.nodes_top\nAction Input: {}', "unknown_tool",
+     {"action": "kubernetes-server.nodes_top"}),
+    ("bare_tool_name_rejected", 'Action: pods_list\nAction Input: {"namespace": "a"}', "unknown_tool",
+     {"action": "pods_list"}),
+    # ---- malformed shapes
+    ("empty_reply", "   \n ", "malformed", {}),
+    ("thought_only", "Thought: I should check the pods.", "malformed", {"thought": "I should check the pods."}),
+    ("plain_prose", "The service looks unhealthy.", "malformed", {}),
+    ("input_without_action", 'Thought: hmm\nAction Input: {"namespace": "a"}', "malformed", {}),
+    ("action_missing_required_input", "Action: kubernetes-server.pods_list", "malformed", {"action": ""}),
+    ("empty_action", "Action:\nAction Input: {}", "malformed", {}),
+    ("empty_final_answer", "Thought: done\nFinal Answer:", "malformed", {}),
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_reply_parses_to_expected_shape(text, kind, expected, tools):
+    parsed = parse_react(text, tools)
+    assert parsed.kind == kind, parsed
+    for field, value in expected.items():
+        assert getattr(parsed, field) == value, (field, parsed)
+    if kind in ("action", "final_answer"):
+        assert parsed.feedback == ""
+    else:
+        assert parsed.feedback
+
+
+FEEDBACK: list[tuple[str, str, str]] = [
+    ("empty", "", "response was empty"),
+    ("thought_only", "Thought: I should check.", "neither 'Action:' nor 'Final Answer:'"),
+    ("input_without_action", 'Action Input: {"namespace": "a"}', "missing 'Action:'"),
+    ("action_without_input", "Action: kubernetes-server.pods_list", "missing 'Action Input:'"),
+    ("empty_action", "Action:\nAction Input: {}", "empty 'Action:'"),
+    ("empty_final_answer", "Final Answer:   ", "'Final Answer:' but nothing after it"),
+]
+
+
+@pytest.mark.parametrize(("text", "phrase"), [f[1:] for f in FEEDBACK], ids=[f[0] for f in FEEDBACK])
+def test_malformed_reply_gets_specific_feedback_and_format_reminder(text, phrase, tools):
+    parsed = parse_react(text, tools)
+    assert parsed.kind == "malformed"
+    assert parsed.feedback.startswith("FORMAT ERROR: ")
+    assert phrase in parsed.feedback
+    assert parsed.feedback.endswith(FORMAT_REMINDER)
+
+
+def test_unknown_tool_observation_lists_every_tool_with_description(tools):
+    parsed = parse_react("Action: kubernetes-server.nodes_top\nAction Input: {}", tools)
+    assert parsed.feedback.startswith("Observation: Error - Unknown tool 'kubernetes-server.nodes_top'.")
+    for tool in tools:
+        assert f"  - {tool.name}: {tool.description}" in parsed.feedback
+
+
+def test_bare_tool_name_feedback_explains_format_and_suggests_the_match(tools):
+    parsed = parse_react('Action: pods_list\nAction Input: {"namespace": "a"}', tools)
+    assert "must be written as server.tool" in parsed.feedback
+    assert "Did you mean 'kubernetes-server.pods_list'?" in parsed.feedback
+
+
+def test_action_with_no_tools_available_asks_for_final_answer():
+    parsed = parse_react("Action: prometheus.query\nAction Input: {}", [])
+    assert parsed.kind == "unknown_tool"
+    assert "No tools are available" in parsed.feedback
+
+
+def test_ambiguous_mentions_do_not_recover_an_action(tools):
+    text = 'Thought: either prometheus.query or kubernetes-server.pods_list\nAction Input: {"query": "up"}'
+    assert parse_react(text, tools).kind == "malformed"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ('{"a": 1, "b": [1, 2]}', {"a": 1, "b": [1, 2]}),
+        ("a: 2024-01-01", {"a": "2024-01-01"}),
+        ("flag=true, count=3, ratio=0.5", {"flag": True, "count": 3, "ratio": 0.5}),
+        ("'quoted'", "'quoted'"),
+        ("just words here", "just words here"),
+        ("", {}),
+    ],
+)
+def test_action_input_tiers(raw, expected):
+    assert parse_action_input(raw) == expected
+
+
+def test_raw_input_becomes_single_input_argument(tools):
+    parsed = parse_react("Action: prometheus.query\nAction Input: up == 0", tools)
+    assert parsed.action_input == "up == 0"
+    assert parsed.arguments == {"input": "up == 0"}
