@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from agents.context import ExecutionContext, LLMInteractionRecord
+from agents.llm.retry import DEADLINE_EXCEEDED, EMPTY_RESPONSE
 from agents.llm.types import (
     ConversationMessage,
     ErrorChunk,
@@ -22,7 +23,9 @@ from agents.llm.types import (
     ToolDefinition,
 )
 
-DEADLINE_CODE = "deadline_exceeded"
+DEADLINE_CODE = DEADLINE_EXCEEDED  # one code for "out of time", whether the provider or this loop noticed it
+# Provider timeouts (HTTP 408, SDK read timeouts) count like a missed deadline towards "2 timeouts in a row".
+TIMEOUT_CODES = frozenset({DEADLINE_CODE, "timeout"})
 
 
 @dataclass
@@ -39,7 +42,7 @@ class LLMCallResult:
 
     @property
     def timed_out(self) -> bool:
-        return bool(self.error and self.error.code == DEADLINE_CODE)
+        return bool(self.error and self.error.code in TIMEOUT_CODES)
 
 
 def call_llm(
@@ -49,11 +52,12 @@ def call_llm(
     interaction_type: str,
     tools: list[ToolDefinition] | None = None,
     text_event_type: str | None = "llm_response",
-    thinking_source: str = "native",
+    text_source: str = "native",
     max_output_tokens: int | None = None,
 ) -> LLMCallResult:
-    """Stream one call. Thinking deltas go to an `llm_thinking` event; text deltas to a `text_event_type`
-    event (None: not streamed). The caller completes the text event once it knows what the text is."""
+    """Stream one call. Thinking deltas go to an `llm_thinking` event (source `native`: the model's own
+    reasoning); text deltas to a `text_event_type` event with metadata source `text_source` (None: not
+    streamed). The caller completes or re-types the text event once it knows what the text is."""
     cfg = ctx.config
     request = LLMRequest(
         messages=messages, tools=tools or [], provider=cfg.llm_provider, provider_name=cfg.llm_provider_name,
@@ -70,11 +74,11 @@ def call_llm(
             result.response.add(chunk)
             if isinstance(chunk, ThinkingChunk) and chunk.text:
                 if result.thinking_event_id is None:
-                    result.thinking_event_id = recorder.start_event("llm_thinking", {"source": thinking_source})
+                    result.thinking_event_id = recorder.start_event("llm_thinking", {"source": "native"})
                 recorder.stream_event(result.thinking_event_id, chunk.text, kind="thinking")
             elif isinstance(chunk, TextChunk) and chunk.text and text_event_type:
                 if result.text_event_id is None:
-                    result.text_event_id = recorder.start_event(text_event_type, {"source": thinking_source})
+                    result.text_event_id = recorder.start_event(text_event_type, {"source": text_source})
                 recorder.stream_event(result.text_event_id, chunk.text, kind="text")
             if recorder.stop_reason():
                 result.stopped = recorder.stop_reason()
@@ -96,15 +100,18 @@ def call_llm(
         result.text_event_id = None
     error = response.error
     if not error and not result.stopped and not response.text.strip() and not response.tool_calls:
-        response.error = error = ErrorChunk(message="LLM returned an empty response", code="empty_response",
+        response.error = error = ErrorChunk(message="LLM returned an empty response", code=EMPTY_RESPONSE,
                                             retryable=True)
+    success = error is None and not result.stopped
+    # EP-0014: the conversation sent, plus the reply only when there is one (a failed call has none).
+    conversation = [m.model_dump(exclude_none=True) for m in messages]
+    if success:
+        conversation.append(response.as_assistant_message().model_dump(exclude_none=True))
     recorder.record_llm_interaction(LLMInteractionRecord(
         interaction_type=interaction_type, provider=cfg.llm_provider_name, model=cfg.llm_provider.model,
-        conversation=[m.model_dump(exclude_none=True) for m in messages]
-        + [response.as_assistant_message().model_dump(exclude_none=True)],
-        thinking_content=response.thinking, usage=response.usage,
+        conversation=conversation, thinking_content=response.thinking, usage=response.usage,
         duration_ms=int((time.monotonic() - started) * 1000),
-        success=error is None and not result.stopped,
+        success=success,
         error_message=error.message if error else (f"stopped: {result.stopped}" if result.stopped else ""),
     ))
     return result

@@ -6,66 +6,59 @@ import json
 
 from agents.context import ExecutionContext
 from agents.llm.types import ConversationMessage, ToolCall
-from agents.prompts.builder import build_react_messages, forced_conclusion_prompt, format_observation
+from agents.prompts.builder import build_react_messages, format_observation
 
 from .base import StepOutcome, StepStatus
-from .common import (
-    complete,
-    conversation,
-    failure_outcome,
-    interaction_type,
-    max_iterations_failure,
-    needs_forced_conclusion,
-    stopped_outcome,
-)
-from .llm_call import call_llm
-from .react_parser import parse_react
+from .common import IterationController, complete, show, stopped_outcome
+from .llm_call import LLMCallResult
+from .react_parser import ParsedReply, parse_react
+
+SOURCE = {"source": "react"}
 
 
-def _initial(ctx: ExecutionContext) -> list[ConversationMessage]:
-    return build_react_messages(
-        config=ctx.config, tools=ctx.tools.list_tools(), alert_type=ctx.alert_type, alert_data=ctx.alert_data,
-        runbook=ctx.runbook, previous_stage_context=ctx.previous_stage_context, chat=ctx.chat,
-    )
+class ReActController(IterationController):
+    """One ReAct iteration: call, parse, then act (tool + observation), conclude, or send format feedback.
 
+    The raw reply streams into an `llm_thinking` event; once parsed, that event keeps only the thought — or,
+    when the reply has no thought, becomes what the reply is (tool call, final analysis or format error), so
+    the timeline never shows the raw ReAct text and never an empty event.
+    """
 
-class ReActController:
-    """One ReAct iteration: call, parse, then act (tool + observation), conclude, or send format feedback."""
+    strategy = "react"
+    text_event_type = "llm_thinking"
+    text_source = "react"
 
-    def step(self, ctx: ExecutionContext) -> StepOutcome:
-        messages = conversation(ctx, _initial)
-        if needs_forced_conclusion(ctx):
-            return self._force_conclusion(ctx, messages)
-        tools = ctx.tools.list_tools()
-        # The raw reply streams into the thinking event; once parsed, the event keeps only the thought.
-        result = call_llm(ctx, messages, interaction_type=interaction_type(ctx), text_event_type="llm_thinking",
-                          thinking_source="react")
-        text_event = result.text_event_id
-        failed = failure_outcome(ctx, result)
-        if failed:
-            if text_event is not None:
-                ctx.recorder.complete_event(text_event, result.response.text, status="failed")
-            return failed
+    def initial_messages(self, ctx: ExecutionContext) -> list[ConversationMessage]:
+        return build_react_messages(
+            config=ctx.config, tools=ctx.tools.list_tools(), alert_type=ctx.alert_type, alert_data=ctx.alert_data,
+            runbook=ctx.runbook, previous_stage_context=ctx.previous_stage_context, chat=ctx.chat,
+        )
+
+    def handle(self, ctx: ExecutionContext, result: LLMCallResult) -> StepOutcome:
         text = result.response.text
-        parsed = parse_react(text, tools)
-        if text_event is not None:
-            ctx.recorder.complete_event(text_event, parsed.thought, metadata={"source": "react"})
-        elif parsed.thought:
-            ctx.recorder.add_event("llm_thinking", parsed.thought, {"source": "react"})
+        parsed = parse_react(text, ctx.tools.list_tools())
+        pending = _show_thought(ctx, result, parsed.thought)
         ctx.recorder.add_messages([ConversationMessage(role="assistant", content=text)])
         if parsed.kind == "final_answer":
-            return complete(ctx, parsed.final_answer, None)
-        if parsed.kind != "action":
-            ctx.recorder.add_messages([ConversationMessage(role="user", content=parsed.feedback)])
-            return StepOutcome(StepStatus.CONTINUE)
-        return self._act(ctx, parsed.action, parsed.action_input)
+            return complete(ctx, parsed.final_answer, pending)
+        if parsed.kind == "action":
+            return self._act(ctx, parsed, pending)
+        # Malformed reply or unknown tool: the reply stays in the conversation, the feedback follows it.
+        if parsed.kind == "unknown_tool":
+            problem = f"Unknown tool '{parsed.action}': the model was sent the list of available tools"
+        else:
+            problem = parsed.feedback.split("\n\n", 1)[0]
+        show(ctx, pending, "error", problem, {**SOURCE, "reason": parsed.kind}, status="failed")
+        ctx.recorder.add_messages([ConversationMessage(role="user", content=parsed.feedback)])
+        return StepOutcome(StepStatus.CONTINUE)
 
-    def _act(self, ctx: ExecutionContext, action: str, action_input) -> StepOutcome:
+    def _act(self, ctx: ExecutionContext, parsed: ParsedReply, pending: int | None) -> StepOutcome:
+        action, action_input = parsed.action, parsed.action_input
         server, _, tool = action.partition(".")
         shown = json.dumps(action_input, ensure_ascii=False, indent=2) if isinstance(action_input, dict) \
             else str(action_input)
-        ctx.recorder.add_event("llm_tool_call", shown, {"tool_name": action, "server_name": server, "tool": tool,
-                                                        "arguments": action_input, "source": "react"})
+        show(ctx, pending, "llm_tool_call", shown, {"tool_name": action, "server_name": server, "tool": tool,
+                                                     "arguments": action_input, **SOURCE})
         if ctx.recorder.stop_reason():
             return stopped_outcome(ctx.recorder.stop_reason())
         call = ToolCall(id=f"react-{ctx.state.iteration}", name=action, arguments=action_input)
@@ -73,22 +66,22 @@ class ReActController:
         ctx.recorder.add_messages([ConversationMessage(role="user", content=format_observation(tool_result))])
         return StepOutcome(StepStatus.CONTINUE)
 
-    def _force_conclusion(self, ctx: ExecutionContext, messages: list[ConversationMessage]) -> StepOutcome:
-        if ctx.state.last_interaction_failed:
-            return max_iterations_failure(ctx)
-        prompt = ConversationMessage(role="user", content=forced_conclusion_prompt("react"))
-        ctx.recorder.add_messages([prompt])
-        result = call_llm(ctx, [*messages, prompt], interaction_type="forced_conclusion",
-                          text_event_type="llm_thinking", thinking_source="react")
-        failed = failure_outcome(ctx, result)
-        if failed:
-            if result.text_event_id is not None:
-                ctx.recorder.complete_event(result.text_event_id, result.response.text, status="failed")
-            return StepOutcome(StepStatus.FAILED, error=f"Forced conclusion failed: {failed.error}")
+    def conclude(self, ctx: ExecutionContext, result: LLMCallResult) -> StepOutcome:
+        """The forced reply may or may not follow the format: its Final Answer, else the whole text."""
         text = result.response.text
         parsed = parse_react(text, [])
-        answer = parsed.final_answer if parsed.kind == "final_answer" else text.strip()
-        if result.text_event_id is not None:
-            ctx.recorder.complete_event(result.text_event_id, parsed.thought, metadata={"source": "react"})
+        if parsed.kind == "final_answer":
+            answer, thought = parsed.final_answer, parsed.thought
+        else:
+            answer, thought = text.strip(), ""
+        pending = _show_thought(ctx, result, thought)
         ctx.recorder.add_messages([ConversationMessage(role="assistant", content=text)])
-        return complete(ctx, answer, None)
+        return complete(ctx, answer, pending)
+
+
+def _show_thought(ctx: ExecutionContext, result: LLMCallResult, thought: str) -> int | None:
+    """Show the thought; returns the streamed event when it is still free to show something else."""
+    if thought:
+        show(ctx, result.text_event_id, "llm_thinking", thought, SOURCE)
+        return None
+    return result.text_event_id

@@ -137,7 +137,8 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 # ---- celery -------------------------------------------------------------------
-ITERATION_HARD_LIMIT_GRACE_S = 30  # hard kill comes this long after the soft limit
+# The hard kill comes this long after the soft limit; an iteration's lease lasts timeout + grace.
+ITERATION_HARD_LIMIT_GRACE_S = float(os.environ.get("TARSY_HARD_LIMIT_GRACE", "30"))
 MAX_ITERATION_TIMEOUT_S = int(os.environ.get("TARSY_MAX_ITERATION_TIMEOUT", "900"))
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_IGNORE_RESULT = True
@@ -153,6 +154,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": MAX_ITERATION_TIMEOUT_S + ITERATION_HARD_LIMIT_GRACE_S + 600,
     "global_keyprefix": os.environ.get("TARSY_BROKER_PREFIX", ""),
 }
+if EMBEDDED:
+    # The in-memory transport polls; its 1 s default would add a second to every iteration hop.
+    CELERY_BROKER_TRANSPORT_OPTIONS["polling_interval"] = 0.02
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_WORKER_SEND_TASK_EVENTS = False
 CELERY_TASK_SEND_SENT_EVENT = False

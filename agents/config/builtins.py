@@ -73,7 +73,7 @@ def builtin_mcp_servers() -> dict[str, MCPServerConfig]:
                 "A demonstration Kubernetes cluster. Use namespaced queries; inspect a failing pod's events "
                 "and logs before concluding."
             ),
-            data_masking={"enabled": True, "pattern_groups": ["kubernetes"]},
+            data_masking={"enabled": True, "pattern_groups": ["kubernetes", "secrets"]},
         ),
     }
 

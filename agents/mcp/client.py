@@ -210,7 +210,7 @@ class ServerSession:
         self._task = asyncio.get_running_loop().create_task(self._own(), name=f"mcp-session-{self.name}")
         try:
             await asyncio.wait_for(asyncio.shield(self._ready), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._ready.cancel()
             self._task.cancel()  # stuck in spawn/initialize: it will never read its queue
             self.close_reason = f"did not start and initialize within {timeout:.0f}s"
@@ -224,10 +224,12 @@ class ServerSession:
         if not self.alive:
             raise ServerCrashed(self.name, self.close_reason or "the session is closed")
         req = _Request(op, tool, arguments or {}, timeout, asyncio.get_running_loop().create_future())
+        # A caller that gave up (its wait was cancelled) leaves the outcome unread; consume it so asyncio stays quiet.
+        req.future.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._queue.put_nowait(req)
         try:
             return await asyncio.wait_for(asyncio.shield(req.future), timeout + 1.0)
-        except asyncio.TimeoutError:  # the owner's own timer should have fired first; treat the session as wedged
+        except TimeoutError:  # the owner's own timer should have fired first; treat the session as wedged
             self._retire("no answer from the session owner")
             raise MCPError(self.name, f"{op} {tool} did not answer within {timeout:.0f}s", "timeout") from None
 

@@ -34,7 +34,7 @@ def check_servers(config: TarsyConfig, pool: MCPPool | None = None, names: list[
     stale = [n for n in wanted if n not in fresh]
     if stale:
         with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_CHECKS, len(stale))) as workers:
-            checked = dict(zip(stale, workers.map(lambda n: _check(config, pool, n), stale)))
+            checked = dict(zip(stale, workers.map(lambda n: _check(config, pool, n), stale), strict=True))
         with _cache_lock:
             for name, result in checked.items():
                 _cache[keys[name]] = (time.monotonic() + HEALTH_CACHE_TTL_S, result)

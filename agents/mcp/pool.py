@@ -15,8 +15,9 @@ import concurrent.futures
 import os
 import threading
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any, Coroutine, TypeVar
+from typing import Any, TypeVar
 
 from agents.config.schema import MCPServerConfig
 from agents.llm.types import ToolDefinition
@@ -203,13 +204,15 @@ class MCPPool:
 
     async def _session(self, name: str, cfg: MCPServerConfig, start_timeout: float) -> ServerSession:
         """The live session for `name`, starting (or replacing) it if needed."""
+        if self._closed:  # a retry racing shutdown must not start a server nobody will stop
+            raise MCPError(name, "the MCP pool is shut down", "unavailable")
         current = self._sessions.get(name)
         if current is not None and current.alive and current.cfg == cfg:
             return current
         lock = self._start_locks.setdefault(name, asyncio.Lock())
         try:  # another caller may be starting it: wait for that start, bounded like our own would be
             await asyncio.wait_for(lock.acquire(), start_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise MCPError(name, "timed out waiting for the server to start", "timeout") from None
         try:
             current = self._sessions.get(name)
@@ -252,7 +255,7 @@ class MCPPool:
         return status
 
     async def _snapshot(self) -> dict[str, ServerStatus]:
-        for name, session in list(self._sessions.items()):
+        for session in list(self._sessions.values()):
             if not session.alive:
                 self._drop(session)
         return {name: ServerStatus(**vars(s)) for name, s in self._status.items()}
@@ -264,7 +267,7 @@ class MCPPool:
         if pending:
             try:
                 await asyncio.wait_for(asyncio.gather(*pending, return_exceptions=True), SHUTDOWN_TIMEOUT_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass  # owners that ignore cancellation die with the daemon thread; process exit must go on
 
 
@@ -293,3 +296,11 @@ def _forget_after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def shutdown_pool() -> None:
+    """Stop this process's MCP servers, if it started any (worker exit, `serve` exit)."""
+    with _POOL_LOCK:
+        pool = _POOL if _POOL_PID == os.getpid() else None
+    if pool is not None:
+        pool.shutdown()

@@ -23,7 +23,8 @@ def validate_mcp_selection(selection: dict[str, Any], config: TarsyConfig, pool:
     """Problems with `{"servers": [{"name", "tools"?}], "native_tools": {...}}`; empty when valid."""
     if not isinstance(selection, dict):
         return ["mcp: must be an object with 'servers' and/or 'native_tools'"]
-    problems = [f"mcp.{key}: unknown key (allowed: {', '.join(_TOP_KEYS)})" for key in selection if key not in _TOP_KEYS]
+    allowed = ", ".join(_TOP_KEYS)
+    problems = [f"mcp.{key}: unknown key (allowed: {allowed})" for key in selection if key not in _TOP_KEYS]
     problems += _native_tool_problems(selection.get("native_tools"))
     servers = selection.get("servers")
     if servers is None:

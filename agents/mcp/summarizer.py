@@ -8,7 +8,7 @@ result stays in the MCP interaction record.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from agents.config.schema import LLMProviderConfig
 from agents.context import LLMInteractionRecord, Recorder

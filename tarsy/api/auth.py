@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 
+from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication, TokenAuthentication
 from rest_framework.permissions import BasePermission
 
@@ -40,9 +41,10 @@ def from_trusted_proxy(request) -> bool:
 
 
 def proxy_identity(request) -> str:
-    """X-Forwarded-User > X-Forwarded-Email, honoured only from a trusted proxy (or with auth mode none)."""
+    """X-Forwarded-User > X-Forwarded-Email, honoured only from a trusted proxy (or in mode none, which serves
+    loopback clients only). In token mode it names the author but never authenticates."""
     mode = get_config().system.auth.mode
-    if mode == "token" or (mode == "proxy" and not from_trusted_proxy(request)):
+    if mode != "none" and not from_trusted_proxy(request):
         return ""
     return (request.META.get("HTTP_X_FORWARDED_USER") or request.META.get("HTTP_X_FORWARDED_EMAIL") or "").strip()
 
@@ -93,6 +95,10 @@ class ConfiguredPermission(BasePermission):
     def has_permission(self, request, view):
         mode = get_config().system.auth.mode
         if mode == "none":
-            self.message = "Auth mode 'none' accepts loopback clients only"
-            return is_loopback(client_ip(request))
+            if not is_loopback(client_ip(request)):
+                # Not "credentials missing": no credentials would help, so say why.
+                raise exceptions.PermissionDenied("Auth mode 'none' accepts loopback clients only")
+            return True
         return bool(request.user and getattr(request.user, "is_authenticated", False))
+
+from . import schema as _schema  # noqa: E402,F401  (registers the OpenAPI description of the auth above)

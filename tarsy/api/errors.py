@@ -53,3 +53,7 @@ def handler404(request, exception=None):
 
 def handler500(request):
     return json_error(500, "internal_error", "An unexpected error occurred; it has been logged.")
+
+
+def api_not_found(request, *args, **kwargs):
+    return json_error(404, "not_found", f"No API endpoint or resource at {request.path}")

@@ -8,6 +8,8 @@ from django.http import JsonResponse
 
 from tarsy.config import ConfigError, get_config
 
+WORKER_REPLY_TIMEOUT_S = 1.0  # a probe must answer quickly; a worker slower than this is as good as absent
+
 
 def _database() -> dict:
     try:
@@ -31,16 +33,21 @@ def _broker() -> dict:
 
 
 def _workers() -> dict:
+    """Workers that consume our task queue: a worker on another queue would never run our tasks."""
     from tarsy.celery import app
 
     if settings.EMBEDDED:
         return {"status": "ok", "mode": "in-process"}
+    queue = settings.CELERY_TASK_DEFAULT_QUEUE
     try:
-        replies = app.control.ping(timeout=1.0) or []
+        replies = app.control.inspect(timeout=WORKER_REPLY_TIMEOUT_S).active_queues() or {}
     except Exception as exc:
-        return {"status": "error", "error": str(exc), "count": 0}
-    names = sorted(name for reply in replies for name in reply)
-    return {"status": "ok" if names else "error", "count": len(names), "workers": names}
+        return {"status": "error", "error": str(exc), "count": 0, "queue": queue}
+    names = sorted(name for name, queues in replies.items() if any(q.get("name") == queue for q in queues or []))
+    result = {"status": "ok" if names else "error", "count": len(names), "workers": names, "queue": queue}
+    if not names:
+        result["error"] = f"no live worker consumes queue {queue!r}"
+    return result
 
 
 def health(request):

@@ -6,6 +6,13 @@ from rest_framework import serializers
 
 from tarsy.models import AgentExecution, AlertSession, Stage
 
+PREVIEW_CHARS = 240  # executive summary preview in list rows: one or two lines of a table cell
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = serializers.CharField()
+    detail = serializers.JSONField(allow_null=True)
+
 
 class MCPServerSelectionSerializer(serializers.Serializer):
     name = serializers.CharField()
@@ -35,11 +42,15 @@ class AlertAcceptedSerializer(serializers.Serializer):
     status = serializers.CharField()
 
 
-class TokenFields(serializers.Serializer):
-    input_tokens = serializers.IntegerField()
-    output_tokens = serializers.IntegerField()
-    thinking_tokens = serializers.IntegerField()
-    total_tokens = serializers.IntegerField()
+class AlertTypeSerializer(serializers.Serializer):
+    alert_type = serializers.CharField()
+    chain_id = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+
+
+class AlertTypesSerializer(serializers.Serializer):
+    default_alert_type = serializers.CharField()
+    alert_types = AlertTypeSerializer(many=True)
 
 
 class ExecutionSerializer(serializers.ModelSerializer):
@@ -50,17 +61,23 @@ class ExecutionSerializer(serializers.ModelSerializer):
                   "output_tokens", "thinking_tokens", "total_tokens", "started_at", "completed_at"]
 
 
+_TOKEN_FIELDS = ("input_tokens", "output_tokens", "thinking_tokens", "total_tokens")
+
+
 class StageSerializer(serializers.ModelSerializer):
+    """Token totals of a stage are the sum of its executions' (computed from the prefetched rows)."""
+
     executions = ExecutionSerializer(many=True, read_only=True)
     input_tokens = serializers.SerializerMethodField()
     output_tokens = serializers.SerializerMethodField()
+    thinking_tokens = serializers.SerializerMethodField()
     total_tokens = serializers.SerializerMethodField()
 
     class Meta:
         model = Stage
-        fields = ["id", "name", "index", "kind", "parallel_type", "success_policy", "expected_agent_count", "status",
-                  "error_message", "started_at", "completed_at", "executions", "input_tokens", "output_tokens",
-                  "total_tokens"]
+        fields = ["id", "name", "index", "kind", "chain_stage_index", "parallel_type", "success_policy",
+                  "expected_agent_count", "status", "error_message", "final_analysis", "chat_message_id",
+                  "started_at", "completed_at", "executions", *_TOKEN_FIELDS]
 
     def _sum(self, stage: Stage, field: str) -> int:
         return sum(getattr(e, field) for e in stage.executions.all())
@@ -70,6 +87,9 @@ class StageSerializer(serializers.ModelSerializer):
 
     def get_output_tokens(self, stage: Stage) -> int:
         return self._sum(stage, "output_tokens")
+
+    def get_thinking_tokens(self, stage: Stage) -> int:
+        return self._sum(stage, "thinking_tokens")
 
     def get_total_tokens(self, stage: Stage) -> int:
         return self._sum(stage, "total_tokens")
@@ -83,7 +103,46 @@ class SessionSerializer(serializers.ModelSerializer):
         fields = ["id", "alert_type", "chain_id", "status", "author", "runbook_url", "final_analysis",
                   "executive_summary", "executive_summary_error", "error_message", "current_stage_index",
                   "created_at", "started_at", "completed_at", "last_interaction_at", "duration_seconds",
-                  "input_tokens", "output_tokens", "thinking_tokens", "total_tokens"]
+                  *_TOKEN_FIELDS]
+
+
+class SessionListItemSerializer(serializers.ModelSerializer):
+    """A history row: no alert data or full analysis (they can be megabytes), a summary preview instead."""
+
+    duration_seconds = serializers.FloatField(read_only=True, allow_null=True)
+    executive_summary_preview = serializers.SerializerMethodField()
+
+    class Meta:
+        model = AlertSession
+        fields = ["id", "alert_type", "chain_id", "status", "author", "error_message", "created_at", "started_at",
+                  "completed_at", "duration_seconds", "executive_summary_preview", *_TOKEN_FIELDS]
+
+    def get_executive_summary_preview(self, session: AlertSession) -> str:
+        text = (session.executive_summary or "").strip()
+        return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1].rstrip() + "…"
+
+
+class ActiveSessionSerializer(SessionListItemSerializer):
+    queue_position = serializers.SerializerMethodField()
+
+    class Meta(SessionListItemSerializer.Meta):
+        fields = [*SessionListItemSerializer.Meta.fields, "current_stage_index", "queue_position"]
+
+    def get_queue_position(self, session: AlertSession) -> int | None:
+        return getattr(session, "queue_position", None)
+
+
+class ActiveSessionsSerializer(serializers.Serializer):
+    active = ActiveSessionSerializer(many=True)
+    queued = ActiveSessionSerializer(many=True)
+
+
+class FilterOptionsSerializer(serializers.Serializer):
+    statuses = serializers.ListField(child=serializers.CharField())
+    alert_types = serializers.ListField(child=serializers.CharField())
+    chain_ids = serializers.ListField(child=serializers.CharField())
+    authors = serializers.ListField(child=serializers.CharField())
+    ordering = serializers.ListField(child=serializers.CharField())
 
 
 class SessionDetailSerializer(SessionSerializer):
@@ -91,11 +150,171 @@ class SessionDetailSerializer(SessionSerializer):
     mcp_selection = serializers.JSONField(allow_null=True)
     stages = StageSerializer(many=True, read_only=True)
     chat_available = serializers.SerializerMethodField()
+    queue_position = serializers.SerializerMethodField()
+    last_event_id = serializers.SerializerMethodField()
 
     class Meta(SessionSerializer.Meta):
-        fields = SessionSerializer.Meta.fields + ["alert_data", "mcp_selection", "stages", "chat_available"]
+        fields = [*SessionSerializer.Meta.fields, "alert_data", "mcp_selection", "stages", "chat_available",
+                  "queue_position", "last_event_id"]
 
     def get_chat_available(self, session: AlertSession) -> bool:
         from tarsy.pipeline.chat import chat_available
 
         return chat_available(session)
+
+    def get_queue_position(self, session: AlertSession) -> int | None:
+        from tarsy.services.sessions import session_queue_position
+
+        return session_queue_position(session)
+
+    def get_last_event_id(self, session: AlertSession) -> int:
+        """Where a socket client continues (`catchup`) after loading this page over REST."""
+        return self.context.get("last_event_id", 0)
+
+
+class TimelineEventSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    stage_id = serializers.IntegerField(allow_null=True)
+    execution_id = serializers.UUIDField(allow_null=True)
+    iteration = serializers.IntegerField()
+    sequence_number = serializers.IntegerField()
+    event_type = serializers.CharField()
+    status = serializers.CharField()
+    content = serializers.CharField(allow_blank=True)
+    metadata = serializers.JSONField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class TimelineSerializer(serializers.Serializer):
+    session_id = serializers.UUIDField()
+    last_event_id = serializers.IntegerField(help_text="Continue the socket stream after this event id")
+    events = TimelineEventSerializer(many=True)
+
+
+class LLMInteractionSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    stage_id = serializers.IntegerField(allow_null=True, source="execution.stage_id", default=None)
+    execution_id = serializers.UUIDField(allow_null=True)
+    iteration = serializers.IntegerField()
+    interaction_type = serializers.CharField()
+    provider = serializers.CharField(allow_blank=True)
+    model = serializers.CharField(allow_blank=True)
+    conversation = serializers.JSONField()
+    thinking_content = serializers.CharField(allow_blank=True)
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    thinking_tokens = serializers.IntegerField()
+    total_tokens = serializers.IntegerField()
+    duration_ms = serializers.IntegerField()
+    success = serializers.BooleanField()
+    error_message = serializers.CharField(allow_blank=True)
+    created_at = serializers.DateTimeField()
+
+
+class MCPInteractionSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    stage_id = serializers.IntegerField(allow_null=True, source="execution.stage_id", default=None)
+    execution_id = serializers.UUIDField(allow_null=True)
+    iteration = serializers.IntegerField()
+    server = serializers.CharField()
+    tool = serializers.CharField()
+    arguments = serializers.JSONField()
+    result = serializers.CharField(allow_blank=True)
+    raw_size = serializers.IntegerField()
+    summarized = serializers.BooleanField()
+    available_tools = serializers.JSONField()
+    duration_ms = serializers.IntegerField()
+    success = serializers.BooleanField()
+    error_message = serializers.CharField(allow_blank=True)
+    created_at = serializers.DateTimeField()
+
+
+class InteractionsSerializer(serializers.Serializer):
+    session_id = serializers.UUIDField()
+    llm_interactions = LLMInteractionSerializer(many=True)
+    mcp_interactions = MCPInteractionSerializer(many=True)
+
+
+class TokensSerializer(serializers.Serializer):
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    thinking_tokens = serializers.IntegerField()
+    total_tokens = serializers.IntegerField()
+
+
+class SessionSummarySerializer(serializers.Serializer):
+    session_id = serializers.UUIDField()
+    status = serializers.CharField()
+    duration_seconds = serializers.FloatField(allow_null=True)
+    stages = serializers.IntegerField()
+    executions = serializers.IntegerField()
+    llm_interactions = serializers.IntegerField()
+    failed_llm_interactions = serializers.IntegerField()
+    mcp_interactions = serializers.IntegerField()
+    failed_mcp_interactions = serializers.IntegerField()
+    timeline_events = serializers.IntegerField()
+    errors = serializers.IntegerField()
+    chat_messages = serializers.IntegerField()
+    tokens = TokensSerializer()
+
+
+class SessionStatusSerializer(serializers.Serializer):
+    session_id = serializers.UUIDField()
+    status = serializers.CharField()
+
+
+class ChatMessageInSerializer(serializers.Serializer):
+    content = serializers.CharField(max_length=None, allow_blank=False, trim_whitespace=True,
+                                    help_text="The question, at most 100 000 characters")
+
+
+class ChatAcceptedSerializer(serializers.Serializer):
+    session_id = serializers.UUIDField()
+    message_id = serializers.UUIDField()
+    stage_id = serializers.IntegerField()
+    status = serializers.CharField()
+
+
+class ChatMessageSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    role = serializers.ChoiceField(choices=["user", "assistant"])
+    content = serializers.CharField(allow_blank=True)
+    author = serializers.CharField(allow_blank=True)
+    status = serializers.CharField()
+    stage_id = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField(allow_null=True)
+
+
+class ChatMessagesSerializer(serializers.Serializer):
+    session_id = serializers.UUIDField()
+    chat_available = serializers.BooleanField()
+    reply_running = serializers.BooleanField()
+    messages = ChatMessageSerializer(many=True)
+
+
+class WarningSerializer(serializers.Serializer):
+    category = serializers.CharField()
+    message = serializers.CharField()
+
+
+class WarningsSerializer(serializers.Serializer):
+    warnings = WarningSerializer(many=True)
+
+
+class MCPToolSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField(allow_blank=True, allow_null=True)
+
+
+class MCPServerStatusSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    transport = serializers.CharField(allow_blank=True)
+    status = serializers.CharField()
+    error = serializers.CharField(allow_blank=True)
+    tool_count = serializers.IntegerField()
+    tools = MCPToolSerializer(many=True)
+
+
+class MCPServersSerializer(serializers.Serializer):
+    servers = MCPServerStatusSerializer(many=True)

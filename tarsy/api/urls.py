@@ -1,9 +1,24 @@
-from django.urls import path
+from django.urls import path, re_path
 
-from . import views
+from . import session_views, views
+from .errors import api_not_found
+
+S = "sessions/<uuid:session_id>"
 
 urlpatterns = [
     path("alerts", views.AlertSubmitView.as_view(), name="alert-submit"),
     path("alert-types", views.AlertTypesView.as_view(), name="alert-types"),
-    path("sessions/<uuid:session_id>", views.SessionDetailView.as_view(), name="session-detail"),
+    path("sessions", session_views.SessionListView.as_view(), name="session-list"),
+    path("sessions/active", session_views.SessionActiveView.as_view(), name="session-active"),
+    path("sessions/filter-options", session_views.SessionFilterOptionsView.as_view(), name="session-filter-options"),
+    path(S, session_views.SessionDetailView.as_view(), name="session-detail"),
+    path(f"{S}/timeline", session_views.SessionTimelineView.as_view(), name="session-timeline"),
+    path(f"{S}/interactions", session_views.SessionInteractionsView.as_view(), name="session-interactions"),
+    path(f"{S}/summary", session_views.SessionSummaryView.as_view(), name="session-summary"),
+    path(f"{S}/cancel", session_views.SessionCancelView.as_view(), name="session-cancel"),
+    path(f"{S}/chat/messages", session_views.ChatMessagesView.as_view(), name="session-chat-messages"),
+    path("system/warnings", views.SystemWarningsView.as_view(), name="system-warnings"),
+    path("system/mcp-servers", views.MCPServersView.as_view(), name="system-mcp-servers"),
+    # Anything else under /api/v1/ (a malformed session id included) is a JSON 404, also with DEBUG on.
+    re_path(r"^.*$", api_not_found),
 ]

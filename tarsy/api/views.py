@@ -1,21 +1,33 @@
-"""Thin API views: validate, call one service, shape the answer."""
+"""Thin API views for alerts and the system page: validate, call one service, shape the answer."""
 
 from __future__ import annotations
+
+import time
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from tarsy.config import get_config
 from tarsy.services import sessions as session_service
 
 from .auth import request_author
-from .serializers import AlertAcceptedSerializer, AlertSubmitSerializer, SessionDetailSerializer
+from .base import AUTH_ERRORS, JsonAPIView, errors
+from .serializers import (
+    AlertAcceptedSerializer,
+    AlertSubmitSerializer,
+    AlertTypesSerializer,
+    MCPServersSerializer,
+    WarningsSerializer,
+)
+
+WORKER_CHECK_TTL_S = 15.0  # the warnings banner is polled; a broker round trip per poll is wasted work
+_worker_check: tuple[float, bool] = (0.0, True)
 
 
-class AlertSubmitView(APIView):
-    @extend_schema(request=AlertSubmitSerializer, responses={202: AlertAcceptedSerializer})
+class AlertSubmitView(JsonAPIView):
+    @extend_schema(request=AlertSubmitSerializer, responses={202: AlertAcceptedSerializer,
+                                                             **errors(400, 413, 415, *AUTH_ERRORS)})
     def post(self, request):
         body = AlertSubmitSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -27,7 +39,8 @@ class AlertSubmitView(APIView):
         return Response({"session_id": str(session.id), "status": "queued"}, status=status.HTTP_202_ACCEPTED)
 
 
-class AlertTypesView(APIView):
+class AlertTypesView(JsonAPIView):
+    @extend_schema(responses={200: AlertTypesSerializer, **errors(*AUTH_ERRORS)})
     def get(self, request):
         config = get_config()
         return Response({
@@ -37,8 +50,41 @@ class AlertTypesView(APIView):
         })
 
 
-class SessionDetailView(APIView):
-    @extend_schema(responses=SessionDetailSerializer)
-    def get(self, request, session_id):
-        session = session_service.session_get(session_id=session_id)
-        return Response(SessionDetailSerializer(session).data)
+def _workers_alive() -> bool:
+    global _worker_check
+    checked_at, alive = _worker_check
+    if time.monotonic() - checked_at < WORKER_CHECK_TTL_S:
+        return alive
+    from .health import _workers
+
+    alive = _workers()["status"] == "ok"
+    _worker_check = (time.monotonic(), alive)
+    return alive
+
+
+class SystemWarningsView(JsonAPIView):
+    """Configuration warnings (e.g. missing API keys), MCP servers that fail, no live worker."""
+
+    @extend_schema(responses={200: WarningsSerializer, **errors(*AUTH_ERRORS)})
+    def get(self, request):
+        from agents.mcp.health import check_servers
+
+        config = get_config()
+        warnings = [{"category": "config", "message": m} for m in config.warnings()]
+        for server in check_servers(config):
+            if server["status"] != "ok":
+                warnings.append({"category": "mcp", "message": f"MCP server {server['name']!r}: {server['error']}"})
+        if not _workers_alive():
+            warnings.append({"category": "runtime",
+                             "message": "No live worker: alerts are queued but not investigated"})
+        return Response({"warnings": warnings})
+
+
+class MCPServersView(JsonAPIView):
+    """Every configured MCP server with its status and tools (checked at most every ~15 s)."""
+
+    @extend_schema(responses={200: MCPServersSerializer, **errors(*AUTH_ERRORS)})
+    def get(self, request):
+        from agents.mcp.health import check_servers
+
+        return Response({"servers": check_servers(get_config())})

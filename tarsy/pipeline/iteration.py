@@ -9,6 +9,7 @@ wrote (no duplicate rows).
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -19,6 +20,7 @@ from django.utils import timezone
 
 from controllers.base import StepOutcome, StepStatus, timeout_outcome
 from controllers.registry import controller_for
+from tarsy.metrics import ITERATION_SECONDS
 from tarsy.models import (
     AgentExecution,
     AlertSession,
@@ -106,6 +108,7 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
     recorder = DbRecorder(session_id=execution.session_id, stage_id=execution.stage_id, execution_id=execution.id,
                           iteration=iteration, session_deadline=None if execution.stage.kind == StageKind.CHAT
                           else session_deadline(execution.session))
+    started = time.monotonic()
     try:
         ctx = build_execution_context(execution, iteration, recorder)
         outcome = controller_for(ctx.config.iteration_strategy).step(ctx)
@@ -117,6 +120,7 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
         log.exception("execution %s iteration %s crashed", execution_id, iteration)
         outcome = StepOutcome(StepStatus.FAILED, error=f"Internal error: {type(exc).__name__}: {exc}")
         recorder.add_event("error", outcome.error, {"internal": True}, status="failed")
+    ITERATION_SECONDS.labels(execution.iteration_strategy).observe(time.monotonic() - started)
     iteration_finish(execution_id, iteration, outcome)
     return outcome
 

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.db.models import F
 
 from agents.context import LLMInteractionRecord, MCPInteractionRecord
+from tarsy.metrics import observe_llm_call, observe_mcp_call
 from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction
 
 MCP_RESULT_STORE_CAP = 512 * 1024  # chars of masked result kept for the debug view (ANCHORS: 512 KB)
@@ -45,6 +46,8 @@ def llm_interaction_record(
         if execution_id:
             AgentExecution.objects.filter(id=execution_id).update(**increments)
         AlertSession.all_objects.filter(id=session_id).update(**increments)
+    observe_llm_call(provider=record.provider, model=record.model, success=record.success,
+                     duration_ms=record.duration_ms, usage=usage)
     return row
 
 
@@ -54,6 +57,7 @@ def mcp_interaction_record(
     result = record.result
     if len(result) > MCP_RESULT_STORE_CAP:
         result = result[:MCP_RESULT_STORE_CAP] + f"\n[truncated: {len(record.result)} chars in total]"
+    observe_mcp_call(server=record.server, tool=record.tool, success=record.success, duration_ms=record.duration_ms)
     return MCPInteraction.objects.create(
         session_id=session_id,
         execution_id=execution_id,

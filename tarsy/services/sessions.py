@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from tarsy.config import get_config
+from tarsy.metrics import SESSIONS_SUBMITTED, SESSIONS_TERMINAL
 from tarsy.models import (
     ACTIVE_SESSION_STATUSES,
     TERMINAL_SESSION_STATUSES,
@@ -101,6 +102,7 @@ def session_submit(
         from tarsy.tasks import dispatch_sessions
 
         transaction.on_commit(lambda: dispatch_sessions.delay())
+    SESSIONS_SUBMITTED.labels(alert_type).inc()
     return session
 
 
@@ -123,6 +125,8 @@ def session_set_status(
         return None
     session = AlertSession.all_objects.get(id=session_id)
     publish_session_status(session, "session.completed" if status in TERMINAL_SESSION_STATUSES else "session.status")
+    if status in TERMINAL_SESSION_STATUSES:
+        SESSIONS_TERMINAL.labels(status).inc()
     return session
 
 

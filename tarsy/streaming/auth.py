@@ -1,59 +1,70 @@
-"""WebSocket admission: the API's auth mode plus an Origin check."""
+"""WebSocket admission: the API's auth mode plus an Origin check.
+
+none: loopback clients only. proxy: identity headers from a trusted proxy, or a Django session login.
+token: a DRF token (`?token=` or `Authorization: Token …`), or a Django session login.
+"""
 
 from __future__ import annotations
 
-from urllib.parse import urlparse
+from urllib.parse import parse_qs, urlparse
 
 from django.conf import settings
 
-from tarsy.api.auth import is_loopback
+from tarsy.api.auth import from_trusted_proxy, is_loopback
 from tarsy.config import get_config
 
 
-def _origin(scope) -> str:
-    for name, value in scope.get("headers", []):
-        if name == b"origin":
+def _header(scope, name: bytes) -> str:
+    for key, value in scope.get("headers", []):
+        if key == name:
             return value.decode("latin-1")
     return ""
 
 
 def origin_allowed(scope) -> bool:
     """No Origin (non-browser clients) is fine; a browser's Origin must be allowed explicitly or be our host."""
-    origin = _origin(scope)
+    origin = _header(scope, b"origin")
     if not origin:
         return True
     allowed = get_config().system.allowed_ws_origins
-    if origin in allowed or "*" in allowed:
+    if origin.rstrip("/") in [a.rstrip("/") for a in allowed] or "*" in allowed:
         return True
     host = urlparse(origin).hostname or ""
     hosts = settings.ALLOWED_HOSTS
     return host in hosts or "*" in hosts or (settings.EMBEDDED and host in ("localhost", "127.0.0.1", "::1"))
 
 
+class _Meta:
+    """Just enough of a request for the API's address checks."""
+
+    def __init__(self, address: str):
+        self.META = {"REMOTE_ADDR": address}
+
+
+def _token_valid(scope) -> bool:
+    from rest_framework.authtoken.models import Token
+
+    key = (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token") or [""])[0]
+    if not key:
+        scheme, _, value = _header(scope, b"authorization").partition(" ")
+        key = value.strip() if scheme.lower() in ("token", "bearer") else ""
+    return bool(key) and Token.objects.filter(key=key, user__is_active=True).exists()
+
+
 def websocket_allowed(scope) -> bool:
+    """Runs in a thread (it may query the database)."""
     if not origin_allowed(scope):
         return False
     mode = get_config().system.auth.mode
-    client = (scope.get("client") or ("", 0))[0]
+    client = (scope.get("client") or ("", 0))[0] or ""
     if mode == "none":
-        return is_loopback(client or "")
+        return is_loopback(client)
     user = scope.get("user")
     if user is not None and getattr(user, "is_authenticated", False):
         return True
     if mode == "proxy":
-        from tarsy.api.auth import from_trusted_proxy
-
-        headers = dict(scope.get("headers", []))
-        meta = {"REMOTE_ADDR": client}
-
-        class _R:
-            META = meta
-
-        return from_trusted_proxy(_R) and bool(headers.get(b"x-forwarded-user") or headers.get(b"x-forwarded-email"))
+        identity = _header(scope, b"x-forwarded-user") or _header(scope, b"x-forwarded-email")
+        return bool(identity) and from_trusted_proxy(_Meta(client))
     if mode == "token":
-        from rest_framework.authtoken.models import Token
-
-        query = dict(p.split("=", 1) for p in scope.get("query_string", b"").decode().split("&") if "=" in p)
-        key = query.get("token", "")
-        return bool(key) and Token.objects.filter(key=key).exists()
+        return _token_valid(scope)
     return False

@@ -39,3 +39,19 @@ def worker(tmp_path, config_dir):
     yield start
     for proc in started:
         proc.stop()
+
+
+@pytest.fixture
+def beat(tmp_path, config_dir):
+    from tests.support.processes import start_beat
+
+    started = []
+
+    def start(**kwargs):
+        proc = start_beat(tmp_path, config_dir, **kwargs)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop()

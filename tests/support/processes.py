@@ -39,6 +39,7 @@ def child_env(config_dir: Path | None = None, **extra: str) -> dict[str, str]:
         "TARSY_CHANNEL_PREFIX": settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"],
         "TARSY_CONFIG_DIR": str(config_dir or ""),
         "PYTHONUNBUFFERED": "1",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
     })
     env.update(extra)
     return env
@@ -93,3 +94,30 @@ def wait_for(predicate, timeout: float, interval: float = 0.1, message: str = "c
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+
+
+def start_beat(tmp_path: Path, config_dir: Path | None = None, *, interval: float = 1.0, **env: str) -> Proc:
+    """`celery beat` with a fast sweep so lost work is found within a test's patience."""
+    args = [str(VENV_BIN / "celery"), "-A", "tarsy", "beat", "-s", str(tmp_path / "beat-schedule"), "-l", "warning"]
+    return Proc(args, child_env(config_dir, TARSY_SWEEP_INTERVAL=str(interval), **env), tmp_path / "beat.log")
+
+
+def start_server(tmp_path: Path, config_dir: Path | None = None, **env: str) -> tuple[Proc, str]:
+    """The production web process (daphne) on a free port; returns it and its base URL once it answers."""
+    import httpx
+
+    port = free_port()
+    args = [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "tarsy.asgi:application"]
+    proc = Proc(args, child_env(config_dir, **env), tmp_path / f"daphne-{port}.log")
+    base = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        if proc.popen.poll() is not None:
+            raise AssertionError(f"daphne exited:\n{proc.log()}")
+        try:
+            return httpx.get(f"{base}/api/v1/alert-types", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_for(up, timeout=30, message=f"daphne on {base}")
+    return proc, base

@@ -1,0 +1,128 @@
+"""Multi-row reads behind the API (selectors): lists, the active panel, timeline, debug records, summaries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, Max, Q
+
+from tarsy.models import (
+    ACTIVE_SESSION_STATUSES,
+    TERMINAL_EXEC_STATUSES,
+    AlertSession,
+    ChatUserMessage,
+    Event,
+    LLMInteraction,
+    MCPInteraction,
+    SessionStatus,
+    Stage,
+    StageKind,
+    TimelineEvent,
+)
+from tarsy.streaming.publisher import session_channel
+
+from .filters import ORDERING_FIELDS, with_duration
+
+
+def sessions_for_list():
+    return with_duration(AlertSession.objects.all()).order_by("-created_at")
+
+
+def sessions_active() -> dict[str, list[AlertSession]]:
+    """Running sessions and the queue, oldest first; queue positions are 1-based."""
+    active = list(with_duration(AlertSession.objects.filter(status__in=ACTIVE_SESSION_STATUSES)).order_by("started_at"))
+    queued = list(with_duration(AlertSession.objects.filter(status=SessionStatus.PENDING)).order_by("created_at"))
+    for position, session in enumerate(queued, start=1):
+        session.queue_position = position
+    return {"active": active, "queued": queued}
+
+
+def session_filter_options() -> dict[str, list[str]]:
+    from tarsy.config import get_config
+
+    config = get_config()
+    rows = AlertSession.objects.all()
+    alert_types = set(rows.values_list("alert_type", flat=True).distinct()) | set(config.alert_types())
+    chain_ids = set(rows.values_list("chain_id", flat=True).distinct()) | set(config.chains)
+    authors = set(rows.exclude(author="").values_list("author", flat=True).distinct())
+    return {
+        "statuses": [s.value for s in SessionStatus],
+        "alert_types": sorted(alert_types),
+        "chain_ids": sorted(chain_ids),
+        "authors": sorted(authors),
+        "ordering": [*ORDERING_FIELDS, *(f"-{f}" for f in ORDERING_FIELDS)],
+    }
+
+
+def session_detail(session: AlertSession) -> AlertSession:
+    """The session with stages and executions prefetched in one go."""
+    return AlertSession.objects.prefetch_related("stages__executions").get(id=session.id)
+
+
+def last_event_id(session: AlertSession) -> int:
+    """Read before the rows it accompanies, so a client catching up from it misses nothing."""
+    return Event.objects.filter(channel=session_channel(session.id)).aggregate(m=Max("id"))["m"] or 0
+
+
+def timeline_events(session: AlertSession) -> list[TimelineEvent]:
+    return list(TimelineEvent.objects.filter(session=session).order_by("created_at", "id"))
+
+
+def interactions(session: AlertSession) -> dict[str, list[Any]]:
+    return {
+        "llm_interactions": list(LLMInteraction.objects.filter(session=session).select_related("execution")
+                                 .order_by("created_at", "id")),
+        "mcp_interactions": list(MCPInteraction.objects.filter(session=session).select_related("execution")
+                                 .order_by("created_at", "id")),
+    }
+
+
+def session_summary(session: AlertSession) -> dict[str, Any]:
+    llm = LLMInteraction.objects.filter(session=session).aggregate(
+        n=Count("id"), failed=Count("id", filter=Q(success=False)))
+    mcp = MCPInteraction.objects.filter(session=session).aggregate(
+        n=Count("id"), failed=Count("id", filter=Q(success=False)))
+    timeline = TimelineEvent.objects.filter(session=session).aggregate(
+        n=Count("id"), errors=Count("id", filter=Q(event_type="error")))
+    return {
+        "session_id": session.id,
+        "status": session.status,
+        "duration_seconds": session.duration_seconds,
+        "stages": Stage.objects.filter(session=session).exclude(kind=StageKind.CHAT).count(),
+        "executions": session.executions.count(),
+        "llm_interactions": llm["n"],
+        "failed_llm_interactions": llm["failed"],
+        "mcp_interactions": mcp["n"],
+        "failed_mcp_interactions": mcp["failed"],
+        "timeline_events": timeline["n"],
+        "errors": timeline["errors"],
+        "chat_messages": ChatUserMessage.objects.filter(chat__session=session).count(),
+        "tokens": {f: getattr(session, f) for f in ("input_tokens", "output_tokens", "thinking_tokens",
+                                                     "total_tokens")},
+    }
+
+
+def chat_messages(session: AlertSession) -> dict[str, Any]:
+    """Questions and their replies in order; a reply is its chat stage's final analysis (or error)."""
+    from tarsy.pipeline.chat import chat_available
+
+    questions = ChatUserMessage.objects.filter(chat__session=session).order_by("created_at")
+    stages = {s.chat_message_id: s for s in Stage.objects.filter(session=session, kind=StageKind.CHAT,
+                                                                  chat_message__isnull=False)}
+    messages: list[dict[str, Any]] = []
+    running = False
+    for question in questions:
+        stage = stages.get(question.id)
+        messages.append({"id": str(question.id), "role": "user", "content": question.content,
+                         "author": question.author, "status": "submitted", "stage_id": stage.id if stage else None,
+                         "created_at": question.created_at})
+        if stage is None:
+            continue
+        done = stage.status in TERMINAL_EXEC_STATUSES
+        running = running or not done
+        messages.append({"id": f"reply-{stage.id}", "role": "assistant",
+                         "content": (stage.final_analysis or stage.error_message) if done else "",
+                         "author": "", "status": stage.status, "stage_id": stage.id,
+                         "created_at": stage.completed_at})
+    return {"session_id": session.id, "chat_available": chat_available(session), "reply_running": running,
+            "messages": messages}

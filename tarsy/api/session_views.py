@@ -1,0 +1,121 @@
+"""Session endpoints: history list, active panel, detail, timeline, debug records, summary, cancel, delete, chat."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, status
+from rest_framework.response import Response
+
+from tarsy.pipeline import chat as chat_service
+from tarsy.services import sessions as session_service
+
+from . import queries
+from .auth import request_author
+from .base import AUTH_ERRORS, JsonAPIView, errors
+from .filters import SessionFilter
+from .pagination import SessionPagination
+from .serializers import (
+    ActiveSessionsSerializer,
+    ChatAcceptedSerializer,
+    ChatMessageInSerializer,
+    ChatMessagesSerializer,
+    FilterOptionsSerializer,
+    InteractionsSerializer,
+    SessionDetailSerializer,
+    SessionListItemSerializer,
+    SessionStatusSerializer,
+    SessionSummarySerializer,
+    TimelineSerializer,
+)
+
+
+class SessionListView(generics.ListAPIView):
+    """Session history: filters, text search, ordering, pagination."""
+
+    serializer_class = SessionListItemSerializer
+    filterset_class = SessionFilter
+    pagination_class = SessionPagination
+
+    def get_queryset(self):
+        return queries.sessions_for_list()
+
+    @extend_schema(responses={200: SessionListItemSerializer(many=True), **errors(400, 404, *AUTH_ERRORS)})
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+
+class SessionActiveView(JsonAPIView):
+    @extend_schema(responses={200: ActiveSessionsSerializer, **errors(*AUTH_ERRORS)})
+    def get(self, request):
+        return Response(ActiveSessionsSerializer(queries.sessions_active()).data)
+
+
+class SessionFilterOptionsView(JsonAPIView):
+    @extend_schema(responses={200: FilterOptionsSerializer, **errors(*AUTH_ERRORS)})
+    def get(self, request):
+        return Response(queries.session_filter_options())
+
+
+class SessionDetailView(JsonAPIView):
+    @extend_schema(responses={200: SessionDetailSerializer, **errors(404, *AUTH_ERRORS)})
+    def get(self, request, session_id):
+        session = session_service.session_get(session_id=session_id)
+        cursor = queries.last_event_id(session)
+        return Response(SessionDetailSerializer(queries.session_detail(session),
+                                                context={"last_event_id": cursor}).data)
+
+    @extend_schema(responses={204: None, **errors(404, 409, *AUTH_ERRORS)})
+    def delete(self, request, session_id):
+        session_service.session_soft_delete(session_id=session_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SessionTimelineView(JsonAPIView):
+    @extend_schema(responses={200: TimelineSerializer, **errors(404, *AUTH_ERRORS)})
+    def get(self, request, session_id):
+        session = session_service.session_get(session_id=session_id)
+        cursor = queries.last_event_id(session)
+        return Response(TimelineSerializer({"session_id": session.id, "last_event_id": cursor,
+                                            "events": queries.timeline_events(session)}).data)
+
+
+class SessionInteractionsView(JsonAPIView):
+    """LLM conversations and MCP calls for the debug (trace) view."""
+
+    @extend_schema(responses={200: InteractionsSerializer, **errors(404, *AUTH_ERRORS)})
+    def get(self, request, session_id):
+        session = session_service.session_get(session_id=session_id)
+        return Response(InteractionsSerializer({"session_id": session.id, **queries.interactions(session)}).data)
+
+
+class SessionSummaryView(JsonAPIView):
+    @extend_schema(responses={200: SessionSummarySerializer, **errors(404, *AUTH_ERRORS)})
+    def get(self, request, session_id):
+        session = session_service.session_get(session_id=session_id)
+        return Response(SessionSummarySerializer(queries.session_summary(session)).data)
+
+
+class SessionCancelView(JsonAPIView):
+    @extend_schema(request=None, responses={200: SessionStatusSerializer, **errors(404, 409, *AUTH_ERRORS)})
+    def post(self, request, session_id):
+        session = session_service.session_cancel(session_id=session_id)
+        return Response({"session_id": str(session.id), "status": session.status})
+
+
+class ChatMessagesView(JsonAPIView):
+    """Follow-up questions on a finished session; one reply at a time (409 while one runs)."""
+
+    @extend_schema(responses={200: ChatMessagesSerializer, **errors(404, *AUTH_ERRORS)})
+    def get(self, request, session_id):
+        session = session_service.session_get(session_id=session_id)
+        return Response(ChatMessagesSerializer(queries.chat_messages(session)).data)
+
+    @extend_schema(request=ChatMessageInSerializer,
+                   responses={202: ChatAcceptedSerializer, **errors(400, 404, 409, 415, *AUTH_ERRORS)})
+    def post(self, request, session_id):
+        body = ChatMessageInSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        message, stage = chat_service.chat_submit(session_id=session_id, content=body.validated_data["content"],
+                                                  author=request_author(request))
+        return Response({"session_id": str(stage.session_id), "message_id": str(message.id), "stage_id": stage.id,
+                         "status": "submitted"}, status=status.HTTP_202_ACCEPTED)

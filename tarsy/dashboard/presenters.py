@@ -1,0 +1,270 @@
+"""Shape rows into what templates show: timeline items, stage groups with tabs, trace entries.
+
+Everything from alert data, tools and LLMs is untrusted: Markdown goes through `render_markdown`
+(sanitized HTML); everything else reaches templates as plain text and is escaped there.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from tarsy.models import (
+    AgentExecution,
+    AlertSession,
+    LLMInteraction,
+    MCPInteraction,
+    Stage,
+    StageKind,
+    TimelineEvent,
+)
+
+from .markdown import pretty_data, render_markdown
+
+LABELS = {
+    "llm_thinking": "Thinking", "llm_response": "Response", "llm_tool_call": "Tool call",
+    "mcp_tool_call": "Tool", "mcp_tool_summary": "Summarized result", "tool_result": "Result for the model",
+    "error": "Error", "user_question": "Question", "executive_summary": "Executive summary",
+    "final_analysis": "Final analysis", "code_execution": "Code execution",
+    "google_search_result": "Google search", "url_context_result": "URL context",
+}
+MARKDOWN_TYPES = {"llm_thinking", "llm_response", "mcp_tool_summary", "user_question", "executive_summary",
+                  "final_analysis", "google_search_result", "url_context_result"}
+COLLAPSED_TYPES = {"tool_result", "mcp_tool_call", "llm_tool_call"}
+
+
+def duration_text(ms: Any) -> str:
+    try:
+        ms = int(ms)
+    except (TypeError, ValueError):
+        return ""
+    if ms < 1000:
+        return f"{ms} ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, seconds = divmod(int(seconds), 60)
+    return f"{minutes} min {seconds} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
+def tool_name(metadata: dict[str, Any]) -> str:
+    server = metadata.get("server") or metadata.get("server_name") or ""
+    tool = metadata.get("tool") or metadata.get("tool_name") or ""
+    if tool and "." in tool and not server:
+        return tool
+    return f"{server}.{tool}" if server and tool else (tool or server)
+
+
+@dataclass
+class TimelineItem:
+    """One timeline event as the page shows it."""
+
+    id: int
+    event_type: str
+    status: str
+    label: str
+    streaming: bool
+    text: str = ""  # plain text (escaped by the template): streaming content, errors, pretty tool output
+    html: str = ""  # sanitized Markdown
+    tool: str = ""
+    arguments: str = ""
+    duration: str = ""
+    is_error: bool = False
+    summarized: bool = False
+    source: str = ""
+    collapsed: bool = False
+    stage_id: int | None = None
+    execution_id: str = ""
+
+
+def timeline_item(event: TimelineEvent) -> TimelineItem:
+    meta = event.metadata or {}
+    streaming = event.status == "streaming"
+    item = TimelineItem(
+        id=event.id, event_type=event.event_type, status=event.status, streaming=streaming,
+        label=LABELS.get(event.event_type, event.event_type.replace("_", " ").capitalize()),
+        tool=tool_name(meta), duration=duration_text(meta.get("duration_ms")) if "duration_ms" in meta else "",
+        is_error=bool(meta.get("is_error")) or event.event_type == "error" or event.status == "failed",
+        summarized=bool(meta.get("summarized")) or event.event_type == "mcp_tool_summary",
+        source=str(meta.get("source") or ""), collapsed=event.event_type in COLLAPSED_TYPES,
+        stage_id=event.stage_id, execution_id=str(event.execution_id or ""),
+    )
+    if event.event_type == "llm_thinking" and item.source == "react":
+        item.label = "Thought"
+    if "arguments" in meta:
+        item.arguments = pretty_data(meta.get("arguments"))
+    if streaming or event.event_type not in MARKDOWN_TYPES:
+        item.text = event.content if streaming else pretty_data(event.content)
+    else:
+        item.html = render_markdown(event.content)
+    if event.event_type == "llm_tool_call":  # its content is the arguments as the model wrote them
+        item.arguments, item.text = item.arguments or item.text, ""
+    return item
+
+
+@dataclass
+class ExecutionView:
+    execution: AgentExecution
+    items: list[TimelineItem] = field(default_factory=list)
+    is_synthesis: bool = False
+
+    @property
+    def dom_id(self) -> str:
+        return f"exec-{self.execution.id}"
+
+
+@dataclass
+class StageView:
+    stage: Stage
+    executions: list[ExecutionView] = field(default_factory=list)
+    stage_items: list[TimelineItem] = field(default_factory=list)  # events not tied to an execution
+
+
+@dataclass
+class StageGroup:
+    """A chain stage plus the synthesis stage that follows it: shown as one block with tabs."""
+
+    stages: list[StageView]
+
+    @property
+    def id(self) -> int:
+        return self.stages[0].stage.id
+
+    @property
+    def main(self) -> StageView:
+        return self.stages[0]
+
+    @property
+    def tabs(self) -> list[ExecutionView]:
+        return [e for s in self.stages for e in s.executions]
+
+    @property
+    def selected(self) -> ExecutionView | None:
+        tabs = self.tabs
+        return tabs[-1] if tabs and tabs[-1].is_synthesis else (tabs[0] if tabs else None)
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(e.execution.total_tokens for e in self.tabs)
+
+    @property
+    def stage_ids(self) -> str:
+        return " ".join(str(s.stage.id) for s in self.stages)
+
+
+def _stage_views(session: AlertSession, events: list[TimelineEvent], stages: list[Stage]) -> list[StageView]:
+    by_execution: dict[str, list[TimelineItem]] = defaultdict(list)
+    by_stage: dict[int, list[TimelineItem]] = defaultdict(list)
+    for event in events:
+        item = timeline_item(event)
+        if event.execution_id:
+            by_execution[str(event.execution_id)].append(item)
+        elif event.stage_id:
+            by_stage[event.stage_id].append(item)
+    views = []
+    for stage in stages:
+        execs = [ExecutionView(e, by_execution.get(str(e.id), []), stage.kind == StageKind.SYNTHESIS)
+                 for e in stage.executions.all()]
+        views.append(StageView(stage, execs, by_stage.get(stage.id, [])))
+    return views
+
+
+def group_stages(views: list[StageView]) -> list[StageGroup]:
+    groups: list[StageGroup] = []
+    for view in views:
+        if view.stage.kind == StageKind.SYNTHESIS and groups and groups[-1].main.stage.kind != StageKind.CHAT:
+            groups[-1].stages.append(view)
+        else:
+            groups.append(StageGroup([view]))
+    return groups
+
+
+def session_stage_groups(session: AlertSession, stage_ids: list[int] | None = None) -> dict[str, Any]:
+    """Investigation groups, chat groups and session-level items (events tied to no stage)."""
+    stages = list(Stage.objects.filter(session=session).prefetch_related("executions").order_by("index"))
+    events = list(TimelineEvent.objects.filter(session=session).order_by("created_at", "id"))
+    views = _stage_views(session, events, stages)
+    investigation = group_stages([v for v in views if v.stage.kind != StageKind.CHAT])
+    chat = [StageGroup([v]) for v in views if v.stage.kind == StageKind.CHAT]
+    loose = [timeline_item(e) for e in events if not e.stage_id and not e.execution_id
+             and e.event_type not in ("executive_summary",)]
+    return {"groups": investigation, "chat_groups": chat, "session_items": loose}
+
+
+def group_for_stage(session: AlertSession, stage_id: int) -> tuple[StageGroup | None, bool]:
+    """The group holding `stage_id`, and whether it is a chat group."""
+    data = session_stage_groups(session)
+    for group in data["groups"]:
+        if any(s.stage.id == stage_id for s in group.stages):
+            return group, False
+    for group in data["chat_groups"]:
+        if group.id == stage_id:
+            return group, True
+    return None, False
+
+
+# ---- trace view ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TraceEntry:
+    kind: str  # "llm" | "mcp"
+    row: Any
+    created_at: Any
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    arguments: str = ""
+    result: str = ""
+    duration: str = ""
+
+
+def _message_view(message: dict[str, Any]) -> dict[str, Any]:
+    calls = message.get("tool_calls") or []
+    return {
+        "role": message.get("role", "?"), "content": message.get("content") or "",
+        "tool_calls": [{"id": c.get("id", ""), "name": c.get("name", ""), "arguments": pretty_data(c.get("arguments"))}
+                       for c in calls if isinstance(c, dict)],
+        "tool_call_id": message.get("tool_call_id") or "", "tool_name": message.get("tool_name") or "",
+    }
+
+
+def _llm_entry(row: LLMInteraction) -> TraceEntry:
+    conversation = row.conversation if isinstance(row.conversation, list) else []
+    return TraceEntry("llm", row, row.created_at, messages=[_message_view(m) for m in conversation
+                                                            if isinstance(m, dict)],
+                      duration=duration_text(row.duration_ms))
+
+
+def _mcp_entry(row: MCPInteraction) -> TraceEntry:
+    return TraceEntry("mcp", row, row.created_at, arguments=pretty_data(row.arguments), result=pretty_data(row.result),
+                      duration=duration_text(row.duration_ms))
+
+
+@dataclass
+class TraceExecution:
+    execution: AgentExecution | None
+    entries: list[TraceEntry]
+
+    @property
+    def llm_count(self) -> int:
+        return sum(1 for e in self.entries if e.kind == "llm")
+
+    @property
+    def mcp_count(self) -> int:
+        return sum(1 for e in self.entries if e.kind == "mcp")
+
+
+def session_trace(session: AlertSession) -> dict[str, Any]:
+    """Per stage → execution: LLM and MCP interactions in time order; session-level calls apart."""
+    entries: dict[str, list[TraceEntry]] = defaultdict(list)
+    for row in LLMInteraction.objects.filter(session=session).order_by("created_at", "id"):
+        entries[str(row.execution_id or "")].append(_llm_entry(row))
+    for row in MCPInteraction.objects.filter(session=session).order_by("created_at", "id"):
+        entries[str(row.execution_id or "")].append(_mcp_entry(row))
+    for rows in entries.values():
+        rows.sort(key=lambda e: e.created_at)
+    stages = []
+    for stage in Stage.objects.filter(session=session).prefetch_related("executions").order_by("index"):
+        stages.append({"stage": stage, "executions": [TraceExecution(e, entries.get(str(e.id), []))
+                                                      for e in stage.executions.all()]})
+    return {"stages": stages, "session_level": TraceExecution(None, entries.get("", []))}

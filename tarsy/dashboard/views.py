@@ -1,0 +1,216 @@
+"""Dashboard pages (server-rendered) and the HTML fragments their scripts fetch to stay live.
+
+Pages read through selectors/presenters; every write (submit, cancel, chat) goes through the API.
+"""
+
+from __future__ import annotations
+
+import platform
+from importlib import metadata
+from pathlib import Path
+
+from django.conf import settings
+from django.http import Http404, JsonResponse
+from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_GET
+
+from tarsy.api.auth import request_author
+from tarsy.config import get_config
+from tarsy.models import AlertSession, SessionStatus, Stage, StageKind, TimelineEvent
+from tarsy.pipeline.chat import chat_available
+
+from . import presenters, selectors
+from .access import dashboard_view
+
+CANCELLABLE = (SessionStatus.PENDING, SessionStatus.IN_PROGRESS)
+MAX_FRAGMENT_EVENTS = 200  # one batch of completed events re-rendered per request
+VERSIONED_PACKAGES = ["Django", "djangorestframework", "celery", "channels", "daphne", "mcp", "google-genai",
+                      "langchain-core", "pydantic"]
+
+
+def _session(session_id) -> AlertSession:
+    try:
+        return AlertSession.objects.get(id=session_id)
+    except AlertSession.DoesNotExist as exc:
+        raise Http404("session not found") from exc
+
+
+def _base(request, **extra):
+    return {"author": request_author(request), "auth_mode": get_config().system.auth.mode, **extra}
+
+
+# ---- sessions list -----------------------------------------------------------------------------------------------
+
+
+@require_GET
+@dashboard_view
+def sessions_page(request):
+    cursor = selectors.sessions_cursor()
+    filters = selectors.HistoryFilters.from_query(request.GET)
+    context = _base(request, cursor=cursor, filters=filters, page=selectors.history_page(filters),
+                    options=selectors.filter_options(), ranges=list(selectors.RANGES), sorts=_sort_labels(),
+                    query=_query_without_page(request), **selectors.active_sessions())
+    fragment = request.GET.get("fragment")
+    if fragment == "active":
+        return render(request, "dashboard/_active.html", context)
+    if fragment == "history":
+        return render(request, "dashboard/_history.html", context)
+    return render(request, "dashboard/sessions.html", context)
+
+
+def _sort_labels() -> list[tuple[str, str]]:
+    return [("-created_at", "Newest first"), ("created_at", "Oldest first"), ("-duration", "Longest"),
+            ("duration", "Shortest"), ("-total_tokens", "Most tokens"), ("total_tokens", "Fewest tokens"),
+            ("status", "Status"), ("alert_type", "Alert type")]
+
+
+def _query_without_page(request) -> str:
+    query = request.GET.copy()
+    for key in ("page", "fragment"):
+        query.pop(key, None)
+    return query.urlencode()
+
+
+# ---- one session -------------------------------------------------------------------------------------------------
+
+
+def _session_context(request, session: AlertSession, cursor: int) -> dict:
+    stages = presenters.session_stage_groups(session)
+    return _base(
+        request, session=session, cursor=cursor, cancellable=session.status in CANCELLABLE,
+        position=selectors.queue_position(session), chat_available=chat_available(session),
+        chat_running=Stage.objects.filter(session=session, kind=StageKind.CHAT,
+                                          status__in=["pending", "active"]).exists(),
+        alert_text=presenters.pretty_data(session.alert_data),
+        summary_html=presenters.render_markdown(session.executive_summary),
+        final_html=presenters.render_markdown(session.final_analysis),
+        duration=presenters.duration_text((session.duration_seconds or 0) * 1000) if session.duration_seconds
+        is not None else "", **stages,
+    )
+
+
+@require_GET
+@dashboard_view
+def session_page(request, session_id):
+    cursor = selectors.session_cursor(session_id)
+    session = _session(session_id)
+    return render(request, "dashboard/session.html", _session_context(request, session, cursor))
+
+
+SESSION_FRAGMENTS = {"header": "dashboard/_session_header.html", "summary": "dashboard/_summary.html",
+                     "chat": "dashboard/_chat.html", "loose": "dashboard/_session_items.html"}
+
+
+@require_GET
+@dashboard_view
+def session_fragment(request, session_id, name):
+    if name not in SESSION_FRAGMENTS:
+        raise Http404("unknown fragment")
+    session = _session(session_id)
+    return render(request, SESSION_FRAGMENTS[name], _session_context(request, session, 0))
+
+
+@require_GET
+@dashboard_view
+def stage_fragment(request, session_id, stage_id):
+    session = _session(session_id)
+    group, is_chat = presenters.group_for_stage(session, stage_id)
+    if group is None:
+        raise Http404("stage not found")
+    template = "dashboard/_chat_turn.html" if is_chat else "dashboard/_stage_group.html"
+    return render(request, template, {"group": group, "session": session})
+
+
+@require_GET
+@dashboard_view
+def events_fragment(request, session_id):
+    """Rendered timeline items by id, for events that completed while the page was open."""
+    ids = [int(i) for i in request.GET.get("ids", "").split(",") if i.isdigit()][:MAX_FRAGMENT_EVENTS]
+    events = TimelineEvent.objects.filter(session_id=session_id, id__in=ids)
+    html = {str(e.id): render_to_string("dashboard/_event.html", {"item": presenters.timeline_item(e)})
+            for e in events}
+    return JsonResponse({"events": html, "missing": [i for i in ids if str(i) not in html]})
+
+
+@require_GET
+@dashboard_view
+def trace_page(request, session_id):
+    session = _session(session_id)
+    return render(request, "dashboard/trace.html", _base(request, session=session,
+                                                         **presenters.session_trace(session)))
+
+
+# ---- submit and system -------------------------------------------------------------------------------------------
+
+
+@require_GET
+@dashboard_view
+def submit_page(request):
+    config = get_config()
+    prefill = ""
+    source = request.GET.get("from")
+    if source:
+        earlier = AlertSession.objects.filter(id=source).first() if _is_uuid(source) else None
+        prefill = earlier.alert_data if earlier else ""
+    servers = [{"name": name, "transport": cfg.transport.type} for name, cfg in sorted(config.mcp_servers.items())]
+    return render(request, "dashboard/submit.html", _base(
+        request, prefill=prefill, servers=servers, allowed_runbook_domains=config.system.runbooks.allowed_domains))
+
+
+def _is_uuid(value: str) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(value)
+        return True
+    except ValueError:
+        return False
+
+
+@require_GET
+@dashboard_view
+def system_page(request):
+    config = get_config()
+    return render(request, "dashboard/system.html", _base(
+        request, warnings=config.warnings(), workers=_workers(), versions=_versions(), config=config,
+        config_dir=config.config_dir or "(built-in defaults)", embedded=settings.EMBEDDED,
+        providers=sorted(config.llm_providers.items()), chains=sorted(config.chains.items())))
+
+
+@require_GET
+@dashboard_view
+def system_mcp_fragment(request):
+    """MCP servers with status and tools; checked on demand (cached ~15 s), so the page itself never waits."""
+    from agents.mcp.health import check_servers
+
+    servers = check_servers(get_config())
+    if request.GET.get("format") == "json":
+        return JsonResponse({"servers": servers})
+    return render(request, "dashboard/_mcp_servers.html", {"servers": servers})
+
+
+def _workers() -> dict:
+    from tarsy.api.health import _workers as ping_workers
+
+    return ping_workers()
+
+
+def _versions() -> list[tuple[str, str]]:
+    rows = [("TARSy", _tarsy_version()), ("Python", platform.python_version())]
+    for package in VERSIONED_PACKAGES:
+        try:
+            rows.append((package, metadata.version(package)))
+        except metadata.PackageNotFoundError:
+            continue
+    return rows
+
+
+def _tarsy_version() -> str:
+    import tomllib
+
+    try:
+        with open(Path(settings.BASE_DIR) / "pyproject.toml", "rb") as handle:
+            return tomllib.load(handle)["project"]["version"]
+    except (OSError, KeyError, ValueError):
+        return "unknown"

@@ -1,0 +1,177 @@
+/* TARSy dashboard: shared helpers — API calls, the live socket, elapsed timers, tabs, copy buttons. */
+"use strict";
+
+const Tarsy = (() => {
+  const csrf = () => (document.querySelector('meta[name="csrf-token"]') || {}).content || "";
+
+  async function api(method, url, body) {
+    const options = {method, headers: {"Accept": "application/json", "X-CSRFToken": csrf()}, credentials: "same-origin"};
+    if (body !== undefined) {
+      options.headers["Content-Type"] = "application/json";
+      options.body = JSON.stringify(body);
+    }
+    const response = await fetch(url, options);
+    let data = null;
+    try { data = await response.json(); } catch (e) { data = null; }
+    return {ok: response.ok, status: response.status, data};
+  }
+
+  async function fetchText(url) {
+    const response = await fetch(url, {credentials: "same-origin", headers: {"Accept": "text/html"}});
+    if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+    return response.text();
+  }
+
+  /** Parse server-rendered (already escaped/sanitized) HTML into nodes. */
+  function fragment(html) {
+    const template = document.createElement("template");
+    template.innerHTML = html;
+    return template.content;
+  }
+
+  function errorText(data) {
+    if (!data) return "The request failed.";
+    const detail = data.detail;
+    if (typeof detail === "string") return `${data.error}: ${detail}`;
+    return data.error || "The request failed.";
+  }
+
+  /** One debounced call per burst of triggers. */
+  function debounce(fn, ms) {
+    let timer = null;
+    return () => { clearTimeout(timer); timer = setTimeout(fn, ms); };
+  }
+
+  // ---- the live socket ------------------------------------------------------------------------------------
+  const PING_MS = 20000;       // keeps idle proxies from closing the socket
+  const RETRY_BASE_MS = 200;   // reconnect after 200 ms, doubling up to 3 s
+  const RETRY_MAX_MS = 3000;
+
+  class LiveSocket {
+    /** channels: {name: cursor}; onEvent(event); onOverflow(channel) when catch-up is too long. */
+    constructor(channels, onEvent, onOverflow) {
+      this.cursors = Object.assign({}, channels);
+      this.onEvent = onEvent;
+      this.onOverflow = onOverflow || (() => window.location.reload());
+      this.attempt = 0;
+      this.connect();
+    }
+
+    connect() {
+      const scheme = window.location.protocol === "https:" ? "wss" : "ws";
+      this.ws = new WebSocket(`${scheme}://${window.location.host}/ws`);
+      this.ws.onopen = () => {
+        this.attempt = 0;
+        setConnection(true);
+        for (const [channel, cursor] of Object.entries(this.cursors)) {
+          this.send({action: "subscribe", channel, last_event_id: cursor});
+        }
+        clearInterval(this.pinger);
+        this.pinger = setInterval(() => this.send({action: "ping"}), PING_MS);
+      };
+      this.ws.onmessage = (message) => {
+        let event;
+        try { event = JSON.parse(message.data); } catch (e) { return; }
+        if (event.type === "catchup.overflow") { this.onOverflow(event.channel); return; }
+        if (event.event_id && event.channel in this.cursors) {
+          if (event.event_id <= this.cursors[event.channel]) return;  // already seen (catch-up overlap)
+          this.cursors[event.channel] = event.event_id;
+        }
+        try { this.onEvent(event); } catch (e) { console.warn("event handler failed", e); }
+      };
+      this.ws.onclose = () => {
+        clearInterval(this.pinger);
+        setConnection(false);
+        const delay = Math.min(RETRY_BASE_MS * 2 ** this.attempt, RETRY_MAX_MS);
+        this.attempt += 1;
+        setTimeout(() => this.connect(), delay);
+      };
+    }
+
+    send(message) {
+      if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
+    }
+  }
+
+  function setConnection(up) {
+    const badge = document.getElementById("conn");
+    if (!badge) return;
+    badge.hidden = up;
+    badge.textContent = up ? "" : "Reconnecting…";
+  }
+
+  // ---- elapsed timers, local times ------------------------------------------------------------------------
+  function formatElapsed(seconds) {
+    seconds = Math.max(0, Math.floor(seconds));
+    const h = Math.floor(seconds / 3600), m = Math.floor((seconds % 3600) / 60), s = seconds % 60;
+    return h ? `${h}h ${m}m ${s}s` : m ? `${m}m ${s}s` : `${s}s`;
+  }
+
+  function tick() {
+    const now = Date.now();
+    for (const el of document.querySelectorAll("time.elapsed[data-since]")) {
+      const since = Date.parse(el.dataset.since);
+      if (!Number.isNaN(since)) el.textContent = formatElapsed((now - since) / 1000);
+    }
+  }
+
+  function localTimes(root) {
+    for (const el of (root || document).querySelectorAll("time.local-time[datetime]")) {
+      const when = new Date(el.getAttribute("datetime"));
+      if (!Number.isNaN(when.getTime())) {
+        el.title = el.textContent;
+        el.textContent = when.toLocaleString();
+      }
+    }
+  }
+
+  // ---- tabs (WAI-ARIA pattern: arrows move, Home/End jump) ------------------------------------------------
+  function selectTab(tab) {
+    const list = tab.closest('[role="tablist"]');
+    for (const other of list.querySelectorAll('[role="tab"]')) {
+      const selected = other === tab;
+      other.setAttribute("aria-selected", String(selected));
+      other.tabIndex = selected ? 0 : -1;
+      const panel = document.getElementById(other.getAttribute("aria-controls"));
+      if (panel) panel.hidden = !selected;
+    }
+  }
+
+  document.addEventListener("click", (e) => {
+    const tab = e.target.closest('[role="tab"]');
+    if (tab) selectTab(tab);
+    const copy = e.target.closest("button.copy[data-copy-target]");
+    if (copy) {
+      const source = document.getElementById(copy.dataset.copyTarget);
+      if (source && navigator.clipboard) {
+        navigator.clipboard.writeText(source.innerText).then(() => {
+          copy.textContent = "Copied";
+          setTimeout(() => { copy.textContent = "Copy"; }, 1500);
+        }).catch(() => {});
+      }
+    }
+  });
+
+  document.addEventListener("keydown", (e) => {
+    const tab = e.target.closest && e.target.closest('[role="tab"]');
+    if (!tab) return;
+    const tabs = [...tab.closest('[role="tablist"]').querySelectorAll('[role="tab"]')];
+    let index = tabs.indexOf(tab);
+    if (e.key === "ArrowRight") index = (index + 1) % tabs.length;
+    else if (e.key === "ArrowLeft") index = (index - 1 + tabs.length) % tabs.length;
+    else if (e.key === "Home") index = 0;
+    else if (e.key === "End") index = tabs.length - 1;
+    else return;
+    e.preventDefault();
+    selectTab(tabs[index]);
+    tabs[index].focus();
+  });
+
+  document.addEventListener("DOMContentLoaded", () => {
+    tick();
+    localTimes();
+    setInterval(tick, 1000);
+  });
+
+  return {api, fetchText, fragment, errorText, debounce, LiveSocket, localTimes, tick, selectTab};
+})();

@@ -1,0 +1,49 @@
+/* Sessions page: active and queued panels live over the socket; the history table refreshes in place. */
+"use strict";
+
+(() => {
+  const page = document.getElementById("sessions-page");
+  if (!page) return;
+  const ACTIVE_POLL_MS = 5000;  // "current phase" changes without a sessions-channel event: poll while busy
+
+  async function reload(fragment, targetId) {
+    const params = new URLSearchParams(window.location.search);
+    params.set("fragment", fragment);
+    let html;
+    try { html = await Tarsy.fetchText(`/?${params}`); } catch (e) { return; }
+    const target = document.getElementById(targetId);
+    target.replaceChildren(Tarsy.fragment(html));
+    Tarsy.localTimes(target);
+    Tarsy.tick();
+  }
+
+  const refreshActive = Tarsy.debounce(() => reload("active", "active-panels"), 100);
+  const refreshHistory = Tarsy.debounce(() => reload("history", "history"), 300);
+
+  new Tarsy.LiveSocket({sessions: Number(page.dataset.cursor) || 0}, (event) => {
+    if (event.type === "session.status" || event.type === "session.completed") {
+      refreshActive();
+      refreshHistory();
+    }
+  });
+
+  setInterval(() => {
+    if (!document.hidden && document.querySelector("#running-panel .card")) refreshActive();
+  }, ACTIVE_POLL_MS);
+
+  // Filters apply as they change (the URL keeps them, so a reload or a shared link shows the same view).
+  const form = document.getElementById("filters");
+  form.addEventListener("change", (e) => {
+    if (e.target.name === "q") return;
+    form.requestSubmit();
+  });
+  form.addEventListener("submit", () => {
+    for (const el of form.elements) {
+      if ((el.tagName === "SELECT" || el.type === "search" || el.type === "date") && !el.value) el.disabled = true;
+    }
+    const size = form.elements.page_size;
+    if (size && size.value === "25") size.disabled = true;
+    const sort = form.elements.sort;
+    if (sort && sort.value === "-created_at") sort.disabled = true;
+  });
+})();

@@ -1,0 +1,99 @@
+"""Auth modes: none (loopback only), proxy (trusted proxies), token (DRF tokens); session login; CSRF."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from tarsy.models import AlertSession
+from tests.support.configdir import write_config
+
+pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(30)]
+
+ALERT = {"data": "pod web-1 CrashLoopBackOff"}
+
+
+def auth_mode(tmp_path, mode: str, **system):
+    write_config(tmp_path / "cfg", tarsy={"system": {"auth": {"mode": mode}, **system}})
+
+
+def author_of(response) -> str:
+    assert response.status_code == 202, response.content
+    return AlertSession.objects.get(id=response.json()["session_id"]).author
+
+
+def test_mode_none_refuses_non_loopback_clients():
+    response = APIClient(REMOTE_ADDR="10.1.2.3").get("/api/v1/sessions")
+    assert response.status_code == 403
+    assert response.json() == {"error": "forbidden", "detail": "Auth mode 'none' accepts loopback clients only"}
+    assert APIClient(REMOTE_ADDR="::1").get("/api/v1/sessions").status_code == 200
+
+
+def test_token_mode_unauthenticated_call_gets_401(tmp_path):
+    auth_mode(tmp_path, "token")
+    response = APIClient(REMOTE_ADDR="127.0.0.1").post("/api/v1/alerts", ALERT, format="json")
+    assert response.status_code == 401
+    assert response.json()["error"] == "unauthorized"
+    assert response["WWW-Authenticate"] == "Token"
+    bad = APIClient(HTTP_AUTHORIZATION="Token not-a-real-token").get("/api/v1/sessions")
+    assert bad.status_code == 401
+
+
+def test_token_mode_accepts_created_token_and_names_the_client_as_author(tmp_path):
+    auth_mode(tmp_path, "token")
+    out = io.StringIO()
+    call_command("create_api_token", "alertmanager", stdout=out)
+    client = APIClient(REMOTE_ADDR="10.0.0.8", HTTP_AUTHORIZATION=f"Token {out.getvalue().strip()}")
+    # Identity headers from an untrusted address are not believed.
+    assert author_of(client.post("/api/v1/alerts", ALERT, format="json", HTTP_X_FORWARDED_USER="mallory")) == \
+        "alertmanager"
+
+
+def test_proxy_mode_trusts_identity_headers_only_from_trusted_proxies(tmp_path):
+    auth_mode(tmp_path, "proxy", trusted_proxies=["10.0.0.0/24"])
+    via_proxy = APIClient(REMOTE_ADDR="10.0.0.5")
+    assert author_of(via_proxy.post("/api/v1/alerts", ALERT, format="json",
+                                    HTTP_X_FORWARDED_EMAIL="ops@example.com")) == "ops@example.com"
+    assert author_of(via_proxy.post("/api/v1/alerts", ALERT, format="json", HTTP_X_FORWARDED_USER="alice",
+                                    HTTP_X_FORWARDED_EMAIL="ops@example.com")) == "alice"
+    spoofed = APIClient(REMOTE_ADDR="192.168.1.9").post("/api/v1/alerts", ALERT, format="json",
+                                                        HTTP_X_FORWARDED_USER="alice")
+    assert spoofed.status_code == 403 and spoofed.json()["error"] == "forbidden"
+    assert via_proxy.get("/api/v1/sessions").status_code == 403  # trusted address but no identity
+
+
+def test_session_login_authenticates_and_is_the_author(tmp_path):
+    auth_mode(tmp_path, "token")
+    user = get_user_model().objects.create_user("dana", password="pw-123456")
+    client = APIClient(REMOTE_ADDR="10.0.0.9")
+    client.force_login(user)
+    assert author_of(client.post("/api/v1/alerts", ALERT, format="json")) == "dana"
+
+
+def test_session_authenticated_writes_need_the_csrf_token(tmp_path):
+    auth_mode(tmp_path, "proxy")
+    user = get_user_model().objects.create_user("erin", password="pw-123456")
+    client = APIClient(REMOTE_ADDR="10.0.0.9", enforce_csrf_checks=True)
+    client.force_login(user)
+    assert client.get("/api/v1/sessions").status_code == 200  # reads need no token
+    refused = client.post("/api/v1/alerts", ALERT, format="json")
+    assert refused.status_code == 403 and "CSRF" in str(refused.json()["detail"])
+
+
+def test_health_and_metrics_need_no_login(tmp_path):
+    auth_mode(tmp_path, "token")
+    client = APIClient(REMOTE_ADDR="10.0.0.9")
+    assert client.get("/metrics").status_code == 200
+    assert client.get("/health").status_code in (200, 503)
+    assert client.get("/health").json()["checks"]["database"]["status"] == "ok"
+
+
+def test_schema_and_docs_are_served(api):
+    schema = api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert schema.status_code == 200
+    assert "/api/v1/sessions/{session_id}/chat/messages" in schema.json()["paths"]
+    assert api.get("/api/docs/").status_code == 200

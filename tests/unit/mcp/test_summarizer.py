@@ -1,0 +1,44 @@
+"""ResultSummarizer with a scripted LLM: what it asks, what it records, how it fails."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.mcp.summarizer import ResultSummarizer, SummarizationError
+
+from .conftest import PROVIDER, InMemoryRecorder, ScriptedLLM
+
+
+def summarizer(recorder: InMemoryRecorder, llm: ScriptedLLM) -> ResultSummarizer:
+    return ResultSummarizer(llm=llm, provider_name="test", provider_cfg=PROVIDER, recorder=recorder,
+                            investigation_so_far=lambda: "Node ip-10-0-1-5 reports DiskPressure.",
+                            agent_name="KubernetesAgent", execution_id="exec-9", iteration=2, deadline=123.0)
+
+
+def test_the_summary_request_carries_the_result_and_the_investigation() -> None:
+    recorder, llm = InMemoryRecorder(), ScriptedLLM(text="Disk is 97% full on /var/lib/docker.")
+
+    summary = summarizer(recorder, llm).summarize("k8s", "node_describe", "df output ...", max_tokens=250)
+
+    assert summary == "Disk is 97% full on /var/lib/docker."
+    (request,) = llm.requests
+    assert (request.interaction_type, request.max_output_tokens, request.tools) == ("summarization", 250, [])
+    assert (request.agent_name, request.execution_id, request.iteration, request.deadline) == ("KubernetesAgent",
+                                                                                            "exec-9", 2, 123.0)
+    sent = "\n".join(m.content for m in request.messages)
+    assert "df output ..." in sent and "DiskPressure" in sent and "k8s.node_describe" in sent
+    (record,) = recorder.llm
+    assert (record.interaction_type, record.provider, record.model, record.success) == ("summarization", "test",
+                                                                                       "test-model", True)
+    assert [m["role"] for m in record.conversation] == [m.role for m in request.messages] + ["assistant"]
+
+
+@pytest.mark.parametrize("llm, reason", [(ScriptedLLM(error="503 from provider"), "503 from provider"),
+                                         (ScriptedLLM(text="   "), "empty reply")])
+def test_an_error_chunk_or_an_empty_reply_raises_and_is_recorded(llm: ScriptedLLM, reason: str) -> None:
+    recorder = InMemoryRecorder()
+
+    with pytest.raises(SummarizationError, match=reason):
+        summarizer(recorder, llm).summarize("k8s", "logs", "lots of logs", max_tokens=100)
+
+    assert recorder.llm[0].success is False and reason in recorder.llm[0].error_message
