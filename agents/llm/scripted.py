@@ -38,6 +38,7 @@ from .types import (
 
 CHARS_PER_TOKEN = 4  # the usual rough estimate, used when a turn gives no usage
 DEFAULT_KEY = "default"
+AUXILIARY_CALLS = ("summarization", "executive_summary")
 _REPLICA_SUFFIX = re.compile(r"-\d+$")  # "KubernetesAgent-2" → "KubernetesAgent"
 
 
@@ -93,7 +94,10 @@ def select_turns(script: Any, request: LLMRequest) -> list[Any]:
         return script
     if not isinstance(script, dict):
         raise ScriptProblem("a script is a list of turns or a mapping of keys to lists of turns")
+    # Summaries made on an agent's behalf are not the agent's own turns: their key wins when present.
+    auxiliary = request.interaction_type if request.interaction_type in AUXILIARY_CALLS else ""
     candidates = [
+        auxiliary,
         request.agent_name,
         _REPLICA_SUFFIX.sub("", request.agent_name),
         request.interaction_type,

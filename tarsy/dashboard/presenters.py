@@ -92,6 +92,8 @@ def timeline_item(event: TimelineEvent) -> TimelineItem:
     )
     if event.event_type == "llm_thinking" and item.source == "react":
         item.label = "Thought"
+    if event.event_type == "final_analysis" and event.stage_id and event.stage.kind == StageKind.CHAT:
+        item.label = "Answer"
     if "arguments" in meta:
         item.arguments = pretty_data(meta.get("arguments"))
     if streaming or event.event_type not in MARKDOWN_TYPES:
@@ -183,7 +185,7 @@ def group_stages(views: list[StageView]) -> list[StageGroup]:
 def session_stage_groups(session: AlertSession, stage_ids: list[int] | None = None) -> dict[str, Any]:
     """Investigation groups, chat groups and session-level items (events tied to no stage)."""
     stages = list(Stage.objects.filter(session=session).prefetch_related("executions").order_by("index"))
-    events = list(TimelineEvent.objects.filter(session=session).order_by("created_at", "id"))
+    events = list(TimelineEvent.objects.filter(session=session).select_related("stage").order_by("created_at", "id"))
     views = _stage_views(session, events, stages)
     investigation = group_stages([v for v in views if v.stage.kind != StageKind.CHAT])
     chat = [StageGroup([v]) for v in views if v.stage.kind == StageKind.CHAT]

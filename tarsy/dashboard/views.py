@@ -127,7 +127,7 @@ def stage_fragment(request, session_id, stage_id):
 def events_fragment(request, session_id):
     """Rendered timeline items by id, for events that completed while the page was open."""
     ids = [int(i) for i in request.GET.get("ids", "").split(",") if i.isdigit()][:MAX_FRAGMENT_EVENTS]
-    events = TimelineEvent.objects.filter(session_id=session_id, id__in=ids)
+    events = TimelineEvent.objects.filter(session_id=session_id, id__in=ids).select_related("stage")
     html = {str(e.id): render_to_string("dashboard/_event.html", {"item": presenters.timeline_item(e)})
             for e in events}
     return JsonResponse({"events": html, "missing": [i for i in ids if str(i) not in html]})

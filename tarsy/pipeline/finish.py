@@ -101,7 +101,8 @@ def _executive_summary(session: AlertSession, final_analysis: str) -> tuple[str,
         session_id=session.id, execution_id=None, iteration=0,
         record=LLMInteractionRecord(
             interaction_type="executive_summary", provider=provider_name, model=provider_cfg.model,
-            conversation=[m.model_dump() for m in messages] + [response.as_assistant_message().model_dump()],
+            conversation=[m.model_dump(exclude_none=True) for m in messages]
+            + ([] if error else [response.as_assistant_message().model_dump(exclude_none=True)]),
             thinking_content=response.thinking, usage=response.usage,
             duration_ms=int((time.monotonic() - started) * 1000), success=not error, error_message=error,
         ),

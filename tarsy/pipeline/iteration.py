@@ -31,7 +31,7 @@ from tarsy.models import (
     SessionStatus,
     StageKind,
 )
-from tarsy.services import timeline
+from tarsy.services import interactions, timeline
 from tarsy.services.recorder import DbRecorder
 
 from .execution_context import build_execution_context, session_deadline
@@ -49,7 +49,9 @@ _OUTCOME_TO_STATUS = {
 
 def _discard_attempt(execution_id: Any, iteration: int) -> None:
     Message.objects.filter(execution_id=execution_id, iteration=iteration).delete()
-    LLMInteraction.objects.filter(execution_id=execution_id, iteration=iteration).delete()
+    calls = LLMInteraction.objects.filter(execution_id=execution_id, iteration=iteration)
+    interactions.token_totals_subtract(execution_id=execution_id, rows=list(calls))
+    calls.delete()
     MCPInteraction.objects.filter(execution_id=execution_id, iteration=iteration).delete()
     timeline.timeline_events_discard_iteration(execution_id=execution_id, iteration=iteration)
 

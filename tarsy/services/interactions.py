@@ -36,19 +36,29 @@ def llm_interaction_record(
         success=record.success,
         error_message=record.error_message,
     )
-    increments = {
-        "input_tokens": F("input_tokens") + usage.input_tokens,
-        "output_tokens": F("output_tokens") + usage.output_tokens,
-        "thinking_tokens": F("thinking_tokens") + usage.thinking_tokens,
-        "total_tokens": F("total_tokens") + usage.total_tokens,
-    }
-    if usage.total_tokens or usage.input_tokens or usage.output_tokens:
-        if execution_id:
-            AgentExecution.objects.filter(id=execution_id).update(**increments)
-        AlertSession.all_objects.filter(id=session_id).update(**increments)
+    _add_tokens(session_id=session_id, execution_id=execution_id, sign=1, counts=usage.model_dump())
     observe_llm_call(provider=record.provider, model=record.model, success=record.success,
                      duration_ms=record.duration_ms, usage=usage)
     return row
+
+
+_TOKEN_FIELDS = ("input_tokens", "output_tokens", "thinking_tokens", "total_tokens")
+
+
+def _add_tokens(*, session_id: Any, execution_id: Any, sign: int, counts: dict[str, int]) -> None:
+    if not any(counts.get(f) for f in _TOKEN_FIELDS):
+        return
+    changes = {f: F(f) + sign * counts.get(f, 0) for f in _TOKEN_FIELDS}
+    if execution_id:
+        AgentExecution.objects.filter(id=execution_id).update(**changes)
+    AlertSession.all_objects.filter(id=session_id).update(**changes)
+
+
+def token_totals_subtract(*, execution_id: Any, rows: list[LLMInteraction]) -> None:
+    """Discarded calls (an interrupted attempt being re-run) no longer count towards the totals."""
+    for row in rows:
+        _add_tokens(session_id=row.session_id, execution_id=execution_id, sign=-1,
+                    counts={f: getattr(row, f) for f in _TOKEN_FIELDS})
 
 
 def mcp_interaction_record(

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import config_dir, scripted_config, worker  # noqa: F401  (shared fixtures)
-from tests.support.processes import Proc, VENV_BIN, child_env, free_port, wait_for
+from tests.support.processes import VENV_BIN, Proc, child_env, free_port, wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -75,12 +75,11 @@ def web(tmp_path, config_dir):  # noqa: F811
 
 
 @pytest.fixture
-def browser(monkeypatch):
+def browser():
     """A headless Chromium; pages record console errors and uncaught exceptions in `page.problems`."""
     from playwright.sync_api import sync_playwright
 
-    # Playwright's sync API keeps an event loop in this thread; the test still reads the ORM synchronously.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    # Playwright's sync API runs an event loop in this thread: tests read state through the API, not the ORM.
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -94,7 +93,9 @@ def open_page(browser, width: int = 1280, height: int = 800):
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     page.problems = []
-    page.on("console", lambda m: m.type == "error" and page.problems.append(f"console: {m.text}"))
+    page.on("console", lambda m: m.type == "error" and not m.text.startswith("Failed to load resource")
+            and page.problems.append(f"console: {m.text}"))
+    page.on("response", lambda r: r.status >= 400 and page.problems.append(f"HTTP {r.status}: {r.url}"))
     page.on("pageerror", lambda e: page.problems.append(f"pageerror: {e}"))
     page.on("dialog", lambda d: (page.problems.append(f"dialog: {d.message}"), d.dismiss()))
     page.set_default_timeout(20_000)

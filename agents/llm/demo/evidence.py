@@ -136,10 +136,23 @@ def read_conversation(request: LLMRequest) -> Conversation:
             name, args = pending.pop(message.tool_call_id or "", (message.tool_name or "", {}))
             conv.observations.append(Observation(name, args, message.content, looks_like_error(message.content)))
         elif _is_observation(message) and react_pending:
-            text = message.content.split(":", 1)[1].strip()
-            conv.observations.append(Observation(react_pending[0], react_pending[1], text, looks_like_error(text)))
+            text, failed = _observation_body(message.content)
+            conv.observations.append(Observation(react_pending[0], react_pending[1], text, failed))
             react_pending = None
     return conv
+
+
+_FENCED = re.compile(r"^(?P<fence>`{3,})[^\n]*\n(?P<body>.*?)\n(?P=fence)\s*$", re.S | re.M)
+
+
+def _observation_body(content: str) -> tuple[str, bool]:
+    """The tool output of an observation: the fenced block when there is one (the prompt builder fences it as
+    data under a head line), else everything after `Observation:`. Errors are marked in the head."""
+    text = content.strip().split(":", 1)[1].strip()
+    fenced = _FENCED.search(text)
+    head = text[: fenced.start()] if fenced else ""
+    body = fenced.group("body") if fenced else text
+    return body, "ERROR" in head or looks_like_error(body)
 
 
 def _is_observation(message: ConversationMessage) -> bool:

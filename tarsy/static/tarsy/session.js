@@ -101,6 +101,7 @@
     if (eventNode(ev.id)) return;
     await ensureStage(ev.stage_id);
     if (eventNode(ev.id)) return;  // the group fragment already held it
+    if (ev.execution_id) setStatusBadge(`[data-exec-status="${ev.execution_id}"].status-pending`, "active");
     const container = containerFor(ev);
     if (!container) { scheduleRender(ev.id); return; }
     container.hidden = false;
@@ -129,6 +130,7 @@
     }
     if (!eventNode(ev.id)) await onCreated(ev);
     scheduleRender(ev.id);
+    refreshHeader();  // token totals move with every finished call
   }
 
   let renderTimer = null;
@@ -195,7 +197,9 @@
   }
 
   function onStage(message) {
-    ensureStage(message.stage_id).then(() => {
+    // A finished stage is re-rendered once: final statuses, iteration counts and tokens.
+    const ready = message.type === "stage.completed" ? loadStage(message.stage_id) : ensureStage(message.stage_id);
+    ready.then(() => {
       setStatusBadge(`[data-stage-status="${message.stage_id}"]`, message.status, message.kind === "synthesis" ? "synthesis: " : "");
       for (const ex of message.executions || []) setStatusBadge(`[data-exec-status="${ex.id}"]`, ex.status);
       if (message.kind === "chat") updateChatControls();

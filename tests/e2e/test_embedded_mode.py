@@ -1,0 +1,78 @@
+"""`make run`'s mode for real: one `manage.py serve` process on SQLite with the in-process worker, the demo
+LLM and the demo cluster — alerts in over HTTP, finished investigations out."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from tests.support.processes import ROOT, Proc, free_port, wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+
+_STRIPPED = ("DATABASE_URL", "REDIS_URL", "TARSY_CONFIG_DIR", "KUBECONFIG", "GOOGLE_API_KEY", "OPENAI_API_KEY",
+             "ANTHROPIC_API_KEY", "XAI_API_KEY", "SECRET_KEY", "TARSY_QUEUE", "TARSY_CHANNEL_PREFIX",
+             "DJANGO_SETTINGS_MODULE", "TARSY_TEST_DB_NAME")
+
+
+@pytest.fixture
+def embedded_server(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in _STRIPPED}
+    port = free_port()
+    env.update(TARSY_DATA_DIR=str(tmp_path / "var"), TARSY_PORT=str(port), PYTHONUNBUFFERED="1")
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True,
+                   timeout=120)
+    proc = Proc([sys.executable, "manage.py", "serve"], env, tmp_path / "serve.log")
+    base = f"http://127.0.0.1:{port}"
+
+    def up():
+        if proc.popen.poll() is not None:
+            raise AssertionError(proc.log())
+        try:
+            return httpx.get(f"{base}/health", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_for(up, timeout=60, message="manage.py serve")
+        yield base, proc
+    finally:
+        proc.stop()
+
+
+def _submit(base: str, data: str) -> str:
+    response = httpx.post(f"{base}/api/v1/alerts", json={"alert_type": "kubernetes", "data": data}, timeout=30)
+    assert response.status_code == 202, response.text
+    return response.json()["session_id"]
+
+
+def test_embedded_default_investigates_concurrent_alerts_with_the_demo_cluster(embedded_server):
+    base, proc = embedded_server
+    assert "Admin login: admin / " in proc.log()
+    alerts = ["pod web-1 CrashLoopBackOff", "shop namespace: web pods restarting", "orders-db unhealthy"]
+    with ThreadPoolExecutor(3) as pool:
+        ids = list(pool.map(lambda a: _submit(base, a), alerts))
+
+    def finished():
+        bodies = [httpx.get(f"{base}/api/v1/sessions/{i}", timeout=10).json() for i in ids]
+        return bodies if all(b["status"] in ("completed", "failed", "timed_out", "cancelled") for b in bodies) \
+            else None
+
+    try:
+        bodies = wait_for(finished, timeout=120, interval=0.5, message="demo investigations")
+    except AssertionError:
+        raise AssertionError(proc.log()[-5000:]) from None
+    for body in bodies:
+        assert body["status"] == "completed", (body["error_message"], proc.log()[-3000:])
+        analysis = body["final_analysis"]
+        assert "web-7d9c8b6f5-x2k4q" in analysis and "CrashLoopBackOff" in analysis
+        assert "orders-db-0" in analysis and "OOMKilled" in analysis
+        assert "demo" in analysis.lower()
+        assert body["executive_summary"]
+        assert body["stages"][0]["executions"][0]["llm_provider"] == "demo"
+    assert "database is locked" not in proc.log()
