@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import django_filters
 from django import forms
 from django.db import connection
 from django.db.models import DurationField, Exists, ExpressionWrapper, F, OuterRef, Q, QuerySet
+from django_filters.fields import IsoDateTimeField
 
 from tarsy.models import AlertSession, SessionStatus, TimelineEvent
 
@@ -50,6 +53,23 @@ def with_duration(queryset: QuerySet) -> QuerySet:
                                                         output_field=DurationField()))
 
 
+class _UtcDateTimeField(IsoDateTimeField):
+    """ISO 8601, normalised to UTC: Python accepts offsets PostgreSQL refuses (beyond ±15:59)."""
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        if value is None:
+            return value
+        try:
+            return value.astimezone(UTC)
+        except (OverflowError, ValueError):
+            raise forms.ValidationError("Date and time out of range.") from None
+
+
+class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
+    field_class = _UtcDateTimeField
+
+
 class SessionFilter(django_filters.FilterSet):
     status = CommaMultipleChoiceFilter(choices=SessionStatus.choices,
                                        help_text="One or more statuses (repeat the parameter or separate by commas)")
@@ -58,9 +78,9 @@ class SessionFilter(django_filters.FilterSet):
     author = django_filters.CharFilter()
     search = django_filters.CharFilter(method="filter_search", min_length=MIN_SEARCH_CHARS,
                                        help_text="Text in alert data, final analysis or timeline (≥ 3 characters)")
-    start_date = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte",
+    start_date = UtcDateTimeFilter(field_name="created_at", lookup_expr="gte",
                                                   help_text="Created at or after (ISO 8601)")
-    end_date = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lte",
+    end_date = UtcDateTimeFilter(field_name="created_at", lookup_expr="lte",
                                                 help_text="Created at or before (ISO 8601)")
     ordering = django_filters.OrderingFilter(fields=[(f, f) for f in ORDERING_FIELDS],
                                              help_text="Sort key; prefix with '-' for descending")

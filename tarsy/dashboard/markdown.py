@@ -7,6 +7,7 @@ only a small set of formatting tags and safe link protocols survive.
 from __future__ import annotations
 
 import json
+import threading
 
 import bleach
 import markdown as md
@@ -29,10 +30,18 @@ def _link_attributes(attrs, new=False):
     return attrs
 
 
-_cleaner = bleach.sanitizer.Cleaner(
-    tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES, protocols=ALLOWED_PROTOCOLS, strip=False,
-    filters=[lambda source: bleach.linkifier.LinkifyFilter(source, callbacks=[_link_attributes], parse_email=False)],
-)
+_local = threading.local()  # a bleach Cleaner keeps parser state: one per thread, never shared
+
+
+def _cleaner() -> bleach.sanitizer.Cleaner:
+    cleaner = getattr(_local, "cleaner", None)
+    if cleaner is None:
+        cleaner = _local.cleaner = bleach.sanitizer.Cleaner(
+            tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES, protocols=ALLOWED_PROTOCOLS, strip=False,
+            filters=[lambda source: bleach.linkifier.LinkifyFilter(source, callbacks=[_link_attributes],
+                                                                   parse_email=False)],
+        )
+    return cleaner
 
 
 def render_markdown(text: str | None) -> SafeString:
@@ -42,7 +51,7 @@ def render_markdown(text: str | None) -> SafeString:
     if len(text) > MAX_MARKDOWN_CHARS:
         return mark_safe(f'<pre class="plain">{escape(text)}</pre>')
     html = md.markdown(text, extensions=MARKDOWN_EXTENSIONS, output_format="html")
-    return mark_safe(_cleaner.clean(html))
+    return mark_safe(_cleaner().clean(html))
 
 
 def pretty_data(value) -> str:

@@ -2,8 +2,9 @@
 
 A worker killed mid-iteration (SIGKILL, OOM, node loss) leaves its iteration
 leased; once the lease expires the iteration is re-enqueued (and the retry
-discards the half-written attempt). A lost "next step" message (Redis restart)
-shows as a stale heartbeat and is re-enqueued too. Duplicates are harmless:
+discards the half-written attempt). A lost queued message (Redis restart) shows
+as an execution without a lease and without a heartbeat for the orphan
+threshold, and is re-enqueued too. Duplicates are harmless:
 every task is guarded by state.
 """
 
@@ -84,14 +85,18 @@ def _resume_orphans() -> int:
     stale = now - timedelta(seconds=queue.orphan_threshold)
     live = Q(session__status=SessionStatus.IN_PROGRESS) | Q(stage__kind=StageKind.CHAT)
     running = AgentExecution.objects.filter(live).exclude(status__in=TERMINAL_EXEC_STATUSES)
-    lost_mid_iteration = running.filter(current_iteration__gt=F("iterations_completed"), lease_expires_at__lt=now)
-    lost_between = running.filter(current_iteration=F("iterations_completed")).filter(
+    # A task died mid-iteration: its lease ran out. A queued task got lost (broker restart, or a resume whose
+    # task never started): no lease, and no sign of life for the orphan threshold.
+    crashed = running.filter(lease_expires_at__lt=now)
+    lost = running.filter(lease_expires_at__isnull=True).filter(
         Q(last_heartbeat_at__lt=stale) | Q(last_heartbeat_at__isnull=True, created_at__lt=stale))
     resumed = 0
-    for execution in list(lost_mid_iteration) + list(lost_between):
+    for execution in list(crashed) + list(lost):
         with transaction.atomic():
+            # Clearing the lease lets the re-enqueued task claim the iteration, and stops the next sweep from
+            # resuming it again before it had a chance to start.
             bumped = AgentExecution.objects.filter(id=execution.id, resume_count=execution.resume_count).update(
-                resume_count=F("resume_count") + 1, last_heartbeat_at=now)
+                resume_count=F("resume_count") + 1, last_heartbeat_at=now, lease_expires_at=None)
         if not bumped:
             continue
         if execution.resume_count + 1 > queue.max_resumes:

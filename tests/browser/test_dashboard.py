@@ -77,7 +77,8 @@ def test_submit_watch_live_and_chat(scripted_config, worker, web, browser):
     page.evaluate("window.tarsySocket.ws.close()")
 
     # The sessions page, opened before the submit, shows the new session without a reload.
-    sessions.wait_for_selector(f'[data-session-id="{session_id}"]', timeout=15_000)
+    sessions.wait_for_selector(f'.card[data-session-id="{session_id}"]', timeout=15_000)
+    shot(sessions, "sessions-live")
 
     # Final analysis and executive summary are rendered (as sanitized Markdown).
     try:
@@ -88,7 +89,7 @@ def test_submit_watch_live_and_chat(scripted_config, worker, web, browser):
     final = page.locator("#final-analysis-text")
     assert final.locator("strong").inner_text() == "root cause"
     assert "<script>" in final.inner_text()  # shown as text, not run
-    assert page.locator("#session-status").inner_text() == "Completed"
+    page.wait_for_function("document.querySelector('#session-status').textContent.trim() === 'Completed'")
     assert page.locator("li.ev-final_analysis").count() == 1
     assert page.locator("li.ev.streaming").count() == 0
     assert "<script>" in page.text_content("#alert-data")

@@ -21,7 +21,8 @@ from tests.support.processes import start_server, wait_for
 pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True),
               pytest.mark.timeout(120)]
 
-ANSWER = "Thought: The pod cannot mount its config map.\nFinal Answer: web-1 crashes because config map web-cfg is gone."
+ANSWER = ("Thought: The pod cannot mount its config map.\n"
+          "Final Answer: web-1 crashes because config map web-cfg is gone.")
 SCRIPT = {
     "KubernetesAgent": [{"thinking": "The alert names web-1; check why it restarts.", "text": ANSWER}],
     "executive_summary": [{"text": "web-1 crash-loops: its config map is missing."}],
@@ -91,7 +92,8 @@ def test_investigation_streams_live_in_order_and_reconnects_catch_up(scripted_co
         created = first(events, running, lambda e: e["type"] == "timeline_event.created"
                         and e["timeline_event"]["status"] == "streaming")
         streamed_id = events[created]["timeline_event"]["id"]
-        chunks = [i for i, e in enumerate(events) if e["type"] == "stream.chunk" and e["timeline_event_id"] == streamed_id]
+        chunks = [i for i, e in enumerate(events)
+                  if e["type"] == "stream.chunk" and e["timeline_event_id"] == streamed_id]
         completed = first(events, created, lambda e: e["type"] == "timeline_event.completed"
                           and e["timeline_event"]["id"] == streamed_id)
         assert len(chunks) >= 2 and created < chunks[0] and chunks[-1] < completed

@@ -149,7 +149,7 @@ def test_worker_killed_mid_iteration_loses_nothing(scripted_config, worker, beat
                                          slow, _final("web-1 crashes on a missing config map.")],
                      "executive_summary": ["web-1 lacks its config map."]},
                     tarsy={"defaults": {"iteration_timeout": "8s"},
-                           "queue": {"orphan_threshold": "3s", "max_resumes": 3}},
+                           "queue": {"orphan_threshold": "20s", "max_resumes": 3}},
                     chunk_size=8)
     first = worker(concurrency=1, TARSY_HARD_LIMIT_GRACE="1")
     beat(interval=1.0)

@@ -166,12 +166,17 @@
   // ---- header, summary, chat ------------------------------------------------------------------------------
   const FRAGMENT_TARGETS = {header: "session-header", summary: "session-summary", chat: "chat", loose: "session-items"};
 
+  const latestRefresh = {};  // fragment name → number of the newest request: older answers are stale
+
   async function refresh(name) {
-    const target = document.getElementById(FRAGMENT_TARGETS[name]);
-    if (!target) return;
-    const focusedId = document.activeElement && target.contains(document.activeElement) ? document.activeElement.id : "";
+    if (!document.getElementById(FRAGMENT_TARGETS[name])) return;
+    const ticket = (latestRefresh[name] || 0) + 1;
+    latestRefresh[name] = ticket;
     let html;
     try { html = await Tarsy.fetchText(`${base}/fragments/${name}`); } catch (e) { return; }
+    if (ticket !== latestRefresh[name]) return;
+    const target = document.getElementById(FRAGMENT_TARGETS[name]);
+    const focusedId = document.activeElement && target.contains(document.activeElement) ? document.activeElement.id : "";
     if (name === "chat") {
       // keep what the user is typing and the streaming turns already on the page
       const input = document.getElementById("chat-input");

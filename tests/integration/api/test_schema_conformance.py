@@ -6,12 +6,13 @@ import io
 
 import pytest
 import schemathesis
-from django.core.signals import request_finished, request_started
 from django.core.management import call_command
+from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from hypothesis import HealthCheck, Phase, given
 from hypothesis import settings as hypothesis_settings
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from tests.support.configdir import write_config
 
@@ -31,7 +32,7 @@ def keep_test_connection():
     request_finished.connect(close_old_connections)
 
 
-def test_api_conforms_to_its_schema(tmp_path, settings, keep_test_connection):
+def test_api_conforms_to_its_schema(tmp_path, settings, keep_test_connection, investigated):
     settings.ALLOWED_HOSTS = ["localhost", "testserver"]  # schemathesis' WSGI client sends Host: localhost
     # MCP servers that fail at once: the system endpoints must not wait on real servers here.
     # Token mode: every call authenticates, and schemathesis also checks that calls without the token get 401.
@@ -40,6 +41,7 @@ def test_api_conforms_to_its_schema(tmp_path, settings, keep_test_connection):
     out = io.StringIO()
     call_command("create_api_token", "schemathesis", stdout=out)
     token = out.getvalue().strip()
+    real = str(investigated().id)  # random ids only ever reach 404: let reads also see a real session
     schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application())
 
     @schema.auth()
@@ -59,9 +61,13 @@ def test_api_conforms_to_its_schema(tmp_path, settings, keep_test_connection):
         @hypothesis_settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, derandomize=True, database=None,
                              phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
         def run(case):
+            if "session_id" in (case.path_parameters or {}) and case.method == "GET":
+                case.path_parameters["session_id"] = real
             response = case.call()
-            statuses.add((operation.label, response.status_code))
-            case.validate_response(response)
+            statuses.add((case.operation.label, response.status_code))
+            # Alert types, runbook hosts and MCP servers are validated against the configuration, which a schema
+            # cannot express: a schema-valid body may rightly get a 400, so that one check is left out.
+            case.validate_response(response, excluded_checks=[positive_data_acceptance])
 
         try:
             run()
@@ -69,5 +75,5 @@ def test_api_conforms_to_its_schema(tmp_path, settings, keep_test_connection):
             failures[operation.label] = f"{type(exc).__name__}: {exc}"[:1500]
     assert operations >= 13
     answered = {label for label, code in statuses if code < 300}
-    assert len(answered) >= 10, f"too few operations ever succeeded: {sorted(statuses)}"
+    assert len(answered) >= 12, f"too few operations ever succeeded: {sorted(statuses)}"
     assert not failures, "\n\n".join(f"{label}\n{text}" for label, text in failures.items())

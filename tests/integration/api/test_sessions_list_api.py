@@ -81,10 +81,15 @@ def test_date_range_filters_on_creation_time(api, three):
 
 
 @pytest.mark.parametrize("query, field", [("start_date=yesterday", "start_date"),
+                                          ("start_date=0136-04-23T23:50:11%2B16:33", None),  # PostgreSQL's limit
+                                          ("end_date=0001-01-01T00:00:00%2B01:00", "end_date"),
                                           ("start_date=2030-01-02T00:00:00Z&end_date=2030-01-01T00:00:00Z",
                                            "end_date")])
-def test_bad_dates_are_400_with_reason(api, three, query, field):
+def test_odd_dates_are_400_with_reason_never_500(api, three, query, field):
     response = api.get(f"/api/v1/sessions?{query}")
+    if field is None:  # an offset PostgreSQL would refuse is normalised to UTC, not a 500
+        assert response.status_code == 200
+        return
     assert response.status_code == 400
     assert field in response.json()["detail"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -28,8 +29,9 @@ def _write(directory: Path, tarsy: dict | None = None, providers: dict | None = 
 
 
 def _check_config(directory: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "TARSY_CONFIG_DIR")}
     return subprocess.run([sys.executable, "manage.py", "check_config", "--config-dir", str(directory)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
 
 
 def test_builtins_work_without_any_file():

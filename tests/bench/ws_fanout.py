@@ -1,0 +1,134 @@
+"""WebSocket fan-out: 100 subscribers of one session on daphne while it streams; commit-to-receipt latency.
+
+The session is submitted before any worker runs, the subscribers connect to
+daphne's `/ws` and subscribe to `session:<id>`, then a worker starts and the
+investigation streams (ReAct iterations with streamed thinking, timeline
+events, stage and status events). For every persistent event the worker
+records when its transaction had committed and the event was handed to the
+channel layer (`tests/bench/_worker.py` observes `publisher._send`); each
+subscriber records when it received it. Latency = receipt − commit, over all
+(event, subscriber) pairs. Transient `stream.chunk` events are counted too.
+
+    python -m tests.bench.ws_fanout [--subscribers 100] [--iterations 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+
+from tests.bench import harness
+
+STEP = "Thought: iteration {n}: the pod restarted again; look at the events once more.\nAction: none.none\n" \
+       "Action Input: {{}}"
+FINAL = "Thought: the evidence is complete.\nFinal Answer: web-1 crash-loops because config map web-cfg is missing."
+
+
+async def _subscriber(url: str, channel: str, ready: asyncio.Event, counter: list[int], total: int,
+                      deadline: float) -> dict:
+    from websockets.asyncio.client import connect
+
+    received: dict[int, float] = {}
+    chunks = 0
+    async with connect(url, max_size=2**24, open_timeout=30) as ws:
+        assert json.loads(await ws.recv())["type"] == "connection.established"
+        await ws.send(json.dumps({"action": "subscribe", "channel": channel}))
+        assert json.loads(await ws.recv())["type"] == "subscription.confirmed"
+        counter[0] += 1
+        if counter[0] == total:
+            ready.set()
+        while time.monotonic() < deadline:
+            try:
+                raw = await asyncio.wait_for(ws.recv(), timeout=max(0.1, deadline - time.monotonic()))
+            except asyncio.TimeoutError:
+                break
+            now = time.time()
+            event = json.loads(raw)
+            if event.get("event_id") is not None:
+                received[event["event_id"]] = now
+            elif event.get("type") == "stream.chunk":
+                chunks += 1
+            if event.get("type") == "session.completed":
+                break
+    return {"received": received, "chunks": chunks}
+
+
+async def _run_clients(url: str, channel: str, n: int, timeout: float, on_ready) -> list[dict]:
+    ready = asyncio.Event()
+    counter = [0]
+    deadline = time.monotonic() + timeout
+    tasks = [asyncio.create_task(_subscriber(url, channel, ready, counter, n, deadline)) for _ in range(n)]
+    await asyncio.wait_for(ready.wait(), 60)
+    await asyncio.get_running_loop().run_in_executor(None, on_ready)
+    return await asyncio.gather(*tasks)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--subscribers", type=int, default=100)
+    parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("--latency-ms", type=int, default=400, help="per LLM call, spread over its chunks")
+    parser.add_argument("--chunk-size", type=int, default=12)
+    args = parser.parse_args(argv)
+
+    script = {"KubernetesAgent": [STEP.format(n=n) for n in range(1, args.iterations)] + [FINAL],
+              "executive_summary": ["web-1 lacks its config map."]}
+    bench = harness.bootstrap("ws_fanout", tarsy={
+        "defaults": {"llm_provider": "scripted", "max_iterations": args.iterations},
+        "queue": {"max_concurrent_sessions": 10},
+        "agents": harness.BASE_AGENTS,
+    }, providers={"scripted": harness.scripted(script, latency_ms=args.latency_ms, chunk_size=args.chunk_size)})
+    from tarsy.models import AlertSession, Event
+    from tarsy.services.sessions import session_submit
+
+    _server, base = bench.start_server()
+    session = session_submit(data={"alert": "CrashLoopBackOff", "pod": "web-1"})
+    channel = f"session:{session.id}"
+    workers = []
+
+    def start_worker() -> None:
+        workers.append(bench.start_worker("w1", concurrency=2))
+
+    results = asyncio.run(_run_clients(base.replace("http", "ws") + "/ws", channel, args.subscribers,
+                                       timeout=120 + args.iterations * args.latency_ms / 1000 * 3,
+                                       on_ready=start_worker))
+    harness.wait_terminal([str(session.id)], timeout=60, workers=workers)
+    time.sleep(0.5)
+    for worker in workers:
+        worker.stop()
+
+    published = {r["event_id"]: r for r in bench.trace() if r["kind"] == "publish"}
+    stored = set(Event.objects.filter(channel=channel).values_list("id", flat=True))
+    latencies, missing = [], 0
+    for result in results:
+        for event_id in stored:
+            if event_id not in published:
+                continue
+            if event_id in result["received"]:
+                latencies.append((result["received"][event_id] - published[event_id]["t"]) * 1000)
+            else:
+                missing += 1
+    status = AlertSession.objects.get(id=session.id).status
+    chunks = [r["chunks"] for r in results]
+    s = harness.summary_ms(latencies)
+    print(f"\nws_fanout: {args.subscribers} subscribers on one session (daphne, RedisPubSubChannelLayer), "
+          f"{args.iterations} streamed iterations; session {status}")
+    print(f"  persistent events: {len(stored)} stored, {s['n']} deliveries measured, {missing} not received")
+    print(f"  commit -> receipt  p50 {s['p50']:.1f} ms  p95 {s['p95']:.1f} ms  p99 {s['p99']:.1f} ms  "
+          f"max {max(latencies) if latencies else float('nan'):.1f} ms")
+    print(f"  stream.chunk events per subscriber: min {min(chunks)} max {max(chunks)}")
+    print(f"  machine: {harness.machine()}")
+    figures = {"benchmark": "ws_fanout", "p50_ms": round(s["p50"], 2), "p99_ms": round(s["p99"], 2),
+               "p95_ms": round(s["p95"], 2), "subscribers": args.subscribers, "events": len(stored),
+               "deliveries": s["n"], "missing": missing, "machine": harness.machine()}
+    harness.emit(figures)
+    return figures
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        harness.stop_all()

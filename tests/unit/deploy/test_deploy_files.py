@@ -1,0 +1,203 @@
+"""The deployment files in deploy/ are valid: the compose file parses and is coherent, the Kubernetes
+manifests pass the Kubernetes OpenAPI schema (kubernetes-validate ships it: no network), and the
+configuration they carry is a valid TARSy configuration."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+DEPLOY = ROOT / "deploy"
+K8S = DEPLOY / "k8s"
+TARSY_SERVICES = ("migrate", "web", "worker", "beat")
+K8S_VERSION = "1.30.0"
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+
+
+def _manifests() -> list[tuple[str, dict]]:
+    docs = []
+    for path in sorted(K8S.glob("*.yaml")):
+        if path.name == "kustomization.yaml":
+            continue
+        docs += [(path.name, doc) for doc in yaml.safe_load_all(path.read_text()) if doc]
+    return docs
+
+
+def _by_kind(kind: str) -> dict[str, dict]:
+    return {doc["metadata"]["name"]: doc for _, doc in _manifests() if doc["kind"] == kind}
+
+
+def _container(deployment: dict) -> dict:
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+# ---- compose ------------------------------------------------------------------------------------------
+
+def test_compose_has_every_process_and_backing_service(compose):
+    assert set(compose["services"]) == {"postgres", "redis", "migrate", "web", "worker", "beat", "oauth2-proxy"}
+    assert compose["services"]["oauth2-proxy"]["profiles"] == ["auth"]  # optional: only with --profile auth
+
+
+def test_compose_tarsy_services_build_the_dockerfile_and_reach_postgres_and_redis(compose):
+    for name in TARSY_SERVICES:
+        service = compose["services"][name]
+        assert service["build"]["dockerfile"] == "deploy/Dockerfile"
+        assert (DEPLOY / service["build"]["context"] / service["build"]["dockerfile"]).resolve().is_file()
+        assert service["image"].startswith("${TARSY_IMAGE")
+        env = service["environment"]
+        assert env["DATABASE_URL"].startswith("postgres://") and "@postgres:5432/" in env["DATABASE_URL"]
+        assert env["REDIS_URL"] == "redis://redis:6379/0"
+        assert env["TARSY_CONFIG_DIR"] == "/etc/tarsy"
+        assert "./config:/etc/tarsy:ro" in service["volumes"]
+        assert service["env_file"] == ["tarsy.env"]
+
+
+def test_compose_commands_start_the_right_process(compose):
+    services = compose["services"]
+    assert services["web"]["command"][:1] == ["daphne"] and "tarsy.asgi:application" in services["web"]["command"]
+    assert "celery -A tarsy worker" in " ".join(services["worker"]["command"])
+    assert services["beat"]["command"][:4] == ["celery", "-A", "tarsy", "beat"]
+    assert services["migrate"]["command"] == ["python", "manage.py", "migrate", "--noinput"]
+    assert "deploy" not in services["beat"] or services["beat"]["deploy"].get("replicas", 1) == 1
+
+
+def test_compose_dependencies_exist_and_wait_for_health_or_migration(compose):
+    services = compose["services"]
+    for name, service in services.items():
+        for dependency, rule in service.get("depends_on", {}).items():
+            assert dependency in services, f"{name} depends on unknown service {dependency}"
+            condition = rule["condition"]
+            assert condition in ("service_healthy", "service_completed_successfully", "service_started")
+            if condition == "service_healthy":
+                assert "healthcheck" in services[dependency], f"{dependency} has no healthcheck"
+    for name in ("web", "worker", "beat"):
+        assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+
+
+def test_compose_healthchecks(compose):
+    services = compose["services"]
+    for name in ("postgres", "redis", "web", "worker"):
+        check = services[name]["healthcheck"]
+        assert check["test"][0] in ("CMD", "CMD-SHELL") and len(check["test"]) > 1
+        assert re.fullmatch(r"\d+[smh]", check["interval"])
+    assert "http://127.0.0.1:8000/health" in services["web"]["healthcheck"]["test"]
+
+
+def test_compose_named_volumes_are_declared(compose):
+    declared = set(compose.get("volumes", {}))
+    for service in compose["services"].values():
+        for volume in service.get("volumes", []):
+            source = volume.split(":", 1)[0]
+            if not source.startswith((".", "/")):
+                assert source in declared
+
+
+def test_dockerfile_copies_what_exists_and_serves_daphne():
+    text = (DEPLOY / "Dockerfile").read_text()
+    for source in re.findall(r"^COPY\s+(\S+)\s+\S+$", text, flags=re.M):
+        assert (ROOT / source).exists(), f"Dockerfile copies missing {source}"
+    assert re.search(r'^CMD \["daphne".*"tarsy\.asgi:application"\]', text, flags=re.M)
+    assert re.search(r"^USER \d+", text, flags=re.M)
+
+
+# ---- Kubernetes -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, doc", _manifests(), ids=lambda v: v if isinstance(v, str) else v["kind"])
+def test_manifest_passes_the_kubernetes_schema(name, doc):
+    import kubernetes_validate
+
+    try:
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+    except kubernetes_validate.ValidationError as exc:
+        pytest.fail(f"{name}: {doc['kind']}/{doc['metadata']['name']}: {exc.message} at {list(exc.path)}")
+
+
+def test_kustomization_lists_every_manifest():
+    kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+    files = {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml"}
+    assert set(kustomization["resources"]) == files
+
+
+def test_expected_resources_exist():
+    deployments = _by_kind("Deployment")
+    assert set(deployments) == {"tarsy-web", "tarsy-worker", "tarsy-beat"}
+    assert set(_by_kind("Service")) == {"tarsy-web"}
+    assert {"tarsy-config", "tarsy-env"} <= set(_by_kind("ConfigMap"))
+    assert set(_by_kind("Secret")) == {"tarsy-secrets"}
+    job = _by_kind("Job")["tarsy-migrate"]
+    assert _job_container(job)["command"] == ["python", "manage.py", "migrate", "--noinput"]
+
+
+def _job_container(job: dict) -> dict:
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def test_deployment_selectors_match_their_pods_and_the_service():
+    for deployment in _by_kind("Deployment").values():
+        selector = deployment["spec"]["selector"]["matchLabels"]
+        labels = deployment["spec"]["template"]["metadata"]["labels"]
+        assert selector.items() <= labels.items()
+    service = _by_kind("Service")["tarsy-web"]
+    web = _by_kind("Deployment")["tarsy-web"]
+    assert service["spec"]["selector"].items() <= web["spec"]["template"]["metadata"]["labels"].items()
+    port_names = {p["name"] for p in _container(web)["ports"]}
+    assert all(p["targetPort"] in port_names for p in service["spec"]["ports"])
+
+
+def test_web_probes_use_health():
+    web = _container(_by_kind("Deployment")["tarsy-web"])
+    assert web["readinessProbe"]["httpGet"]["path"] == "/health"
+    assert web["startupProbe"]["httpGet"]["path"] == "/health"
+    assert "livenessProbe" in web
+    assert web["command"][0] == "daphne" and "tarsy.asgi:application" in web["command"]
+
+
+def test_worker_is_sized_by_env_and_beat_is_a_single_replica():
+    env = _by_kind("ConfigMap")["tarsy-env"]["data"]
+    worker = _container(_by_kind("Deployment")["tarsy-worker"])
+    assert "$(TARSY_WORKER_CONCURRENCY)" in worker["args"]
+    assert int(env["TARSY_WORKER_CONCURRENCY"]) >= 1
+    assert "livenessProbe" in worker
+    beat = _by_kind("Deployment")["tarsy-beat"]
+    assert beat["spec"]["replicas"] == 1 and beat["spec"]["strategy"]["type"] == "Recreate"
+    assert _container(beat)["command"][:4] == ["celery", "-A", "tarsy", "beat"]
+
+
+def test_every_pod_mounts_the_config_and_reads_env_and_secrets():
+    pods = [d["spec"]["template"]["spec"] for d in _by_kind("Deployment").values()]
+    pods += [j["spec"]["template"]["spec"] for j in _by_kind("Job").values()]
+    secret = _by_kind("Secret")["tarsy-secrets"]["stringData"]
+    assert {"SECRET_KEY", "DATABASE_URL", "REDIS_URL"} <= set(secret)
+    for pod in pods:
+        (container,) = pod["containers"]
+        assert container["image"] == "tarsy"
+        refs = [next(iter(ref.values()))["name"] for ref in container["envFrom"]]
+        assert refs == ["tarsy-env", "tarsy-secrets"]
+        mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+        assert mounts["config"] == "/etc/tarsy"
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        assert volumes["config"]["configMap"]["name"] == "tarsy-config"
+        assert pod["securityContext"]["runAsNonRoot"] is True
+
+
+def test_configmap_holds_a_valid_tarsy_configuration(tmp_path):
+    from agents.config import load_config
+
+    data = _by_kind("ConfigMap")["tarsy-config"]["data"]
+    assert set(data) == {"tarsy.yaml", "llm-providers.yaml"}
+    for name, text in data.items():
+        (tmp_path / name).write_text(text)
+    config = load_config(tmp_path, env={"GOOGLE_API_KEY": "placeholder"})
+    assert config.queue.max_concurrent_sessions >= 1
+    assert _by_kind("ConfigMap")["tarsy-env"]["data"]["TARSY_CONFIG_DIR"] == "/etc/tarsy"
