@@ -6,13 +6,13 @@ PIP := $(VENV)/bin/pip
 
 .PHONY: run test lint check-config migrate clean
 
-$(VENV)/.runtime: requirements.txt
+$(VENV)/.runtime: requirements.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --disable-pip-version-check -r requirements.txt
+	$(PIP) install -q --disable-pip-version-check -r requirements.txt -c constraints.txt
 	touch $@
 
 $(VENV)/.dev: requirements-dev.txt requirements.txt $(VENV)/.runtime
-	$(PIP) install -q --disable-pip-version-check -r requirements-dev.txt
+	$(PIP) install -q --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
 	touch $@
 
 migrate: $(VENV)/.runtime

@@ -9,7 +9,7 @@ from typing import Protocol
 from agents.context import ExecutionContext, IterationState
 
 
-class StepStatus(str, enum.Enum):
+class StepStatus(enum.StrEnum):
     CONTINUE = "continue"  # enqueue the next iteration
     COMPLETED = "completed"  # final analysis produced
     FAILED = "failed"

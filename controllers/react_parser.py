@@ -46,16 +46,19 @@ _NAMES = r"thoughts?|action[ \t_-]*input|action|final[ \t_-]*answer|observation"
 # A marker at line start: optional heading/bullet/bold decoration, then the name and a colon (the colon may be
 # omitted when the marker is the whole line, e.g. "### Thought").
 _LINE_MARKER = re.compile(
-    rf"^[ \t]*(?:#{{1,6}}[ \t]*)?(?:[-*>][ \t]+)?(?:\*\*|__)?[ \t]*(?P<name>{_NAMES})[ \t]*(?:\*\*|__)?[ \t]*"
-    rf"(?::[ \t]*(?:\*\*|__)?|(?=[ \t]*$))",
+    # Bold after the colon is consumed only when the marker opened bold (`**Final Answer:** x`), so an answer that
+    # starts in bold (`Final Answer: **Root cause**`) keeps it.
+    rf"^[ \t]*(?:#{{1,6}}[ \t]*)?(?:[-*>][ \t]+)?(?P<bold>\*\*|__)?[ \t]*(?P<name>{_NAMES})[ \t]*(?:\*\*|__)?[ \t]*"
+    rf"(?::[ \t]*(?(bold)(?:\*\*|__)?)|(?=[ \t]*$))",
     re.IGNORECASE | re.MULTILINE,
 )
 # A marker mid-line. Capitalised only, to keep prose like "the action: restart" from splitting: any marker right
 # after a finished sentence; "Action Input" (distinctive enough) also after any whitespace. Not "Final Answer",
 # which also occurs in reasoning ("I cannot give a Final Answer: data is missing").
 _INLINE_MARKER = re.compile(
-    r"(?:(?<=[.!?)\]}])[ \t]*(?:\*\*)?(?P<a>Thought|Action Input|Action|Final Answer|Observation)"
-    r"|(?<=\S)[ \t]+(?:\*\*)?(?P<b>Action Input))(?:\*\*)?[ \t]*:[ \t]*(?:\*\*)?"
+    r"(?:(?<=[.!?)\]}])[ \t]*(?P<bold_a>\*\*)?(?P<a>Thought|Action Input|Action|Final Answer|Observation)"
+    r"|(?<=\S)[ \t]+(?P<bold_b>\*\*)?(?P<b>Action Input))(?:\*\*)?[ \t]*:[ \t]*"
+    r"(?(bold_a)(?:\*\*)?|(?(bold_b)(?:\*\*)?))"
 )
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*$", re.MULTILINE)
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]*[A-Za-z0-9_-]")

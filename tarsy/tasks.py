@@ -6,26 +6,52 @@ redelivery safe). Results are ignored: the database is the result.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from celery import shared_task
 from django.conf import settings
+from django.db import InterfaceError, OperationalError, connections
 
 from tarsy.config import get_config
 
-_RELIABLE = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
+_RELIABLE = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True, "bind": True}
+# A dropped or restarted database connection is transient: retry the task (it is idempotent) rather than
+# lose the step. Anything else is a recorded failure, never retried blindly.
+TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
+MAX_DB_RETRIES = 8
+MAX_DB_RETRY_DELAY_S = 30
+
+
+def _retry_after_db_error(task, exc: Exception, cleanup: Callable[[], object] | None = None):
+    for conn in connections.all(initialized_only=True):
+        conn.close()  # the next query reconnects
+    if cleanup is not None:
+        try:
+            cleanup()
+        except TRANSIENT_DB_ERRORS:
+            pass  # still down: the sweeper releases the work once its lease expires
+    delay = min(2 ** task.request.retries, MAX_DB_RETRY_DELAY_S)
+    raise task.retry(exc=exc, countdown=delay, max_retries=MAX_DB_RETRIES)
 
 
 @shared_task(name="tarsy.tasks.dispatch_sessions", **_RELIABLE)
-def dispatch_sessions() -> None:
+def dispatch_sessions(self) -> None:
     from tarsy.pipeline.dispatch import dispatch_pending
 
-    dispatch_pending()
+    try:
+        dispatch_pending()
+    except TRANSIENT_DB_ERRORS as exc:
+        _retry_after_db_error(self, exc)
 
 
 @shared_task(name="tarsy.tasks.run_iteration", **_RELIABLE)
-def run_iteration(execution_id: str, iteration: int) -> None:
-    from tarsy.pipeline.iteration import iteration_run
+def run_iteration(self, execution_id: str, iteration: int) -> None:
+    from tarsy.pipeline.iteration import iteration_release, iteration_run
 
-    iteration_run(execution_id, iteration)
+    try:
+        iteration_run(execution_id, iteration)
+    except TRANSIENT_DB_ERRORS as exc:
+        _retry_after_db_error(self, exc, cleanup=lambda: iteration_release(execution_id, iteration))
 
 
 def _iteration_limits(execution_id: str) -> tuple[float, float]:
@@ -44,16 +70,19 @@ def enqueue_iteration(execution_id: str, iteration: int) -> None:
 
 
 @shared_task(name="tarsy.tasks.finish_session", **_RELIABLE)
-def finish_session(session_id: str) -> None:
-    from tarsy.pipeline.finish import session_finish
+def finish_session(self, session_id: str) -> None:
     from tarsy.pipeline.dispatch import dispatch_pending
+    from tarsy.pipeline.finish import session_finish
 
-    session_finish(session_id=session_id)
-    dispatch_pending()  # a slot may have freed
+    try:
+        session_finish(session_id=session_id)
+        dispatch_pending()  # a slot may have freed
+    except TRANSIENT_DB_ERRORS as exc:
+        _retry_after_db_error(self, exc)
 
 
 @shared_task(name="tarsy.tasks.reap_session", **_RELIABLE)
-def reap_session(session_id: str) -> None:
+def reap_session(self, session_id: str) -> None:
     """After a cancel: close the session once nothing of it is running any more."""
     from tarsy.pipeline.sweeper import reap_cancelled
 
@@ -61,14 +90,14 @@ def reap_session(session_id: str) -> None:
 
 
 @shared_task(name="tarsy.tasks.sweep", **_RELIABLE)
-def sweep() -> None:
+def sweep(self) -> None:
     from tarsy.pipeline.sweeper import sweep_once
 
     sweep_once()
 
 
 @shared_task(name="tarsy.tasks.apply_retention", **_RELIABLE)
-def apply_retention() -> None:
+def apply_retention(self) -> None:
     from tarsy.pipeline.retention import retention_apply
 
     retention_apply()

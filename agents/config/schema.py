@@ -50,7 +50,7 @@ class NativeTools(_Strict):
     code_execution: bool | None = None
     url_context: bool | None = None
 
-    def merged_over(self, base: "NativeTools") -> "NativeTools":
+    def merged_over(self, base: NativeTools) -> NativeTools:
         data = base.model_dump()
         data.update({k: v for k, v in self.model_dump().items() if v is not None})
         return NativeTools(**data)
@@ -72,7 +72,7 @@ class LLMProviderConfig(_Strict):
     chunk_size: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
-    def _check_type_fields(self) -> "LLMProviderConfig":
+    def _check_type_fields(self) -> LLMProviderConfig:
         if self.type not in ("demo", "scripted") and not self.model:
             raise ValueError(f"model is required for provider type {self.type!r}")
         if self.type == "scripted" and not self.script_file and self.script is None:
@@ -88,7 +88,7 @@ class MaskingConfig(_Strict):
     enabled: bool = True
     pattern_groups: list[str] = Field(default_factory=list)
     patterns: list[str] = Field(default_factory=list)
-    custom_patterns: list["CustomPattern"] = Field(default_factory=list)
+    custom_patterns: list[CustomPattern] = Field(default_factory=list)
 
 
 class CustomPattern(_Strict):
@@ -129,7 +129,7 @@ class TransportConfig(_Strict):
     timeout: Duration = 30.0
 
     @model_validator(mode="after")
-    def _check(self) -> "TransportConfig":
+    def _check(self) -> TransportConfig:
         if self.type == "stdio" and not self.command:
             raise ValueError("stdio transport needs a command")
         if self.type in ("http", "sse") and not self.url.startswith(("http://", "https://")):
@@ -183,7 +183,7 @@ class StageConfig(_Strict):
     synthesis: SynthesisConfig | None = None
 
     @model_validator(mode="after")
-    def _replicas_need_one_agent(self) -> "StageConfig":
+    def _replicas_need_one_agent(self) -> StageConfig:
         if self.replicas > 1 and len(self.agents) > 1:
             raise ValueError("replicas can only be used with exactly one agent")
         return self

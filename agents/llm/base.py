@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Protocol
+from collections.abc import Iterator
+from typing import Protocol
 
 from .types import Chunk, LLMRequest
 

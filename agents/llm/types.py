@@ -9,7 +9,8 @@ LLMInteraction rows. SDK types never leave the provider adapters.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Iterable, Literal, Union
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -152,7 +153,7 @@ class Usage(_Model):
     thinking_tokens: int = 0
     total_tokens: int = 0
 
-    def add(self, other: "Usage | UsageChunk") -> "Usage":
+    def add(self, other: Usage | UsageChunk) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
@@ -193,7 +194,7 @@ class LLMResponse(_Model):
             self.error = chunk
 
     @classmethod
-    def collect(cls, chunks: Iterable[Any]) -> "LLMResponse":
+    def collect(cls, chunks: Iterable[Any]) -> LLMResponse:
         response = cls()
         for chunk in chunks:
             response.add(chunk)

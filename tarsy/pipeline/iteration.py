@@ -15,7 +15,7 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from controllers.base import StepOutcome, StepStatus, timeout_outcome
@@ -103,6 +103,12 @@ def iteration_begin(execution_id: Any, iteration: int) -> AgentExecution | None:
     return None
 
 
+def iteration_release(execution_id: Any, iteration: int) -> None:
+    """Give up the lease of an unfinished iteration so a retried task can claim it at once."""
+    AgentExecution.objects.filter(id=execution_id, current_iteration=iteration,
+                                  iterations_completed__lt=iteration).update(lease_expires_at=None)
+
+
 def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
     execution = iteration_begin(execution_id, iteration)
     if execution is None:
@@ -118,6 +124,8 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
         outcome = timeout_outcome(_state(execution), f"Iteration {iteration} exceeded its time limit "
                                                      f"({execution.iteration_timeout_s:.0f}s)")
         recorder.add_event("error", outcome.error, {"timeout": True}, status="timed_out")
+    except (OperationalError, InterfaceError):
+        raise  # the database went away: the task retries the iteration (tarsy.tasks)
     except Exception as exc:  # a bug or an unexpected outside failure: record it, never leave the step hanging
         log.exception("execution %s iteration %s crashed", execution_id, iteration)
         outcome = StepOutcome(StepStatus.FAILED, error=f"Internal error: {type(exc).__name__}: {exc}")

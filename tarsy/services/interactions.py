@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import F
+from django.utils import timezone
 
 from agents.context import LLMInteractionRecord, MCPInteractionRecord
 from tarsy.metrics import observe_llm_call, observe_mcp_call
@@ -16,8 +17,10 @@ MCP_RESULT_STORE_CAP = 512 * 1024  # chars of masked result kept for the debug v
 
 @transaction.atomic
 def llm_interaction_record(
-    *, session_id: Any, execution_id: Any, iteration: int, record: LLMInteractionRecord
+    *, session_id: Any, execution_id: Any, iteration: int, record: LLMInteractionRecord, touch_session: bool = False
 ) -> LLMInteraction:
+    """Store the call and add its tokens to the totals; `touch_session` also stamps the session's
+    last_interaction_at, in the same statement as its token totals."""
     usage = record.usage
     row = LLMInteraction.objects.create(
         session_id=session_id,
@@ -36,7 +39,8 @@ def llm_interaction_record(
         success=record.success,
         error_message=record.error_message,
     )
-    _add_tokens(session_id=session_id, execution_id=execution_id, sign=1, counts=usage.model_dump())
+    _add_tokens(session_id=session_id, execution_id=execution_id, sign=1, counts=usage.model_dump(),
+                session_fields={"last_interaction_at": timezone.now()} if touch_session else None)
     observe_llm_call(provider=record.provider, model=record.model, success=record.success,
                      duration_ms=record.duration_ms, usage=usage)
     return row
@@ -45,13 +49,14 @@ def llm_interaction_record(
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "thinking_tokens", "total_tokens")
 
 
-def _add_tokens(*, session_id: Any, execution_id: Any, sign: int, counts: dict[str, int]) -> None:
-    if not any(counts.get(f) for f in _TOKEN_FIELDS):
-        return
-    changes = {f: F(f) + sign * counts.get(f, 0) for f in _TOKEN_FIELDS}
-    if execution_id:
+def _add_tokens(*, session_id: Any, execution_id: Any, sign: int, counts: dict[str, int],
+                session_fields: dict[str, Any] | None = None) -> None:
+    changes = {f: F(f) + sign * counts.get(f, 0) for f in _TOKEN_FIELDS} if any(
+        counts.get(f) for f in _TOKEN_FIELDS) else {}
+    if changes and execution_id:
         AgentExecution.objects.filter(id=execution_id).update(**changes)
-    AlertSession.all_objects.filter(id=session_id).update(**changes)
+    if changes or session_fields:
+        AlertSession.all_objects.filter(id=session_id).update(**changes, **(session_fields or {}))
 
 
 def token_totals_subtract(*, execution_id: Any, rows: list[LLMInteraction]) -> None:

@@ -23,14 +23,24 @@ def message_to_conversation(row: Message) -> ConversationMessage:
 
 
 def messages_for_execution(*, execution_id: Any) -> list[ConversationMessage]:
-    return [message_to_conversation(m) for m in Message.objects.filter(execution_id=execution_id)]
+    return messages_with_next_sequence(execution_id=execution_id)[0]
+
+
+def messages_with_next_sequence(*, execution_id: Any) -> tuple[list[ConversationMessage], int]:
+    """The conversation and the sequence number the next appended message takes (one query for both)."""
+    rows = list(Message.objects.filter(execution_id=execution_id))
+    return [message_to_conversation(m) for m in rows], max((m.sequence_number for m in rows), default=0) + 1
 
 
 @transaction.atomic
 def messages_append(
-    *, session_id: Any, execution_id: Any, iteration: int, messages: list[ConversationMessage]
-) -> None:
-    start = (Message.objects.filter(execution_id=execution_id).aggregate(m=Max("sequence_number"))["m"] or 0) + 1
+    *, session_id: Any, execution_id: Any, iteration: int, messages: list[ConversationMessage],
+    start: int | None = None,
+) -> int:
+    """Append in order from `start` (looked up when not given); returns the next free sequence number."""
+    if start is None:
+        start = (Message.objects.filter(execution_id=execution_id).aggregate(m=Max("sequence_number"))["m"]
+                 or 0) + 1
     Message.objects.bulk_create(
         [
             Message(
@@ -48,3 +58,4 @@ def messages_append(
             for i, msg in enumerate(messages)
         ]
     )
+    return start + len(messages)

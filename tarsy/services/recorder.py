@@ -46,23 +46,33 @@ class DbRecorder:
         self._streams: dict[int, _Stream] = {}
         self._last_stop_check = 0.0
         self._stop_reason: str | None = None
-        self._last_heartbeat = 0.0
+        # The iteration's claim has just stamped both heartbeats: the next one is due an interval from now.
+        self._last_heartbeat = time.monotonic()
+        # This task is the one writer of the execution's rows during its iteration (lease): after one lookup
+        # it knows the next sequence numbers itself (unique constraints still guard them).
+        self._next_event_sequence: int | None = None
+        self._next_message_sequence: int | None = None
 
     # ---- conversation ---------------------------------------------------------
     def conversation(self) -> list[ConversationMessage]:
-        return messages.messages_for_execution(execution_id=self.execution_id)
+        stored, self._next_message_sequence = messages.messages_with_next_sequence(execution_id=self.execution_id)
+        return stored
 
     def add_messages(self, msgs: list[ConversationMessage]) -> None:
         if msgs:
-            messages.messages_append(session_id=self.session_id, execution_id=self.execution_id,
-                                     iteration=self.iteration, messages=msgs)
+            self._next_message_sequence = messages.messages_append(
+                session_id=self.session_id, execution_id=self.execution_id, iteration=self.iteration,
+                messages=msgs, start=self._next_message_sequence)
 
     # ---- timeline -------------------------------------------------------------
     def _create(self, event_type: str, content: str, metadata: dict[str, Any] | None, status: str) -> int:
         event = timeline.timeline_event_create(
             session_id=self.session_id, stage_id=self.stage_id, execution_id=self.execution_id,
             iteration=self.iteration, event_type=event_type, content=content, metadata=metadata, status=status,
+            sequence_number=self._next_event_sequence if self.execution_id else None,
         )
+        if self.execution_id:
+            self._next_event_sequence = event.sequence_number + 1
         return event.id
 
     def start_event(self, event_type: str, metadata: dict[str, Any] | None = None, content: str = "") -> int:
@@ -105,8 +115,7 @@ class DbRecorder:
     # ---- debug records ----------------------------------------------------------
     def record_llm_interaction(self, record: LLMInteractionRecord) -> None:
         interactions.llm_interaction_record(session_id=self.session_id, execution_id=self.execution_id,
-                                            iteration=self.iteration, record=record)
-        self._touch_session()
+                                            iteration=self.iteration, record=record, touch_session=True)
 
     def record_mcp_interaction(self, record: MCPInteractionRecord) -> None:
         interactions.mcp_interaction_record(session_id=self.session_id, execution_id=self.execution_id,
@@ -135,13 +144,16 @@ class DbRecorder:
         if now - self._last_stop_check < STOP_CHECK_INTERVAL_S:
             return None
         self._last_stop_check = now
-        status = AlertSession.all_objects.filter(id=self.session_id).values_list("status", flat=True).first()
+        if self.execution_id:  # one query for both statuses
+            row = AgentExecution.objects.filter(id=self.execution_id).values_list("session__status", "status").first()
+            status, execution_status = row or (None, None)
+        else:
+            status = AlertSession.all_objects.filter(id=self.session_id).values_list("status", flat=True).first()
+            execution_status = None
         if status in (SessionStatus.CANCELLING, SessionStatus.CANCELLED):
             self._stop_reason = "cancelled"
         elif status == SessionStatus.TIMED_OUT or (self.session_deadline and time.time() > self.session_deadline):
             self._stop_reason = "timed_out"
-        elif self.execution_id and AgentExecution.objects.filter(
-            id=self.execution_id, status__in=["cancelled", "timed_out"]
-        ).exists():
+        elif execution_status in ("cancelled", "timed_out"):
             self._stop_reason = "cancelled"
         return self._stop_reason

@@ -50,13 +50,16 @@ def timeline_event_create(
     stage_id: int | None = None,
     execution_id: Any = None,
     iteration: int = 0,
+    sequence_number: int | None = None,
 ) -> TimelineEvent:
+    """`sequence_number`: the caller's known next number (the one writer of an execution's timeline during
+    its iteration); looked up when not given. The unique constraint still guards it."""
     event = TimelineEvent.objects.create(
         session_id=session_id,
         stage_id=stage_id,
         execution_id=execution_id,
         iteration=iteration,
-        sequence_number=_next_sequence(session_id=session_id, execution_id=execution_id),
+        sequence_number=sequence_number or _next_sequence(session_id=session_id, execution_id=execution_id),
         event_type=event_type,
         status=status,
         content=content,

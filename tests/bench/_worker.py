@@ -102,6 +102,24 @@ def _install_publish_timing() -> None:
     publisher._send = _send
 
 
+def _install_commit_timing() -> None:
+    """Commits of atomic blocks do not pass through execute wrappers: time them too (they wait for fsync)."""
+    from django.db.backends.base.base import BaseDatabaseWrapper
+
+    original = BaseDatabaseWrapper._commit
+
+    def _commit(self):
+        started = time.perf_counter()
+        try:
+            return original(self)
+        finally:
+            task = _task_state()
+            task["commits"] = task.get("commits", 0) + 1
+            task["commit_s"] = task.get("commit_s", 0.0) + time.perf_counter() - started
+
+    BaseDatabaseWrapper._commit = _commit
+
+
 def install(directory: Path) -> None:
     from celery.signals import task_postrun, task_prerun, worker_process_init
 
@@ -138,12 +156,14 @@ def install(directory: Path) -> None:
         data = _task_state()
         _write({"kind": "task", "name": task.name if task else "", "args": list(args or []),
                 "t_pre": data.get("t_pre"), "t_post": time.time(), "queries": data["queries"],
-                "db_ms": data["db_s"] * 1000, "llm": data["llm"]})
+                "db_ms": data["db_s"] * 1000, "commits": data.get("commits", 0),
+                "commit_ms": data.get("commit_s", 0.0) * 1000, "llm": data["llm"]})
         _state.task = None
         _flush(directory)
 
     _install_provider_timing()
     _install_publish_timing()
+    _install_commit_timing()
 
 
 def reuse_db_connections() -> None:

@@ -31,7 +31,7 @@ VENV_BIN = Path(PYTHON).parent
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
-_children: list["Child"] = []
+_children: list[Child] = []
 
 
 class Child:

@@ -90,13 +90,15 @@ def main(argv: list[str] | None = None) -> dict:
     row_gaps = []
     for items in rows.values():
         items.sort(key=lambda r: r.iteration)
-        for a, b in zip(items, items[1:]):
+        for a, b in zip(items, items[1:], strict=False):
             row_gaps.append(((b.created_at - a.created_at).total_seconds() * 1000) - b.duration_ms)
 
     wall = [(t["t_post"] - t["t_pre"]) * 1000 for t in iteration_tasks]
     db = [t["db_ms"] for t in iteration_tasks]
     provider = [sum(c["inside_s"] for c in t["llm"]) * 1000 for t in iteration_tasks]
     queries = [t["queries"] for t in iteration_tasks]
+    commits = [t.get("commits", 0) for t in iteration_tasks]
+    commit_ms = [t.get("commit_ms", 0.0) for t in iteration_tasks]
     session_tasks = [t for t in tasks if t["name"] != "tarsy.tasks.run_iteration"]
     per_session_queries = {}
     for name in sorted({t["name"] for t in session_tasks}):
@@ -114,8 +116,11 @@ def main(argv: list[str] | None = None) -> dict:
     print("  where an iteration's time goes (medians):")
     print(f"    run_iteration task wall   {statistics.median(wall):.1f} ms")
     print(f"      SQL ({statistics.median(queries):.0f} statements) {statistics.median(db):.1f} ms")
+    print(f"      COMMIT of {statistics.median(commits):.0f} atomic blocks {statistics.median(commit_ms):.1f} ms "
+          "(each waits for the WAL flush)")
     print(f"      inside the provider     {statistics.median(provider):.2f} ms")
-    print(f"      Python (rest)           {statistics.median(wall) - statistics.median(db) - statistics.median(provider):.1f} ms")
+    rest = statistics.median(wall) - statistics.median(db) - statistics.median(commit_ms) - statistics.median(provider)
+    print(f"      Python (rest)           {rest:.1f} ms")
     print(f"    Celery hop (task end -> next task start) p50 {harness.percentile(hop, 50):.1f} ms")
     print(f"  queries per iteration: {statistics.fmean(queries):.1f} mean; per session outside iterations: "
           f"{per_session_queries}")
@@ -128,6 +133,7 @@ def main(argv: list[str] | None = None) -> dict:
         "samples": o["n"],
         "task_wall_p50_ms": round(statistics.median(wall), 2),
         "task_sql_p50_ms": round(statistics.median(db), 2),
+        "task_commit_p50_ms": round(statistics.median(commit_ms), 2),
         "hop_p50_ms": round(harness.percentile(hop, 50), 2),
         "machine": harness.machine(),
     }

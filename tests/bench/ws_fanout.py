@@ -42,7 +42,7 @@ async def _subscriber(url: str, channel: str, ready: asyncio.Event, counter: lis
         while time.monotonic() < deadline:
             try:
                 raw = await asyncio.wait_for(ws.recv(), timeout=max(0.1, deadline - time.monotonic()))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break
             now = time.time()
             event = json.loads(raw)
@@ -111,6 +111,12 @@ def main(argv: list[str] | None = None) -> dict:
             else:
                 missing += 1
     status = AlertSession.objects.get(id=session.id).status
+    by_event = []  # median latency of each event, in publish order: growth means a backlog somewhere
+    for event_id in sorted((e for e in stored if e in published), key=lambda e: published[e]["t"]):
+        got = [(r["received"][event_id] - published[event_id]["t"]) * 1000 for r in results
+               if event_id in r["received"]]
+        if got:
+            by_event.append(harness.percentile(got, 50))
     chunks = [r["chunks"] for r in results]
     s = harness.summary_ms(latencies)
     print(f"\nws_fanout: {args.subscribers} subscribers on one session (daphne, RedisPubSubChannelLayer), "
@@ -118,6 +124,9 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"  persistent events: {len(stored)} stored, {s['n']} deliveries measured, {missing} not received")
     print(f"  commit -> receipt  p50 {s['p50']:.1f} ms  p95 {s['p95']:.1f} ms  p99 {s['p99']:.1f} ms  "
           f"max {max(latencies) if latencies else float('nan'):.1f} ms")
+    if by_event:
+        print(f"  per-event median latency, first 3: {[round(v, 1) for v in by_event[:3]]}, "
+              f"last 3: {[round(v, 1) for v in by_event[-3:]]}")
     print(f"  stream.chunk events per subscriber: min {min(chunks)} max {max(chunks)}")
     print(f"  machine: {harness.machine()}")
     figures = {"benchmark": "ws_fanout", "p50_ms": round(s["p50"], 2), "p99_ms": round(s["p99"], 2),

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import config_dir, scripted_config, worker  # noqa: F401  (shared fixtures)
-from tests.support.processes import VENV_BIN, Proc, child_env, free_port, wait_for
+from tests.support.processes import Proc, start_server
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -46,27 +46,11 @@ def tools_server_config() -> dict:
 @pytest.fixture
 def web(tmp_path, config_dir):  # noqa: F811
     """Factory: daphne serving tarsy.asgi on a free port; returns the base URL once it answers."""
-    import httpx
-
     started: list[Proc] = []
 
     def start() -> str:
-        port = free_port()
-        env = child_env(config_dir, ALLOWED_HOSTS="127.0.0.1,localhost")
-        proc = Proc([str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "tarsy.asgi:application"], env,
-                    tmp_path / f"daphne-{port}.log")
+        proc, base = start_server(tmp_path, config_dir)
         started.append(proc)
-        base = f"http://127.0.0.1:{port}"
-
-        def up() -> bool:
-            if proc.popen.poll() is not None:
-                raise AssertionError(f"daphne exited:\n{proc.log()}")
-            try:
-                return httpx.get(f"{base}/api/v1/alert-types", timeout=1).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_for(up, timeout=30, interval=0.2, message=f"daphne on {base}")
         return base
 
     yield start

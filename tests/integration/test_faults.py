@@ -5,13 +5,21 @@ Servers a test kills are its own instances on their own ports; the machine's sha
 
 from __future__ import annotations
 
+import json
 import shutil
+import sys
+import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
+from django.db import connection
 
-from tarsy.models import AlertSession
+from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, Message, TimelineEvent
+from tarsy.services.sessions import session_submit
+from tests.fakes.fake_openai import FakeOpenAI
+from tests.support.configdir import scripted_provider, write_config
 from tests.support.processes import Proc, free_port, start_server, wait_for
 
 pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -64,3 +72,184 @@ def test_redis_restart_with_sessions_pending_and_running(tmp_path, scripted_conf
     finally:
         server.stop()
         redis_proc.stop()
+
+
+# ---- helpers shared by the scenarios below ------------------------------------------------------------------
+
+TOOLS_SERVER = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_servers" / "tools_server.py")
+
+
+def _tools_config(extra_tarsy: dict | None = None) -> dict:
+    tarsy = {"mcp_servers": {"tools": {"transport": {"type": "stdio", "command": sys.executable,
+                                                     "args": [TOOLS_SERVER, "stdio"]}}},
+             "agents": {"KubernetesAgent": {"mcp_servers": ["tools"]}}}
+    tarsy.update(extra_tarsy or {})
+    return tarsy
+
+
+def _react(action: str, arguments: dict, **extra) -> dict:
+    return {"text": f"Thought: use {action}.\nAction: {action}\nAction Input: {json.dumps(arguments)}", **extra}
+
+
+def _final(text: str) -> dict:
+    return {"text": f"Thought: enough.\nFinal Answer: {text}"}
+
+
+def _wait_all(ids, timeout: float, proc) -> list[AlertSession]:
+    def done():
+        rows = list(AlertSession.objects.filter(id__in=ids))
+        return rows if len(rows) == len(ids) and all(r.is_terminal for r in rows) else None
+
+    try:
+        return wait_for(done, timeout=timeout, interval=0.3, message="sessions to finish")
+    except AssertionError:
+        states = list(AlertSession.objects.filter(id__in=ids).values_list("status", flat=True))
+        raise AssertionError(f"{states}\n{proc.log()[-4000:]}") from None
+
+
+def _assert_clean(session_id) -> None:
+    """Gap-free message sequences, unique timeline sequences, one recorded call per iteration."""
+    for execution in AgentExecution.objects.filter(session_id=session_id):
+        seqs = list(Message.objects.filter(execution=execution).values_list("sequence_number", flat=True))
+        assert seqs == list(range(1, len(seqs) + 1)), seqs
+        events = list(TimelineEvent.objects.filter(execution=execution).values_list("sequence_number", flat=True))
+        assert len(events) == len(set(events))
+        calls = list(LLMInteraction.objects.filter(execution=execution, interaction_type="iteration")
+                     .values_list("iteration", flat=True))
+        assert len(calls) == len(set(calls)), calls
+
+
+@pytest.mark.timeout(150)
+def test_worker_killed_during_a_tool_call_resumes_the_iteration(scripted_config, config_dir, worker, beat):
+    write_config(config_dir, tarsy=_tools_config({"defaults": {"llm_provider": "scripted", "iteration_timeout": "8s"},
+                                                  "queue": {"orphan_threshold": "20s"}}),
+                 providers={"scripted": scripted_provider({
+                     "KubernetesAgent": [_react("tools.hang", {"seconds": 4}), _final("the backend was stuck.")],
+                     "executive_summary": ["stuck backend"]})})
+    first = worker(concurrency=1, TARSY_HARD_LIMIT_GRACE="1")
+    beat(interval=1.0)
+    session = session_submit(alert_type="kubernetes", data="backend stuck")
+    wait_for(lambda: TimelineEvent.objects.filter(session=session, event_type="mcp_tool_call",
+                                                  status="streaming").exists(), timeout=60, message="a tool call")
+    first.kill()
+    survivor = worker(concurrency=1, TARSY_HARD_LIMIT_GRACE="1")
+    (done,) = _wait_all([session.id], 90, survivor)
+    assert done.status == "completed", done.error_message
+    assert done.final_analysis == "the backend was stuck."
+    assert MCPInteraction.objects.filter(session=done, tool="hang", success=True).count() == 1
+    assert TimelineEvent.objects.filter(session=done, event_type="mcp_tool_call").count() == 1
+    _assert_clean(done.id)
+
+
+@pytest.mark.timeout(150)
+def test_database_connections_terminated_mid_run(scripted_config, worker, beat):
+    step = {"text": "Thought: looking.\nAction: none.none\nAction Input: {}", "latency_ms": 400}
+    scripted_config({"KubernetesAgent": [step, step, step, step, _final("all good.")],
+                     "executive_summary": ["all good"]},
+                    tarsy={"queue": {"orphan_threshold": "5s"}, "defaults": {"iteration_timeout": "10s"}},
+                    chunk_size=10)
+    proc = worker(concurrency=2, TARSY_HARD_LIMIT_GRACE="1")
+    beat(interval=1.0)
+    ids = [session_submit(alert_type="kubernetes", data=f"alert {i}").id for i in range(3)]
+    wait_for(lambda: TimelineEvent.objects.filter(session_id__in=ids, iteration__gte=2).exists(), timeout=60,
+             message="sessions in their second iteration")
+    terminated = 0
+    with connection.cursor() as cursor:
+        for _ in range(3):  # a few rounds, so reconnecting workers are cut off again
+            cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+            terminated += cursor.fetchone()[0]
+            time.sleep(0.7)
+    assert terminated >= 1  # the workers really lost their connections
+    rows = _wait_all(ids, 120, proc)
+    assert [r.status for r in rows] == ["completed"] * 3, [r.error_message for r in rows]
+    for row in rows:
+        _assert_clean(row.id)
+        assert not TimelineEvent.objects.filter(session=row, metadata__internal=True).exists()
+
+
+@pytest.mark.timeout(120)
+def test_mcp_server_death_is_retried_once_then_reported(tmp_path, config_dir, worker):
+    flag = tmp_path / "crashed-once"
+    write_config(config_dir, tarsy=_tools_config({"defaults": {"llm_provider": "scripted"}}),
+                 providers={"scripted": scripted_provider({
+                     "KubernetesAgent": [_react("tools.crash_once", {"flag_path": str(flag)}),
+                                         _react("tools.crash", {}),
+                                         _final("the tool server is unstable.")],
+                     "executive_summary": ["unstable tool server"]})})
+    proc = worker(concurrency=1)
+    session = session_submit(alert_type="kubernetes", data="tool server flapping")
+    (done,) = _wait_all([session.id], 90, proc)
+    assert done.status == "completed", done.error_message
+    recovered, crashed = MCPInteraction.objects.filter(session=done).order_by("created_at")
+    assert recovered.success and recovered.result.startswith("recovered in")
+    assert not crashed.success and crashed.error_message
+    observation = Message.objects.filter(session=done, role="user", iteration=2).order_by("sequence_number").last()
+    assert "ERROR" in observation.content
+    assert TimelineEvent.objects.filter(session=done, event_type="mcp_tool_call", status="failed").count() == 1
+    _assert_clean(done.id)
+
+
+def _openai_chunk(content: str) -> dict:
+    return {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "gpt-test",
+            "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}]}
+
+
+@pytest.mark.timeout(150)
+def test_rate_limit_storm_and_broken_stream_are_survived(config_dir, worker):
+    fake = FakeOpenAI().start()
+    try:
+        fake.queue(
+            *[{"status": 429, "message": "slow down"}] * 4,  # more than the provider's 3 retries
+            {"events": [_openai_chunk("Thought: partial"), {"error": {"message": "stream broke",
+                                                                      "type": "server_error"}}]},
+            {"text": "Thought: recovered.\nFinal Answer: the service is healthy again.", "chunk_size": 12},
+            {"text": "healthy again"},
+        )
+        write_config(config_dir, tarsy={"defaults": {"llm_provider": "gateway"},
+                                        "agents": {"KubernetesAgent": {"mcp_servers": []}}},
+                     providers={"gateway": {"type": "openai", "model": "gpt-test", "api_key_env": "FAKE_LLM_KEY",
+                                            "base_url": f"{fake.url}/v1"}})
+        proc = worker(concurrency=1, FAKE_LLM_KEY="k", TARSY_LLM_BACKOFF_BASE_S="0.05")
+        session = session_submit(alert_type="kubernetes", data="flaky LLM gateway")
+        (done,) = _wait_all([session.id], 120, proc)
+        assert done.status == "completed", (done.error_message, proc.log()[-3000:])
+        assert done.final_analysis == "the service is healthy again."
+        failed = LLMInteraction.objects.filter(session=done, success=False).order_by("created_at")
+        assert failed.count() == 2
+        assert "429" in failed[0].error_message or "rate" in failed[0].error_message.lower()
+        errors = TimelineEvent.objects.filter(session=done, event_type="error")
+        assert errors.count() == 2
+        assert errors.order_by("created_at").first().metadata.get("code") == "rate_limit"
+        _assert_clean(done.id)
+    finally:
+        fake.stop()
+
+
+@pytest.mark.timeout(240)
+def test_burst_of_500_alerts_respects_the_concurrency_cap(scripted_config, worker):
+    scripted_config({"KubernetesAgent": [_final("fine.")], "executive_summary": ["fine"]},
+                    tarsy={"queue": {"max_concurrent_sessions": 5}})
+    procs = [worker(concurrency=4), worker(concurrency=4)]
+    ids = [session_submit(alert_type="kubernetes", data=f"burst {i}").id for i in range(500)]
+    peak = 0
+    stop = threading.Event()
+
+    def sample():
+        nonlocal peak
+        while not stop.is_set():
+            peak = max(peak, AlertSession.objects.filter(status__in=["in_progress", "cancelling"]).count())
+            time.sleep(0.05)
+        connection.close()
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        rows = _wait_all(ids, 200, procs[0])
+    finally:
+        stop.set()
+        sampler.join()
+    statuses = {r.status for r in rows}
+    assert statuses == {"completed"}, statuses
+    assert 1 <= peak <= 5
+    assert AgentExecution.objects.filter(session_id__in=ids).count() == 500

@@ -13,7 +13,6 @@ from tarsy.models import (
     AlertSession,
     LLMInteraction,
     Message,
-    SessionStatus,
     Stage,
     TimelineEvent,
 )

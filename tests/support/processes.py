@@ -119,5 +119,9 @@ def start_server(tmp_path: Path, config_dir: Path | None = None, **env: str) -> 
         except httpx.HTTPError:
             return False
 
-    wait_for(up, timeout=30, message=f"daphne on {base}")
+    try:
+        wait_for(up, timeout=30, message=f"daphne on {base}")
+    except BaseException:
+        proc.stop()
+        raise
     return proc, base

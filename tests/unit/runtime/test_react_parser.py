@@ -225,3 +225,13 @@ def test_raw_input_becomes_single_input_argument(tools):
     parsed = parse_react("Action: prometheus.query\nAction Input: up == 0", tools)
     assert parsed.action_input == "up == 0"
     assert parsed.arguments == {"input": "up == 0"}
+
+
+@pytest.mark.parametrize("text,answer", [
+    ("Thought: ok\nFinal Answer: **Root cause**: x", "**Root cause**: x"),
+    ("Thought: ok\n**Final Answer:** **Root cause**: x", "**Root cause**: x"),
+    ("**Final Answer**: y", "y"),
+    ("Checked. Final Answer: **b** c", "**b** c"),
+])
+def test_bold_at_the_start_of_an_answer_is_kept(text, answer):
+    assert parse_react(text, []).final_answer == answer
