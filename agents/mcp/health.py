@@ -68,3 +68,25 @@ def clear_cache() -> None:
     """Forget cached results (after a config reload, or between tests)."""
     with _cache_lock:
         _cache.clear()
+
+
+_refreshing = threading.Lock()
+
+
+def known_problems(config: TarsyConfig, pool: MCPPool | None = None) -> list[str]:
+    """Failures seen by recent checks, without waiting: a stale cache is refreshed in the background, so a
+    liveness probe never blocks on a slow server. Used for /health warnings."""
+    now = time.monotonic()
+    keys = {n: _cache_key(config, n) for n in config.mcp_servers}
+    with _cache_lock:
+        cached = {n: _cache.get(k) for n, k in keys.items()}
+    if any(entry is None or entry[0] <= now for entry in cached.values()) and _refreshing.acquire(blocking=False):
+        def refresh() -> None:
+            try:
+                check_servers(config, pool)
+            finally:
+                _refreshing.release()
+
+        threading.Thread(target=refresh, name="mcp-health", daemon=True).start()
+    return [f"MCP server {name!r}: {entry[1]['error']}" for name, entry in sorted(cached.items())
+            if entry is not None and entry[1]["status"] == "error"]

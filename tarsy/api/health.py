@@ -53,7 +53,10 @@ def _workers() -> dict:
 def health(request):
     checks = {"database": _database(), "broker": _broker(), "workers": _workers()}
     try:
-        warnings = get_config().warnings()
+        from agents.mcp.health import known_problems
+
+        config = get_config()
+        warnings = config.warnings() + known_problems(config)
         checks["config"] = {"status": "ok"}
     except ConfigError as exc:
         warnings = exc.problems

@@ -159,13 +159,18 @@ class Bench:
                 return
         raise RuntimeError(f"workers not ready after {timeout}s: {sorted(wanted)}")
 
-    def start_server(self, name: str = "daphne", port: int | None = None) -> tuple[Child, str]:
-        """The production web process: daphne serving tarsy.asgi."""
+    def start_server(self, name: str = "daphne", port: int | None = None, server: str = "daphne"
+                     ) -> tuple[Child, str]:
+        """The production web process: daphne (or uvicorn, for comparison) serving tarsy.asgi."""
         import httpx
 
         port = port or free_port()
-        args = [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "--access-log", os.devnull,
-                "tarsy.asgi:application"]
+        if server == "uvicorn":
+            args = [str(VENV_BIN / "uvicorn"), "--host", "127.0.0.1", "--port", str(port), "--no-access-log",
+                    "--log-level", "warning", "tarsy.asgi:application"]
+        else:
+            args = [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "--access-log", os.devnull,
+                    "tarsy.asgi:application"]
         child = Child(f"{name}-{port}", args, self.env, self.work)
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60

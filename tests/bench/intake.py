@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--servers", type=int, default=1, help="daphne processes (web replicas)")
+    parser.add_argument("--servers", type=int, default=1, help="web processes (replicas)")
+    parser.add_argument("--server", choices=["daphne", "uvicorn"], default="daphne")
     parser.add_argument("--workers", type=int, default=2, help="worker processes that drain the sessions")
     parser.add_argument("--worker-concurrency", type=int, default=2)
     parser.add_argument("--workers-during-load", action="store_true")
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> dict:
         "executive_summary": ["payments-api crash-loops."]})})
     from tarsy.models import TERMINAL_SESSION_STATUSES, AlertSession
 
-    servers = [bench.start_server(f"daphne{i}") for i in range(args.servers)]
+    servers = [bench.start_server(f"{args.server}{i}", server=args.server) for i in range(args.servers)]
     targets = [("127.0.0.1", int(base.rsplit(":", 1)[1])) for _child, base in servers]
     names = [f"w{i}" for i in range(1, args.workers + 1)]
 
@@ -117,6 +118,8 @@ def main(argv: list[str] | None = None) -> dict:
     rps = len(latencies) / elapsed
     print(f"  load: {len(latencies)} requests in {elapsed:.1f} s, {len(accepted)} accepted, {len(errors)} errors"
           f"{' e.g. ' + errors[0] if errors else ''}", flush=True)
+    for child, _base in servers:  # intake is measured; stopping web also frees its database connections
+        child.stop()
     if not workers:
         workers = start_workers()
     drain_started = time.monotonic()
@@ -142,7 +145,7 @@ def main(argv: list[str] | None = None) -> dict:
         by_status[status] = by_status.get(status, 0) + 1
     lost = sum(1 for sid in accepted if rows.get(__import__("uuid").UUID(sid)) not in ("completed",)) - unfinished
     s = harness.summary_ms(latencies)
-    where = f"{args.servers} daphne process(es)"
+    where = f"{args.servers} {args.server} process(es)"
     print(f"\nintake: POST /api/v1/alerts, {args.concurrency} concurrent keep-alive clients for {args.seconds:.0f} s "
           f"against {where}; workers {'during' if args.workers_during_load else 'after'} the load")
     print(f"  {rps:.1f} requests/s; latency p50 {s['p50']:.1f} ms  p95 {s['p95']:.1f} ms  p99 {s['p99']:.1f} ms")
@@ -152,7 +155,8 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"  machine: {harness.machine()}")
     figures = {"benchmark": "intake", "rps": round(rps, 1), "p50_ms": round(s["p50"], 2), "p99_ms": round(s["p99"], 2),
                "lost": lost, "accepted": len(accepted), "errors": len(errors), "unfinished": unfinished,
-               "servers": args.servers, "drain_s": round(drain_s, 1), "machine": harness.machine()}
+               "servers": args.servers, "server": args.server, "drain_s": round(drain_s, 1),
+               "machine": harness.machine()}
     harness.emit(figures)
     return figures
 

@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--latency-ms", type=int, default=400, help="per LLM call, spread over its chunks")
     parser.add_argument("--chunk-size", type=int, default=12)
+    parser.add_argument("--server", choices=["daphne", "uvicorn"], default="daphne")
     args = parser.parse_args(argv)
 
     script = {"KubernetesAgent": [STEP.format(n=n) for n in range(1, args.iterations)] + [FINAL],
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> dict:
     from tarsy.models import AlertSession, Event
     from tarsy.services.sessions import session_submit
 
-    _server, base = bench.start_server()
+    _server, base = bench.start_server(server=args.server)
     session = session_submit(data={"alert": "CrashLoopBackOff", "pod": "web-1"})
     channel = f"session:{session.id}"
     workers = []
@@ -119,7 +120,7 @@ def main(argv: list[str] | None = None) -> dict:
             by_event.append(harness.percentile(got, 50))
     chunks = [r["chunks"] for r in results]
     s = harness.summary_ms(latencies)
-    print(f"\nws_fanout: {args.subscribers} subscribers on one session (daphne, RedisPubSubChannelLayer), "
+    print(f"\nws_fanout: {args.subscribers} subscribers on one session ({args.server}, RedisPubSubChannelLayer), "
           f"{args.iterations} streamed iterations; session {status}")
     print(f"  persistent events: {len(stored)} stored, {s['n']} deliveries measured, {missing} not received")
     print(f"  commit -> receipt  p50 {s['p50']:.1f} ms  p95 {s['p95']:.1f} ms  p99 {s['p99']:.1f} ms  "
@@ -130,8 +131,8 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"  stream.chunk events per subscriber: min {min(chunks)} max {max(chunks)}")
     print(f"  machine: {harness.machine()}")
     figures = {"benchmark": "ws_fanout", "p50_ms": round(s["p50"], 2), "p99_ms": round(s["p99"], 2),
-               "p95_ms": round(s["p95"], 2), "subscribers": args.subscribers, "events": len(stored),
-               "deliveries": s["n"], "missing": missing, "machine": harness.machine()}
+               "p95_ms": round(s["p95"], 2), "subscribers": args.subscribers, "server": args.server,
+               "events": len(stored), "deliveries": s["n"], "missing": missing, "machine": harness.machine()}
     harness.emit(figures)
     return figures
 

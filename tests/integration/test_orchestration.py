@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 
@@ -285,3 +286,24 @@ def test_chat_answers_questions_in_order_with_the_investigation_as_context(scrip
     questions = list(TimelineEvent.objects.filter(session=done, event_type="user_question")
                      .order_by("created_at").values_list("content", flat=True))
     assert questions == ["How do I fix it?", "Anything else to check?"]
+
+
+@pytest.mark.timeout(120)
+def test_sigterm_lets_the_worker_finish_its_step_and_the_session_goes_on(scripted_config, worker):
+    step = {"text": "Thought: looking.\nAction: none.none\nAction Input: {}", "latency_ms": 2500}
+    scripted_config({"KubernetesAgent": [step, _final("finished after a worker restart.")],
+                     "executive_summary": ["restart survived"]}, chunk_size=10)
+    first = worker(concurrency=1)
+    session = session_submit(alert_type="kubernetes", data="pod web-1 CrashLoopBackOff")
+    wait_for(lambda: TimelineEvent.objects.filter(session=session, status="streaming").exists(), timeout=60,
+             message="iteration 1 streaming")
+    first.popen.send_signal(signal.SIGTERM)  # as an orchestrator stops a pod: warm shutdown of the main process
+    first.popen.wait(30)
+    execution = AgentExecution.objects.get(session=session)
+    assert execution.iterations_completed == 1 and execution.lease_expires_at is None
+    assert not TimelineEvent.objects.filter(session=session, status="streaming").exists()
+    second = worker(concurrency=1)
+    (done,) = _terminal([session.id], 60, second)
+    assert done.status == "completed"
+    assert AgentExecution.objects.get(session=done).resume_count == 0  # handed over, not recovered
+    _assert_no_duplicates(done.id)

@@ -1,0 +1,62 @@
+"""Django admin: an on-call engineer can find sessions by filter and search and drill into them."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from tarsy.models import AgentExecution, AlertSession, Message, Stage, TimelineEvent
+
+pytestmark = [pytest.mark.django_db]
+
+
+@pytest.fixture
+def admin_client(client):
+    user = get_user_model().objects.create_superuser("oncall", "", "pw")
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def sessions():
+    failed = AlertSession.objects.create(alert_data="pod web-1 CrashLoopBackOff", alert_type="kubernetes",
+                                         chain_id="kubernetes", status="failed", author="alice")
+    done = AlertSession.objects.create(alert_data="disk full on node-3", alert_type="node", chain_id="node",
+                                       status="completed", author="bob", final_analysis="node-3 disk is full",
+                                       executive_summary="Disk pressure on node-3.")
+    stage = Stage.objects.create(session=done, name="analysis", index=0, status="completed")
+    execution = AgentExecution.objects.create(stage=stage, session=done, agent_name="KubernetesAgent",
+                                              iteration_strategy="react", status="completed")
+    TimelineEvent.objects.create(session=done, stage=stage, execution=execution, sequence_number=1,
+                                 event_type="final_analysis", content="node-3 disk is full")
+    Message.objects.create(session=done, execution=execution, sequence_number=1, role="system", content="sys")
+    return failed, done, execution
+
+
+def test_session_list_filters_and_search(admin_client, sessions):
+    failed, done, _ = sessions
+    page = admin_client.get("/admin/tarsy/alertsession/")
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert "By status" in body and "By alert type" in body and "By chain id" in body
+    by_status = admin_client.get("/admin/tarsy/alertsession/?status__exact=failed").content.decode()
+    assert str(failed.id)[:8] in by_status and str(done.id)[:8] not in by_status
+    by_search = admin_client.get("/admin/tarsy/alertsession/?q=disk").content.decode()
+    assert str(done.id)[:8] in by_search and str(failed.id)[:8] not in by_search
+    by_author = admin_client.get("/admin/tarsy/alertsession/?q=alice").content.decode()
+    assert str(failed.id)[:8] in by_author
+
+
+def test_session_page_inlines_stages_and_execution_page_inlines_timeline_and_messages(admin_client, sessions):
+    _, done, execution = sessions
+    session_page = admin_client.get(f"/admin/tarsy/alertsession/{done.id}/change/").content.decode()
+    assert "analysis" in session_page and "Disk pressure on node-3." in session_page
+    execution_page = admin_client.get(f"/admin/tarsy/agentexecution/{execution.id}/change/").content.decode()
+    assert "node-3 disk is full" in execution_page  # timeline inline
+    assert "final_analysis" in execution_page and "system" in execution_page  # message inline
+    assert f"/admin/tarsy/alertsession/{done.id}/change/" in execution_page  # link back to the session
+
+
+def test_admin_is_staff_only(client, sessions):
+    response = client.get("/admin/tarsy/alertsession/")
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
