@@ -102,7 +102,10 @@ TEMPLATES = [
 
 # ---- database ---------------------------------------------------------------
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+    # Workers keep connections (a step makes many short queries). The ASGI server runs sync code on changing
+    # threads, where persistent connections pile up until PostgreSQL refuses clients: it closes each one.
+    conn_max_age = 0 if os.environ.get("TARSY_ASGI") == "1" else 60
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=conn_max_age, conn_health_checks=True)}
     DATABASES["default"].setdefault("OPTIONS", {})
     # A blocking libpq call ignores Celery's soft time limit: bound every statement.
     DATABASES["default"]["OPTIONS"].setdefault("options", "-c statement_timeout=30000")
@@ -149,10 +152,18 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Tests get a queue of their own so a worker left over from another run cannot take their tasks.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("TARSY_QUEUE") or (f"tarsy-test-{os.getpid()}" if TESTING else "tarsy")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None  # a broker outage must not end the worker; it waits and reconnects
+# A step in flight keeps running when the broker drops; its late ack may fail, and the state guards make the
+# redelivered copy a no-op.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     # Unacked tasks are redelivered after this; it must exceed the longest hard limit.
     "visibility_timeout": MAX_ITERATION_TIMEOUT_S + ITERATION_HARD_LIMIT_GRACE_S + 600,
     "global_keyprefix": os.environ.get("TARSY_BROKER_PREFIX", ""),
+    "health_check_interval": 10,  # notice a dead Redis connection (e.g. after a Redis restart) within seconds
+    "socket_keepalive": True,
+    "retry_on_timeout": True,
 }
 if EMBEDDED:
     # The in-memory transport polls; its 1 s default would add a second to every iteration hop.
@@ -206,6 +217,8 @@ LOGGING = {
         # With DEBUG=False Django logs 500s nowhere unless this is configured.
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
         "httpx": {"level": "WARNING"},
+        "celery": {"level": "WARNING"},  # one line per task would drown what matters
+        "kombu.connection": {"level": "ERROR"},  # memory:// has no host; the warning about it is noise
         "mcp": {"level": "WARNING"},
     },
 }

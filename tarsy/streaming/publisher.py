@@ -104,8 +104,9 @@ def publish(event_type: str, payload: dict[str, Any], *, session_id: Any = None,
     """Store a persistent event (one row per channel) and send it when the current transaction commits."""
     if channels is None:
         channels = [session_channel(session_id)] if session_id else [SESSIONS_CHANNEL]
-    rows = [Event.objects.create(session_id=session_id, channel=ch, type=event_type, payload=payload)
-            for ch in channels]
+    # One INSERT for every channel's row (PostgreSQL and SQLite return the ids the catch-up cursor needs).
+    rows = Event.objects.bulk_create([Event(session_id=session_id, channel=ch, type=event_type, payload=payload)
+                                      for ch in channels])
 
     def _after_commit() -> None:
         for row in rows:

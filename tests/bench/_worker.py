@@ -5,6 +5,12 @@ With TARSY_BENCH_TRACE_DIR set, every worker process appends JSON lines to
 LLM provider calls with the time spent inside the provider) and one per
 persistent event handed to the channel layer after commit (for delivery
 latency). Nothing the product does changes: the hooks only observe.
+
+Other switches (environment):
+  TARSY_BENCH_SQL_DIR=DIR      per-statement counts and time, `<pid>.sql.json`
+  TARSY_BENCH_PROFILE_DIR=DIR  cProfile of run_iteration tasks (slows them), `<pid>.prof`
+  TARSY_BENCH_DB_REUSE=1       what-if: keep the database connection across tasks (Django's
+                               CONN_MAX_AGE decides) instead of Celery closing it around every task
 """
 
 from __future__ import annotations

@@ -80,6 +80,41 @@ def _on_signal(signum, frame):
     raise SystemExit(128 + signum)
 
 
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+class OwnPostgres:
+    """A throwaway PostgreSQL cluster (TARSY_BENCH_OWN_PG=1): no other user's connections or load on it.
+    Durability settings are PostgreSQL's defaults (fsync and synchronous_commit on)."""
+
+    def __init__(self, work: Path, max_connections: int = 300):
+        import shutil
+
+        self.dir = work / "pg"
+        self.port = free_port()
+        self.dir.mkdir()
+        user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        if user:
+            shutil.chown(self.dir, "postgres")
+            shutil.chown(work, "postgres")
+        subprocess.run([*user, str(PG_BIN / "initdb"), "-D", str(self.dir / "data"), "-A", "trust", "-U", "postgres"],
+                       check=True, stdout=subprocess.DEVNULL)
+        options = (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir} -c max_connections={max_connections}"
+                   " -c shared_buffers=256MB")
+        subprocess.run([*user, str(PG_BIN / "pg_ctl"), "-D", str(self.dir / "data"), "-l", str(self.dir / "pg.log"),
+                        "-w", "-o", options, "start"], check=True, stdout=subprocess.DEVNULL)
+        self._user = user
+        atexit.register(self.stop)
+
+    @property
+    def url(self) -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/postgres"
+
+    def stop(self) -> None:
+        subprocess.run([*self._user, str(PG_BIN / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "fast", "-w",
+                        "stop"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 class Bench:
     """Environment of one benchmark run."""
 
@@ -90,7 +125,8 @@ class Bench:
         self.config_dir = self.work / "config"
         self.trace_dir = self.work / "trace"
         self.trace_dir.mkdir()
-        server = os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL
+        self.own_pg = OwnPostgres(self.work) if os.environ.get("TARSY_BENCH_OWN_PG") == "1" else None
+        server = self.own_pg.url if self.own_pg else (os.environ.get("DATABASE_URL") or DEFAULT_DATABASE_URL)
         db_name = os.environ.get("TARSY_BENCH_DB", f"tarsy_bench_{name}")
         parsed = urlparse(server)
         self.admin_url = urlunparse(parsed._replace(path="/postgres"))

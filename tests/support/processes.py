@@ -30,7 +30,7 @@ def test_database_url() -> str:
 
 
 def child_env(config_dir: Path | None = None, **extra: str) -> dict[str, str]:
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k != "TARSY_ASGI"}  # set by importing tarsy.asgi in-process
     env.update({
         "DATABASE_URL": test_database_url(),
         "REDIS_URL": settings.REDIS_URL,
