@@ -221,6 +221,17 @@ class Bench:
             time.sleep(0.2)
         raise RuntimeError(f"daphne did not answer on {base}")
 
+    def forget_queue(self) -> None:
+        """Remove the run's queue and its bindings from Redis (nothing else carries its tag)."""
+        import redis
+
+        try:
+            client = redis.Redis.from_url(self.redis_url, socket_timeout=5)
+            for key in client.scan_iter(f"*{self.tag}*"):
+                client.delete(key)
+        except redis.RedisError:
+            pass
+
     # ---- traces -------------------------------------------------------------------
     def trace(self) -> list[dict[str, Any]]:
         records = []
@@ -237,6 +248,7 @@ class Bench:
 
 def bootstrap(name: str, *, tarsy: dict[str, Any], providers: dict[str, Any]) -> Bench:
     bench = Bench(name)
+    atexit.register(bench.forget_queue)  # atexit runs last-in first-out: after the children are stopped
     atexit.register(stop_all)
     signal.signal(signal.SIGTERM, _on_signal)
     bench.write_config(tarsy=tarsy, providers=providers)
