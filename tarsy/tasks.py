@@ -54,19 +54,11 @@ def run_iteration(self, execution_id: str, iteration: int) -> None:
         _retry_after_db_error(self, exc, cleanup=lambda: iteration_release(execution_id, iteration))
 
 
-def _iteration_limits(execution_id: str) -> tuple[float, float]:
-    from tarsy.models import AgentExecution
-
-    timeout = (AgentExecution.objects.filter(id=execution_id).values_list("iteration_timeout_s", flat=True).first()
-               or get_config().defaults.iteration_timeout)
-    timeout = min(timeout, settings.MAX_ITERATION_TIMEOUT_S)
-    return timeout, timeout + settings.ITERATION_HARD_LIMIT_GRACE_S
-
-
-def enqueue_iteration(execution_id: str, iteration: int) -> None:
-    """Per-task soft/hard limits from the execution's resolved iteration_timeout."""
-    soft, hard = _iteration_limits(execution_id)
-    run_iteration.apply_async((execution_id, iteration), soft_time_limit=soft, time_limit=hard)
+def enqueue_iteration(execution_id: str, iteration: int, timeout: float) -> None:
+    """Per-task soft/hard limits from the execution's resolved iteration_timeout (AgentExecution row)."""
+    soft = min(timeout or get_config().defaults.iteration_timeout, settings.MAX_ITERATION_TIMEOUT_S)
+    run_iteration.apply_async((execution_id, iteration), soft_time_limit=soft,
+                              time_limit=soft + settings.ITERATION_HARD_LIMIT_GRACE_S)
 
 
 @shared_task(name="tarsy.tasks.finish_session", **_RELIABLE)

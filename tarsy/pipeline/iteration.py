@@ -131,7 +131,7 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
         outcome = StepOutcome(StepStatus.FAILED, error=f"Internal error: {type(exc).__name__}: {exc}")
         recorder.add_event("error", outcome.error, {"internal": True}, status="failed")
     ITERATION_SECONDS.labels(execution.iteration_strategy).observe(time.monotonic() - started)
-    iteration_finish(execution_id, iteration, outcome)
+    iteration_finish(execution_id, iteration, outcome, execution.iteration_timeout_s)
     return outcome
 
 
@@ -143,7 +143,9 @@ def _state(execution: AgentExecution):
                           last_interaction_failed=execution.last_interaction_failed)
 
 
-def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome) -> None:
+def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome, timeout: float = 0.0) -> None:
+    """Mark the iteration done (once); enqueue the next one or end the execution. `timeout`: the next task's
+    limit (0: the configured default)."""
     from tarsy.tasks import enqueue_iteration
 
     with transaction.atomic():
@@ -155,7 +157,7 @@ def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome) ->
         if not updated:
             return
         if outcome.status is StepStatus.CONTINUE:
-            transaction.on_commit(lambda: enqueue_iteration(str(execution_id), iteration + 1))
+            transaction.on_commit(lambda: enqueue_iteration(str(execution_id), iteration + 1, timeout))
             return
         execution_mark_terminal(execution_id=execution_id, status=_OUTCOME_TO_STATUS[outcome.status],
                                 error=outcome.error, final_analysis=outcome.final_analysis)

@@ -51,8 +51,8 @@ def stage_payload(stage: Stage) -> dict[str, Any]:
 def _enqueue_first_iterations(executions: list[AgentExecution]) -> None:
     from tarsy.tasks import enqueue_iteration
 
-    ids = [str(e.id) for e in executions]
-    transaction.on_commit(lambda: [enqueue_iteration(eid, 1) for eid in ids])
+    work = [(str(e.id), e.iteration_timeout_s) for e in executions]
+    transaction.on_commit(lambda: [enqueue_iteration(eid, 1, timeout) for eid, timeout in work])
 
 
 def _create_stage(session: AlertSession, *, name: str, kind: str, agents: list[dict[str, Any]],

@@ -106,7 +106,7 @@ def _resume_orphans() -> int:
         iteration = max(execution.current_iteration, execution.iterations_completed + 1)
         log.warning("resuming execution %s at iteration %s (resume %s)", execution.id, iteration,
                     execution.resume_count + 1)
-        enqueue_iteration(str(execution.id), iteration)
+        enqueue_iteration(str(execution.id), iteration, execution.iteration_timeout_s)
         resumed += 1
     return resumed
 

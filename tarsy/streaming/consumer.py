@@ -121,9 +121,8 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(event)
 
     async def tarsy_event(self, message: dict[str, Any]) -> None:
-        event = message["event"]
-        replayed = self._replayed.get(event.get("channel", ""))
-        if replayed and event.get("event_id") in replayed:
-            replayed.discard(event["event_id"])
+        replayed = self._replayed.get(message.get("channel", ""))
+        if replayed and message.get("event_id") in replayed:
+            replayed.discard(message["event_id"])
             return
-        await self.send_json(event)
+        await self.send(text_data=message["text"])  # encoded once by the publisher

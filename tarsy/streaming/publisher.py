@@ -14,6 +14,7 @@ background loop thread owned by this module (avoids a new loop per
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 from typing import Any
@@ -95,6 +96,12 @@ def reset_for_tests() -> None:
         _loop, _outbox = None, None
 
 
+def _wire(event: dict[str, Any]) -> dict[str, Any]:
+    """The group message: the event, and its JSON encoded once here rather than once per subscriber."""
+    return {"type": "tarsy.event", "event_id": event.get("event_id"), "channel": event.get("channel", ""),
+            "text": json.dumps(event, ensure_ascii=False, default=str)}
+
+
 def event_message(event: Event) -> dict[str, Any]:
     return {"type": event.type, "event_id": event.id, "channel": event.channel, **event.payload}
 
@@ -110,7 +117,7 @@ def publish(event_type: str, payload: dict[str, Any], *, session_id: Any = None,
 
     def _after_commit() -> None:
         for row in rows:
-            _send(group_name(row.channel), {"type": "tarsy.event", "event": event_message(row)})
+            _send(group_name(row.channel), _wire(event_message(row)))
 
     transaction.on_commit(_after_commit)
     return rows
@@ -119,4 +126,4 @@ def publish(event_type: str, payload: dict[str, Any], *, session_id: Any = None,
 def publish_transient(event_type: str, payload: dict[str, Any], *, session_id: Any) -> None:
     """Send without storing (stream.chunk): losing one is harmless, the row holds the full content."""
     channel = session_channel(session_id)
-    _send(group_name(channel), {"type": "tarsy.event", "event": {"type": event_type, "channel": channel, **payload}})
+    _send(group_name(channel), _wire({"type": event_type, "channel": channel, **payload}))

@@ -100,9 +100,8 @@ def _install_publish_timing() -> None:
     original = publisher._send
 
     def _send(group, message):
-        event = message.get("event", {})
-        if event.get("event_id") is not None:
-            _write({"kind": "publish", "event_id": event["event_id"], "type": event.get("type"), "t": time.time()})
+        if message.get("event_id") is not None:
+            _write({"kind": "publish", "event_id": message["event_id"], "t": time.time()})
         return original(group, message)
 
     publisher._send = _send
