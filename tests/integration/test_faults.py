@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from tarsy.services.sessions import session_submit
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.support.configdir import scripted_provider, write_config
 from tests.support.processes import Proc, free_port, start_server, wait_for
+from tests.support.sessions import PeakActiveSessions, assert_no_duplicates, wait_terminal
 
 pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -59,15 +59,7 @@ def test_redis_restart_with_sessions_pending_and_running(tmp_path, scripted_conf
         time.sleep(2)
         redis_proc = _own_redis(tmp_path, port)
 
-        def all_terminal():
-            rows = list(AlertSession.objects.filter(id__in=ids))
-            return rows if all(r.is_terminal for r in rows) else None
-
-        try:
-            rows = wait_for(all_terminal, timeout=120, interval=0.5, message="sessions after the Redis restart")
-        except AssertionError:
-            states = list(AlertSession.objects.filter(id__in=ids).values_list("status", flat=True))
-            raise AssertionError(f"{states}\n{procs[1].log()[-4000:]}") from None
+        rows = wait_terminal(ids, 120, procs[1])
         assert [r.status for r in rows] == ["completed"] * 4, [r.error_message for r in rows]
     finally:
         server.stop()
@@ -95,30 +87,6 @@ def _final(text: str) -> dict:
     return {"text": f"Thought: enough.\nFinal Answer: {text}"}
 
 
-def _wait_all(ids, timeout: float, proc) -> list[AlertSession]:
-    def done():
-        rows = list(AlertSession.objects.filter(id__in=ids))
-        return rows if len(rows) == len(ids) and all(r.is_terminal for r in rows) else None
-
-    try:
-        return wait_for(done, timeout=timeout, interval=0.3, message="sessions to finish")
-    except AssertionError:
-        states = list(AlertSession.objects.filter(id__in=ids).values_list("status", flat=True))
-        raise AssertionError(f"{states}\n{proc.log()[-4000:]}") from None
-
-
-def _assert_clean(session_id) -> None:
-    """Gap-free message sequences, unique timeline sequences, one recorded call per iteration."""
-    for execution in AgentExecution.objects.filter(session_id=session_id):
-        seqs = list(Message.objects.filter(execution=execution).values_list("sequence_number", flat=True))
-        assert seqs == list(range(1, len(seqs) + 1)), seqs
-        events = list(TimelineEvent.objects.filter(execution=execution).values_list("sequence_number", flat=True))
-        assert len(events) == len(set(events))
-        calls = list(LLMInteraction.objects.filter(execution=execution, interaction_type="iteration")
-                     .values_list("iteration", flat=True))
-        assert len(calls) == len(set(calls)), calls
-
-
 @pytest.mark.timeout(150)
 def test_worker_killed_during_a_tool_call_resumes_the_iteration(scripted_config, config_dir, worker, beat):
     write_config(config_dir, tarsy=_tools_config({"defaults": {"llm_provider": "scripted", "iteration_timeout": "8s"},
@@ -133,12 +101,12 @@ def test_worker_killed_during_a_tool_call_resumes_the_iteration(scripted_config,
                                                   status="streaming").exists(), timeout=60, message="a tool call")
     first.kill()
     survivor = worker(concurrency=1, TARSY_HARD_LIMIT_GRACE="1")
-    (done,) = _wait_all([session.id], 90, survivor)
+    (done,) = wait_terminal([session.id], 90, survivor)
     assert done.status == "completed", done.error_message
     assert done.final_analysis == "the backend was stuck."
     assert MCPInteraction.objects.filter(session=done, tool="hang", success=True).count() == 1
     assert TimelineEvent.objects.filter(session=done, event_type="mcp_tool_call").count() == 1
-    _assert_clean(done.id)
+    assert_no_duplicates(done.id)
 
 
 @pytest.mark.timeout(150)
@@ -161,10 +129,10 @@ def test_database_connections_terminated_mid_run(scripted_config, worker, beat):
             terminated += cursor.fetchone()[0]
             time.sleep(0.7)
     assert terminated >= 1  # the workers really lost their connections
-    rows = _wait_all(ids, 120, proc)
+    rows = wait_terminal(ids, 120, proc)
     assert [r.status for r in rows] == ["completed"] * 3, [r.error_message for r in rows]
     for row in rows:
-        _assert_clean(row.id)
+        assert_no_duplicates(row.id)
         assert not TimelineEvent.objects.filter(session=row, metadata__internal=True).exists()
 
 
@@ -179,7 +147,7 @@ def test_mcp_server_death_is_retried_once_then_reported(tmp_path, config_dir, wo
                      "executive_summary": ["unstable tool server"]})})
     proc = worker(concurrency=1)
     session = session_submit(alert_type="kubernetes", data="tool server flapping")
-    (done,) = _wait_all([session.id], 90, proc)
+    (done,) = wait_terminal([session.id], 90, proc)
     assert done.status == "completed", done.error_message
     recovered, crashed = MCPInteraction.objects.filter(session=done).order_by("created_at")
     assert recovered.success and recovered.result.startswith("recovered in")
@@ -187,7 +155,7 @@ def test_mcp_server_death_is_retried_once_then_reported(tmp_path, config_dir, wo
     observation = Message.objects.filter(session=done, role="user", iteration=2).order_by("sequence_number").last()
     assert "ERROR" in observation.content
     assert TimelineEvent.objects.filter(session=done, event_type="mcp_tool_call", status="failed").count() == 1
-    _assert_clean(done.id)
+    assert_no_duplicates(done.id)
 
 
 def _openai_chunk(content: str) -> dict:
@@ -212,7 +180,7 @@ def test_rate_limit_storm_and_broken_stream_are_survived(config_dir, worker):
                                             "base_url": f"{fake.url}/v1"}})
         proc = worker(concurrency=1, FAKE_LLM_KEY="k", TARSY_LLM_BACKOFF_BASE_S="0.05")
         session = session_submit(alert_type="kubernetes", data="flaky LLM gateway")
-        (done,) = _wait_all([session.id], 120, proc)
+        (done,) = wait_terminal([session.id], 120, proc)
         assert done.status == "completed", (done.error_message, proc.log()[-3000:])
         assert done.final_analysis == "the service is healthy again."
         failed = LLMInteraction.objects.filter(session=done, success=False).order_by("created_at")
@@ -221,7 +189,7 @@ def test_rate_limit_storm_and_broken_stream_are_survived(config_dir, worker):
         errors = TimelineEvent.objects.filter(session=done, event_type="error")
         assert errors.count() == 2
         assert errors.order_by("created_at").first().metadata.get("code") == "rate_limit"
-        _assert_clean(done.id)
+        assert_no_duplicates(done.id)
     finally:
         fake.stop()
 
@@ -232,24 +200,9 @@ def test_burst_of_500_alerts_respects_the_concurrency_cap(scripted_config, worke
                     tarsy={"queue": {"max_concurrent_sessions": 5}})
     procs = [worker(concurrency=4), worker(concurrency=4)]
     ids = [session_submit(alert_type="kubernetes", data=f"burst {i}").id for i in range(500)]
-    peak = 0
-    stop = threading.Event()
-
-    def sample():
-        nonlocal peak
-        while not stop.is_set():
-            peak = max(peak, AlertSession.objects.filter(status__in=["in_progress", "cancelling"]).count())
-            time.sleep(0.05)
-        connection.close()
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    try:
-        rows = _wait_all(ids, 200, procs[0])
-    finally:
-        stop.set()
-        sampler.join()
+    with PeakActiveSessions() as sampled:
+        rows = wait_terminal(ids, 200, procs[0])
     statuses = {r.status for r in rows}
     assert statuses == {"completed"}, statuses
-    assert 1 <= peak <= 5
+    assert 1 <= sampled.peak <= 5
     assert AgentExecution.objects.filter(session_id__in=ids).count() == 500

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import signal
-import threading
 import time
 
 import pytest
-from django.db.models import Count
 
 from tarsy.models import (
     AgentExecution,
-    AlertSession,
     LLMInteraction,
     Message,
     Stage,
@@ -21,6 +18,7 @@ from tarsy.pipeline.chat import chat_submit
 from tarsy.services.errors import Conflict
 from tarsy.services.sessions import session_cancel, session_submit
 from tests.support.processes import wait_for
+from tests.support.sessions import PeakActiveSessions, assert_no_duplicates, wait_terminal
 
 pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -29,31 +27,6 @@ FINAL = "Thought: done.\nFinal Answer: {}"
 
 def _final(text: str, **extra) -> dict:
     return {"text": FINAL.format(text), **extra}
-
-
-def _terminal(session_ids, timeout: float, proc=None) -> list[AlertSession]:
-    ids = [str(s) for s in session_ids]
-
-    def done():
-        rows = list(AlertSession.all_objects.filter(id__in=ids))
-        return rows if len(rows) == len(ids) and all(r.is_terminal for r in rows) else None
-
-    try:
-        return wait_for(done, timeout=timeout, interval=0.2, message="sessions to finish")
-    except AssertionError:
-        states = list(AlertSession.all_objects.filter(id__in=ids).values_list("status", flat=True))
-        raise AssertionError(f"not terminal: {states}\n{proc.log() if proc else ''}") from None
-
-
-def _assert_no_duplicates(session_id) -> None:
-    for execution in AgentExecution.objects.filter(session_id=session_id):
-        seqs = list(Message.objects.filter(execution=execution).values_list("sequence_number", flat=True))
-        assert seqs == list(range(1, len(seqs) + 1)), f"{execution.agent_name}: message sequence {seqs}"
-        events = list(TimelineEvent.objects.filter(execution=execution).values_list("sequence_number", flat=True))
-        assert len(events) == len(set(events)), f"{execution.agent_name}: duplicate timeline sequence numbers"
-        per_iteration = (LLMInteraction.objects.filter(execution=execution).values("iteration", "interaction_type")
-                         .annotate(n=Count("id")).filter(n__gt=1, interaction_type="iteration"))
-        assert not per_iteration.exists(), f"{execution.agent_name}: an iteration was recorded twice"
 
 
 @pytest.mark.timeout(120)
@@ -71,7 +44,7 @@ def test_multi_stage_chain_passes_context_and_ends_with_last_stage_analysis(scri
     })
     proc = worker()
     session = session_submit(alert_type="two-step", data={"pod": "payments-api", "reason": "OOMKilled"})
-    (done,) = _terminal([session.id], 60, proc)
+    (done,) = wait_terminal([session.id], 60, proc)
     assert done.status == "completed", done.error_message
     assert done.final_analysis == "Reviewed: payments-api memory limit is too low; raise it to 512Mi."
     assert done.executive_summary == "payments-api is OOMKilled; raise its memory limit."
@@ -112,7 +85,7 @@ def test_parallel_stage_with_any_policy_survives_one_failure_and_synthesizes(scr
     _parallel_config(scripted_config, "any", replicas=replicas)
     proc = worker(concurrency=2)
     session = session_submit(alert_type="parallel", data="pods evicted on node-3")
-    (done,) = _terminal([session.id], 90, proc)
+    (done,) = wait_terminal([session.id], 90, proc)
     assert done.status == "completed", done.error_message
     stages = list(Stage.objects.filter(session=done).order_by("index"))
     assert [(s.kind, s.status) for s in stages] == [("investigation", "completed"), ("synthesis", "completed")]
@@ -134,7 +107,7 @@ def test_parallel_stage_with_all_policy_fails_when_one_agent_fails(scripted_conf
     _parallel_config(scripted_config, "all")
     proc = worker(concurrency=2)
     session = session_submit(alert_type="parallel", data="pods evicted on node-3")
-    (done,) = _terminal([session.id], 90, proc)
+    (done,) = wait_terminal([session.id], 90, proc)
     assert done.status == "failed"
     assert "Broken" in done.error_message
     assert list(Stage.objects.filter(session=done).values_list("kind", "status")) == [("investigation", "failed")]
@@ -161,12 +134,12 @@ def test_worker_killed_mid_iteration_loses_nothing(scripted_config, worker, beat
     wait_for(streaming_iteration_two, timeout=60, message="iteration 2 to stream")
     first.kill()  # SIGKILL the whole worker (parent and child) mid-stream
     survivor = worker(concurrency=1, TARSY_HARD_LIMIT_GRACE="1")
-    (done,) = _terminal([session.id], 90, survivor)
+    (done,) = wait_terminal([session.id], 90, survivor)
     assert done.status == "completed", (done.error_message, survivor.log())
     assert done.final_analysis == "web-1 crashes on a missing config map."
     execution = AgentExecution.objects.get(session=done)
     assert execution.resume_count >= 1
-    _assert_no_duplicates(done.id)
+    assert_no_duplicates(done.id)
     roles = list(Message.objects.filter(execution=execution).values_list("role", flat=True))
     assert roles == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
 
@@ -179,27 +152,10 @@ def test_never_more_than_the_concurrency_cap_in_progress(scripted_config, worker
                     tarsy={"queue": {"max_concurrent_sessions": 2}})
     procs = [worker(concurrency=2) for _ in range(3)]
     ids = [session_submit(alert_type="kubernetes", data=f"alert {i}").id for i in range(10)]
-    peak = 0
-    stop = threading.Event()
-
-    def sample():
-        nonlocal peak
-        from django.db import connection
-
-        while not stop.is_set():
-            peak = max(peak, AlertSession.objects.filter(status__in=["in_progress", "cancelling"]).count())
-            time.sleep(0.05)
-        connection.close()
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    try:
-        sessions = _terminal(ids, 120, procs[0])
-    finally:
-        stop.set()
-        sampler.join()
+    with PeakActiveSessions() as sampled:
+        sessions = wait_terminal(ids, 120, procs[0])
     assert all(s.status == "completed" for s in sessions), [s.error_message for s in sessions]
-    assert 1 <= peak <= 2
+    assert 1 <= sampled.peak <= 2
 
 
 @pytest.mark.timeout(90)
@@ -212,7 +168,7 @@ def test_cancel_during_a_streamed_reply_stops_within_seconds(scripted_config, wo
              message="a streaming event")
     started = time.monotonic()
     assert session_cancel(session_id=session.id).status == "cancelling"
-    (done,) = _terminal([session.id], 10, proc)
+    (done,) = wait_terminal([session.id], 10, proc)
     elapsed = time.monotonic() - started
     assert done.status == "cancelled"
     assert elapsed < 5, f"cancel took {elapsed:.1f}s"
@@ -228,7 +184,7 @@ def test_two_iteration_timeouts_in_a_row_fail_the_execution(scripted_config, wor
                     tarsy={"defaults": {"iteration_timeout": "1s"}}, chunk_size=10)
     proc = worker(concurrency=1)
     session = session_submit(alert_type="kubernetes", data="pod web-1 CrashLoopBackOff")
-    (done,) = _terminal([session.id], 60, proc)
+    (done,) = wait_terminal([session.id], 60, proc)
     assert done.status == "failed"
     execution = AgentExecution.objects.get(session=done)
     assert execution.status == "failed"
@@ -245,7 +201,7 @@ def test_session_timeout_ends_the_session_as_timed_out(scripted_config, worker, 
     proc = worker(concurrency=1)
     beat(interval=1.0)
     session = session_submit(alert_type="kubernetes", data="pod web-1 CrashLoopBackOff")
-    (done,) = _terminal([session.id], 45, proc)
+    (done,) = wait_terminal([session.id], 45, proc)
     assert done.status == "timed_out", done.error_message
     assert "timeout" in done.error_message.lower()
     assert AgentExecution.objects.get(session=done).status == "timed_out"
@@ -262,7 +218,7 @@ def test_chat_answers_questions_in_order_with_the_investigation_as_context(scrip
     session = session_submit(alert_type="kubernetes", data="pod web-1 CrashLoopBackOff")
     with pytest.raises(Conflict):  # not finished yet
         chat_submit(session_id=session.id, content="what now?", author="sre")
-    (done,) = _terminal([session.id], 60, proc)
+    (done,) = wait_terminal([session.id], 60, proc)
     assert done.status == "completed"
 
     _, first = chat_submit(session_id=done.id, content="How do I fix it?", author="sre")
@@ -303,7 +259,7 @@ def test_sigterm_lets_the_worker_finish_its_step_and_the_session_goes_on(scripte
     assert execution.iterations_completed == 1 and execution.lease_expires_at is None
     assert not TimelineEvent.objects.filter(session=session, status="streaming").exists()
     second = worker(concurrency=1)
-    (done,) = _terminal([session.id], 60, second)
+    (done,) = wait_terminal([session.id], 60, second)
     assert done.status == "completed"
     assert AgentExecution.objects.get(session=done).resume_count == 0  # handed over, not recovered
-    _assert_no_duplicates(done.id)
+    assert_no_duplicates(done.id)

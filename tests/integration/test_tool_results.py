@@ -13,7 +13,7 @@ from tarsy.services.sessions import session_submit
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.fakes.mcp_servers.tools_server import AWS_KEY
 from tests.support.configdir import scripted_provider, write_config
-from tests.support.processes import wait_for
+from tests.support.sessions import wait_terminal
 
 pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -23,19 +23,6 @@ SECRET_PASSWORD_B64 = "c3VwZXItc2VjcmV0LXBhc3N3b3Jk"
 
 def _tools_server(**extra) -> dict:
     return {"transport": {"type": "stdio", "command": sys.executable, "args": [TOOLS_SERVER, "stdio"]}, **extra}
-
-
-def _wait_done(session_id, proc):
-    from tarsy.models import AlertSession
-
-    def done():
-        row = AlertSession.objects.get(id=session_id)
-        return row if row.is_terminal else None
-
-    try:
-        return wait_for(done, timeout=90, interval=0.2, message="session to finish")
-    except AssertionError:
-        raise AssertionError(proc.log()[-5000:]) from None
 
 
 @pytest.mark.timeout(150)
@@ -55,7 +42,7 @@ def test_secret_from_a_tool_result_is_nowhere_in_storage_or_llm_requests(config_
                                   "base_url": f"{fake.url}/v1"}})
         proc = worker(concurrency=1, FAKE_LLM_KEY="test-key")
         session = session_submit(alert_type="kubernetes", data="db credentials rotated?")
-        done = _wait_done(session.id, proc)
+        (done,) = wait_terminal([session.id], 90, proc)
         assert done.status == "completed", (done.error_message, proc.log()[-3000:])
         assert done.final_analysis == "The db-credentials Secret exists in prod."
 
@@ -97,7 +84,7 @@ def test_large_tool_result_is_summarized_and_kept_raw_for_debugging(config_dir, 
     })})
     proc = worker(concurrency=1)
     session = session_submit(alert_type="kubernetes", data="web-0 slow?")
-    done = _wait_done(session.id, proc)
+    (done,) = wait_terminal([session.id], 90, proc)
     assert done.status == "completed", (done.error_message, proc.log()[-3000:])
 
     interaction = MCPInteraction.objects.get(session=done)
