@@ -314,3 +314,11 @@ BASE_AGENTS = {"KubernetesAgent": {"mcp_servers": []}, "ChatAgent": {"mcp_server
 
 def scripted(script: Any, *, latency_ms: int = 0, chunk_size: int = 0) -> dict[str, Any]:
     return {"type": "scripted", "script": script, "latency_ms": latency_ms, "chunk_size": chunk_size}
+
+
+def run(main) -> None:
+    """Entry point of every benchmark module: run it, and stop whatever it started even on error or Ctrl-C."""
+    try:
+        main()
+    finally:
+        stop_all()

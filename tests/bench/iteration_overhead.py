@@ -142,7 +142,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    finally:
-        harness.stop_all()
+    harness.run(main)
