@@ -76,3 +76,29 @@ def test_embedded_default_investigates_concurrent_alerts_with_the_demo_cluster(e
         assert body["executive_summary"]
         assert body["stages"][0]["executions"][0]["llm_provider"] == "demo"
     assert "database is locked" not in proc.log()
+
+
+def test_embedded_server_streams_events_over_websocket(embedded_server):
+    import asyncio
+    import json
+
+    import websockets
+
+    base, proc = embedded_server
+
+    async def watch() -> list[str]:
+        async with websockets.connect(base.replace("http", "ws") + "/ws") as ws:
+            assert json.loads(await ws.recv())["type"] == "connection.established"
+            await ws.send(json.dumps({"action": "subscribe", "channel": "sessions"}))
+            assert json.loads(await ws.recv())["type"] == "subscription.confirmed"
+            session_id = await asyncio.to_thread(_submit, base, "pod web-1 CrashLoopBackOff")
+            seen = []
+            while True:
+                event = json.loads(await asyncio.wait_for(ws.recv(), 60))
+                if event.get("session_id") == session_id:
+                    seen.append(event.get("status"))
+                    if event["type"] == "session.completed":
+                        return seen
+
+    statuses = asyncio.run(watch())
+    assert statuses[0] in ("pending", "in_progress") and statuses[-1] == "completed", statuses

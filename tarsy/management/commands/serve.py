@@ -34,7 +34,7 @@ class Command(BaseCommand):
         self._print_banner(host, port, config, run_worker)
         worker = EmbeddedWorker() if run_worker else None
         periodic = PeriodicJobs() if run_worker else None
-        server = uvicorn.Server(uvicorn.Config("tarsy.asgi:application", host=host, port=port, ws="websockets",
+        server = uvicorn.Server(uvicorn.Config("tarsy.asgi:application", host=host, port=port, ws="websockets-sansio",
                                                lifespan="off", log_level="warning", timeout_graceful_shutdown=5))
 
         async def main() -> None:
