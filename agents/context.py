@@ -7,7 +7,6 @@ around any implementation of the protocols.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -215,7 +214,3 @@ class ExecutionContext:
     deadline: float  # time.time() epoch: the step's own deadline (iteration timeout or session timeout)
     chat: ChatContext | None = None
     parallel_results: str = ""  # formatted investigations of a parallel stage (synthesis)
-    summarizer: Any = None  # optional callable(result_text, call) -> summary text or None (MCP summarization)
-
-    def seconds_left(self) -> float:
-        return self.deadline - time.time()

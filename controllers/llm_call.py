@@ -9,7 +9,7 @@ store an LLMInteraction with the full conversation sent plus the reply
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from agents.context import ExecutionContext, LLMInteractionRecord
 from agents.llm.retry import DEADLINE_EXCEEDED, EMPTY_RESPONSE
@@ -34,7 +34,6 @@ class LLMCallResult:
     stopped: str | None = None  # "cancelled" / "timed_out" when the session stopped mid-stream
     thinking_event_id: int | None = None
     text_event_id: int | None = None
-    sent: list[ConversationMessage] = field(default_factory=list)
 
     @property
     def error(self) -> ErrorChunk | None:
@@ -65,7 +64,7 @@ def call_llm(
         interaction_type=interaction_type, iteration=ctx.state.iteration, native_tools=cfg.native_tools,
         max_output_tokens=max_output_tokens, deadline=ctx.deadline,
     )
-    result = LLMCallResult(response=LLMResponse(), sent=messages)
+    result = LLMCallResult(response=LLMResponse())
     recorder = ctx.recorder
     started = time.monotonic()
     stream = ctx.llm.generate(request)

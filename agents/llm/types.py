@@ -8,7 +8,6 @@ LLMInteraction rows. SDK types never leave the provider adapters.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal, Union
 
@@ -124,7 +123,6 @@ Chunk = Annotated[
     ],
     Field(discriminator="type"),
 ]
-CHUNK_ADAPTER: TypeAdapter[Chunk] = TypeAdapter(Chunk)
 MESSAGES_ADAPTER: TypeAdapter[list[ConversationMessage]] = TypeAdapter(list[ConversationMessage])
 
 
@@ -204,7 +202,3 @@ class LLMResponse(_Model):
         return ConversationMessage(
             role="assistant", content=self.text, tool_calls=list(self.tool_calls), provider_state=self.provider_state
         )
-
-
-def arguments_json(arguments: dict[str, Any]) -> str:
-    return json.dumps(arguments, ensure_ascii=False, sort_keys=True)

@@ -22,10 +22,6 @@ def message_to_conversation(row: Message) -> ConversationMessage:
     )
 
 
-def messages_for_execution(*, execution_id: Any) -> list[ConversationMessage]:
-    return messages_with_next_sequence(execution_id=execution_id)[0]
-
-
 def messages_with_next_sequence(*, execution_id: Any) -> tuple[list[ConversationMessage], int]:
     """The conversation and the sequence number the next appended message takes (one query for both)."""
     rows = list(Message.objects.filter(execution_id=execution_id))

@@ -18,7 +18,6 @@ from tarsy.models import (
     AlertSession,
     ExecStatus,
     SessionStatus,
-    Stage,
 )
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 
@@ -180,7 +179,3 @@ def session_queue_position(session: AlertSession) -> int | None:
     if session.status != SessionStatus.PENDING:
         return None
     return AlertSession.objects.filter(status=SessionStatus.PENDING, created_at__lt=session.created_at).count() + 1
-
-
-def session_stages(session: AlertSession):
-    return Stage.objects.filter(session=session).prefetch_related("executions")

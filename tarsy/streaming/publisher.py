@@ -89,13 +89,6 @@ def _send(group: str, message: dict[str, Any]) -> None:
     loop.call_soon_threadsafe(queue.put_nowait, (group, message))
 
 
-def reset_for_tests() -> None:
-    """Forget the loop (a test's event loop is closed after it ends)."""
-    global _loop, _outbox
-    with _loop_lock:
-        _loop, _outbox = None, None
-
-
 def _wire(event: dict[str, Any]) -> dict[str, Any]:
     """The group message: the event, and its JSON encoded once here rather than once per subscriber."""
     return {"type": "tarsy.event", "event_id": event.get("event_id"), "channel": event.get("channel", ""),

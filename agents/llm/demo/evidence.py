@@ -86,9 +86,6 @@ class Conversation:
             o for o in self.observations if o.short == short and all(o.arguments.get(k) == v for k, v in args.items())
         ]
 
-    def succeeded(self, short: str, **args: Any) -> list[Observation]:
-        return [o for o in self.attempted(short, **args) if not o.is_error]
-
 
 def looks_like_error(text: str) -> bool:
     return bool(_ERROR_START.match(text)) or text.strip().startswith("Error executing tool")
