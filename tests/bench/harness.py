@@ -13,7 +13,6 @@ import atexit
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,8 @@ from urllib.parse import urlparse, urlunparse
 
 import yaml
 
+from tests.support.processes import Proc, free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 VENV_BIN = Path(PYTHON).parent
@@ -34,40 +35,21 @@ DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 _children: list[Child] = []
 
 
-class Child:
-    """A child process in its own process group, logging to a file."""
+class Child(Proc):
+    """A benchmark's child process (its own process group, logging to a file), stopped by `stop_all`."""
 
     def __init__(self, name: str, args: list[str], env: dict[str, str], log_dir: Path):
         self.name = name
-        self.log_path = log_dir / f"{name}.log"
-        self._log = open(self.log_path, "wb")
-        self.popen = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-                                      start_new_session=True)
+        super().__init__(args, env, log_dir / f"{name}.log")
         _children.append(self)
 
     def alive(self) -> bool:
         return self.popen.poll() is None
 
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
     def stop(self, timeout: float = 15.0) -> None:
-        if self.popen.poll() is None:
-            self._signal(signal.SIGTERM)
-            try:
-                self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self._signal(signal.SIGKILL)
-                self.popen.wait(5)
-        self._log.close()
+        super().stop(timeout)
         if self in _children:
             _children.remove(self)
-
-    def _signal(self, sig: int) -> None:
-        try:
-            os.killpg(self.popen.pid, sig)
-        except ProcessLookupError:
-            pass
 
 
 def stop_all() -> None:
@@ -256,12 +238,6 @@ def bootstrap(name: str, *, tarsy: dict[str, Any], providers: dict[str, Any]) ->
     bench.recreate_database()
     bench.activate()
     return bench
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def percentile(values: list[float], pct: float) -> float:
