@@ -160,6 +160,7 @@ class Recorder(Protocol):
 
     Every write is tagged with the execution and the current iteration so a
     re-run of an interrupted iteration can discard what the first attempt left.
+    Writes may be batched until `flush` or the next `start_event`.
     """
 
     def conversation(self) -> list[ConversationMessage]: ...
@@ -178,7 +179,11 @@ class Recorder(Protocol):
         ...
 
     def add_event(self, event_type: str, content: str, metadata: dict[str, Any] | None = None,
-                  status: str = "completed") -> int: ...
+                  status: str = "completed") -> None: ...
+
+    def flush(self) -> None:
+        """Make everything recorded so far visible; called before anything slow (an LLM or tool call)."""
+        ...
 
     def record_llm_interaction(self, record: LLMInteractionRecord) -> None: ...
 

@@ -66,6 +66,7 @@ def call_llm(
     )
     result = LLMCallResult(response=LLMResponse())
     recorder = ctx.recorder
+    recorder.flush()  # what the step recorded so far shows while the model works
     started = time.monotonic()
     stream = ctx.llm.generate(request)
     try:

@@ -46,6 +46,7 @@ class ResultSummarizer:
             agent_name=self._agent_name, execution_id=self._execution_id, interaction_type="summarization",
             iteration=self._iteration, max_output_tokens=max_tokens, deadline=self._deadline,
         )
+        self._recorder.flush()  # the tool's result shows while it is summarized
         started = time.monotonic()
         error = ""
         try:

@@ -111,7 +111,9 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
     if s_deadline:
         deadline = min(deadline, s_deadline)
     llm = get_provider(resolved.llm_provider_name, resolved.llm_provider, resolved.llm_backend)
-    runbook = _runbook(session, config, recorder, first_iteration=iteration == 1)
+    # The runbook and earlier stages only go into the first prompt; later steps continue the stored conversation.
+    first_prompt = not recorder.conversation()
+    runbook = _runbook(session, config, recorder, first_iteration=iteration == 1) if first_prompt else ""
     tools: Any = NoTools()
     if resolved.mcp_servers:
         summarizer = ResultSummarizer(
@@ -128,10 +130,11 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
                              consecutive_timeouts=execution.consecutive_timeouts,
                              last_interaction_failed=execution.last_interaction_failed),
         alert_type=session.alert_type, alert_data=session.alert_data, runbook=runbook,
-        previous_stage_context=previous_stage_context(stage) if stage.kind == StageKind.INVESTIGATION else "",
+        previous_stage_context=previous_stage_context(stage)
+        if first_prompt and stage.kind == StageKind.INVESTIGATION else "",
         llm=llm, tools=tools, recorder=recorder, deadline=deadline,
         chat=chat_context(stage) if stage.kind == StageKind.CHAT else None,
-        parallel_results=parallel_results(stage) if stage.kind == StageKind.SYNTHESIS else "",
+        parallel_results=parallel_results(stage) if first_prompt and stage.kind == StageKind.SYNTHESIS else "",
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from controllers.base import StepOutcome, StepStatus, timeout_outcome
@@ -30,9 +31,10 @@ from tarsy.models import (
     Message,
     SessionStatus,
     StageKind,
+    TimelineEvent,
 )
 from tarsy.services import interactions, timeline
-from tarsy.services.recorder import DbRecorder
+from tarsy.services.recorder import HEARTBEAT_INTERVAL_S, DbRecorder
 
 from .execution_context import build_execution_context, session_deadline
 from .stages import execution_mark_terminal
@@ -71,11 +73,18 @@ def _stop_status(execution: AgentExecution) -> tuple[str, str] | None:
     return None
 
 
+# Read with the claim: the recorder numbers this iteration's timeline events without a lookup of its own.
+_LAST_EVENT_SEQUENCE = Subquery(TimelineEvent.objects.filter(execution_id=OuterRef("pk"))
+                                .order_by("-sequence_number").values("sequence_number")[:1])
+
+
 def iteration_begin(execution_id: Any, iteration: int) -> AgentExecution | None:
     """Claim iteration `iteration` of the execution, or return None when this task has nothing to do."""
     with transaction.atomic():
-        execution = (AgentExecution.objects.select_for_update().select_related("stage", "session")
-                     .filter(id=execution_id).first())
+        claimed = list(AgentExecution.objects.select_for_update(of=("self",)).select_related("stage", "session")
+                       .annotate(last_event_sequence=_LAST_EVENT_SEQUENCE).filter(id=execution_id)
+                       .order_by())  # by primary key: no ORDER BY, as .first() would add
+        execution = claimed[0] if claimed else None
         if execution is None or execution.is_terminal or execution.iterations_completed >= iteration:
             return None
         if iteration != execution.iterations_completed + 1:
@@ -86,8 +95,10 @@ def iteration_begin(execution_id: Any, iteration: int) -> AgentExecution | None:
         if execution.current_iteration == iteration and execution.lease_expires_at and execution.lease_expires_at > now:
             return None  # another task holds this iteration; the sweeper takes over if it dies
         stop = _stop_status(execution)
+        execution.next_event_sequence = (execution.last_event_sequence or 0) + 1
         if stop is None and execution.current_iteration == iteration:
             _discard_attempt(execution.id, iteration)
+            execution.next_event_sequence = None  # numbering continues after what is left: the recorder looks it up
         if stop is None:
             lease = execution.iteration_timeout_s + settings.ITERATION_HARD_LIMIT_GRACE_S
             execution.current_iteration = iteration
@@ -97,7 +108,9 @@ def iteration_begin(execution_id: Any, iteration: int) -> AgentExecution | None:
             execution.lease_expires_at = now + timedelta(seconds=lease)
             execution.save(update_fields=["current_iteration", "status", "started_at", "last_heartbeat_at",
                                           "lease_expires_at"])
-            AlertSession.all_objects.filter(id=execution.session_id).update(last_heartbeat_at=now)
+            beat = execution.session.last_heartbeat_at
+            if beat is None or (now - beat).total_seconds() >= HEARTBEAT_INTERVAL_S:
+                AlertSession.all_objects.filter(id=execution.session_id).update(last_heartbeat_at=now)
             return execution
     execution_mark_terminal(execution_id=execution_id, status=stop[0], error=stop[1])
     return None
@@ -115,7 +128,8 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
         return None
     recorder = DbRecorder(session_id=execution.session_id, stage_id=execution.stage_id, execution_id=execution.id,
                           iteration=iteration, session_deadline=None if execution.stage.kind == StageKind.CHAT
-                          else session_deadline(execution.session))
+                          else session_deadline(execution.session),
+                          next_event_sequence=execution.next_event_sequence, stop_checked=True)
     started = time.monotonic()
     try:
         ctx = build_execution_context(execution, iteration, recorder)
@@ -123,15 +137,17 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
     except SoftTimeLimitExceeded:
         outcome = timeout_outcome(_state(execution), f"Iteration {iteration} exceeded its time limit "
                                                      f"({execution.iteration_timeout_s:.0f}s)")
+        recorder.flush_after_failure()
         recorder.add_event("error", outcome.error, {"timeout": True}, status="timed_out")
     except (OperationalError, InterfaceError):
         raise  # the database went away: the task retries the iteration (tarsy.tasks)
     except Exception as exc:  # a bug or an unexpected outside failure: record it, never leave the step hanging
         log.exception("execution %s iteration %s crashed", execution_id, iteration)
         outcome = StepOutcome(StepStatus.FAILED, error=f"Internal error: {type(exc).__name__}: {exc}")
+        recorder.flush_after_failure()
         recorder.add_event("error", outcome.error, {"internal": True}, status="failed")
     ITERATION_SECONDS.labels(execution.iteration_strategy).observe(time.monotonic() - started)
-    iteration_finish(execution_id, iteration, outcome, execution.iteration_timeout_s)
+    iteration_finish(execution_id, iteration, outcome, execution.iteration_timeout_s, recorder)
     return outcome
 
 
@@ -143,9 +159,11 @@ def _state(execution: AgentExecution):
                           last_interaction_failed=execution.last_interaction_failed)
 
 
-def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome, timeout: float = 0.0) -> None:
+def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome, timeout: float = 0.0,
+                     recorder: DbRecorder | None = None) -> None:
     """Mark the iteration done (once); enqueue the next one or end the execution. `timeout`: the next task's
-    limit (0: the configured default)."""
+    limit (0: the configured default). The recorder's last batch commits with the completion: an iteration
+    is either done with everything it recorded, or not done at all."""
     from tarsy.tasks import enqueue_iteration
 
     with transaction.atomic():
@@ -156,6 +174,8 @@ def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome, ti
         )
         if not updated:
             return
+        if recorder is not None:
+            recorder.flush()
         if outcome.status is StepStatus.CONTINUE:
             transaction.on_commit(lambda: enqueue_iteration(str(execution_id), iteration + 1, timeout))
             return

@@ -15,7 +15,7 @@ from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPIntera
 MCP_RESULT_STORE_CAP = 512 * 1024  # chars of masked result kept for the debug view (ANCHORS: 512 KB)
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # joins the caller's batch without a savepoint
 def llm_interaction_record(
     *, session_id: Any, execution_id: Any, iteration: int, record: LLMInteractionRecord, touch_session: bool = False
 ) -> LLMInteraction:

@@ -7,28 +7,28 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Max
 
-from agents.llm.types import ConversationMessage, ToolCall
+from agents.llm.types import ConversationMessage
 from tarsy.models import Message
 
-
-def message_to_conversation(row: Message) -> ConversationMessage:
-    return ConversationMessage(
-        role=row.role,
-        content=row.content,
-        tool_calls=[ToolCall.model_validate(tc) for tc in row.tool_calls or []],
-        tool_call_id=row.tool_call_id or None,
-        tool_name=row.tool_name or None,
-        provider_state=row.provider_state,
-    )
+_CONVERSATION_FIELDS = ("sequence_number", "role", "content", "tool_calls", "tool_call_id", "tool_name",
+                       "provider_state")
 
 
 def messages_with_next_sequence(*, execution_id: Any) -> tuple[list[ConversationMessage], int]:
-    """The conversation and the sequence number the next appended message takes (one query for both)."""
-    rows = list(Message.objects.filter(execution_id=execution_id))
-    return [message_to_conversation(m) for m in rows], max((m.sequence_number for m in rows), default=0) + 1
+    """The conversation and the sequence number the next appended message takes (one query for both).
+    Read as plain values: every step reads the whole conversation, model instances would be built for nothing."""
+    rows = Message.objects.filter(execution_id=execution_id).order_by("sequence_number").values_list(
+        *_CONVERSATION_FIELDS)
+    conversation, last = [], 0
+    for sequence, role, content, tool_calls, tool_call_id, tool_name, provider_state in rows:
+        conversation.append(ConversationMessage(
+            role=role, content=content, tool_calls=tool_calls or [], tool_call_id=tool_call_id or None,
+            tool_name=tool_name or None, provider_state=provider_state))
+        last = sequence
+    return conversation, last + 1
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # joins the caller's batch without a savepoint
 def messages_append(
     *, session_id: Any, execution_id: Any, iteration: int, messages: list[ConversationMessage],
     start: int | None = None,

@@ -31,7 +31,7 @@ def timeline_event_payload(event: TimelineEvent) -> dict[str, Any]:
     }
 
 
-def _next_sequence(*, session_id: Any, execution_id: Any) -> int:
+def next_sequence(*, session_id: Any, execution_id: Any) -> int:
     if execution_id is not None:
         qs = TimelineEvent.objects.filter(execution_id=execution_id)
     else:
@@ -39,7 +39,7 @@ def _next_sequence(*, session_id: Any, execution_id: Any) -> int:
     return (qs.aggregate(m=Max("sequence_number"))["m"] or 0) + 1
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # callers batch several writes in one transaction
 def timeline_event_create(
     *,
     session_id: Any,
@@ -59,7 +59,7 @@ def timeline_event_create(
         stage_id=stage_id,
         execution_id=execution_id,
         iteration=iteration,
-        sequence_number=sequence_number or _next_sequence(session_id=session_id, execution_id=execution_id),
+        sequence_number=sequence_number or next_sequence(session_id=session_id, execution_id=execution_id),
         event_type=event_type,
         status=status,
         content=content,
@@ -69,12 +69,22 @@ def timeline_event_create(
     return event
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def timeline_event_complete(
     *, event_id: int, content: str, status: str = TimelineStatus.COMPLETED, metadata: dict[str, Any] | None = None,
     event_type: str | None = None,
 ) -> TimelineEvent:
     event = TimelineEvent.objects.select_for_update().get(id=event_id)
+    return timeline_event_finish(event, content=content, status=status, metadata=metadata, event_type=event_type)
+
+
+@transaction.atomic(savepoint=False)
+def timeline_event_finish(
+    event: TimelineEvent, *, content: str, status: str = TimelineStatus.COMPLETED,
+    metadata: dict[str, Any] | None = None, event_type: str | None = None,
+) -> TimelineEvent:
+    """Complete an event its one writer holds in memory (no read back: only progress saves touched the row,
+    and this overwrites their content)."""
     event.content = content
     event.status = status
     event.event_type = event_type or event.event_type

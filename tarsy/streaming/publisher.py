@@ -17,6 +17,9 @@ import asyncio
 import json
 import logging
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -32,6 +35,7 @@ SEND_TIMEOUT_S = 5.0  # a stuck channel layer must not stall an iteration
 _loop: asyncio.AbstractEventLoop | None = None
 _outbox: asyncio.Queue | None = None
 _loop_lock = threading.Lock()
+_batch: ContextVar[list[Event] | None] = ContextVar("tarsy_event_batch", default=None)
 
 
 def session_channel(session_id: Any) -> str:
@@ -104,9 +108,12 @@ def publish(event_type: str, payload: dict[str, Any], *, session_id: Any = None,
     """Store a persistent event (one row per channel) and send it when the current transaction commits."""
     if channels is None:
         channels = [session_channel(session_id)] if session_id else [SESSIONS_CHANNEL]
-    # One INSERT for every channel's row (PostgreSQL and SQLite return the ids the catch-up cursor needs).
-    rows = Event.objects.bulk_create([Event(session_id=session_id, channel=ch, type=event_type, payload=payload)
-                                      for ch in channels])
+    rows = [Event(session_id=session_id, channel=ch, type=event_type, payload=payload) for ch in channels]
+    batch = _batch.get()
+    if batch is not None:
+        batch.extend(rows)
+    else:  # one INSERT for every channel's row (PostgreSQL and SQLite return the ids the catch-up cursor needs)
+        Event.objects.bulk_create(rows)
 
     def _after_commit() -> None:
         for row in rows:
@@ -114,6 +121,20 @@ def publish(event_type: str, payload: dict[str, Any], *, session_id: Any = None,
 
     transaction.on_commit(_after_commit)
     return rows
+
+
+@contextmanager
+def batched_events() -> Iterator[None]:
+    """Store the events published inside in one INSERT when the block ends (call it inside a transaction:
+    nothing is sent before the commit anyway). A block that raises stores nothing."""
+    rows: list[Event] = []
+    token = _batch.set(rows)
+    try:
+        yield
+    finally:
+        _batch.reset(token)
+    if rows:
+        Event.objects.bulk_create(rows)
 
 
 def publish_transient(event_type: str, payload: dict[str, Any], *, session_id: Any) -> None:

@@ -131,6 +131,7 @@ def test_cancelling_the_session_stops_a_streaming_step(configure, strategy):
     canceller = threading.Thread(target=cancel_soon)
     canceller.start()
     outcome = controller_for(strategy).step(ctx)
+    ctx.recorder.flush()  # as iteration_finish does with the step's last batch
     canceller.join(5)
 
     assert outcome.status is StepStatus.CANCELLED and outcome.error == "Cancelled by user"

@@ -101,6 +101,9 @@ class InMemoryRecorder:
     def record_llm_interaction(self, record: LLMInteractionRecord) -> None:
         self.llm.append(record)
 
+    def flush(self) -> None:
+        """Every write above is visible at once."""
+
     def record_mcp_interaction(self, record: MCPInteractionRecord) -> None:
         self.mcp.append(record)
 
