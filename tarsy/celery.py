@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 
 from celery import Celery
@@ -39,6 +40,9 @@ def _preload() -> None:
                    "agents.llm.google_native", "agents.mcp.executor", "controllers.react",
                    "controllers.native_thinking", "controllers.synthesis"):
         importlib.import_module(module)
+    # Everything imported so far lives as long as the process: keep it out of the collector's scans, in the
+    # forked children too (a full collection then walks only what tasks create; pages stay shared).
+    gc.freeze()
 
 
 @worker_process_init.connect

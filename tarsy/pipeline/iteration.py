@@ -170,12 +170,12 @@ def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome, ti
         updated = AgentExecution.objects.filter(id=execution_id, iterations_completed=iteration - 1).update(
             iterations_completed=iteration, consecutive_timeouts=outcome.consecutive_timeouts,
             last_interaction_failed=outcome.last_interaction_failed, last_heartbeat_at=timezone.now(),
-            lease_expires_at=None,
+            lease_expires_at=None, **(recorder.execution_token_changes() if recorder else {}),
         )
         if not updated:
             return
         if recorder is not None:
-            recorder.flush()
+            recorder.flush(execution_totals=False)  # the UPDATE above added the execution's tokens
         if outcome.status is StepStatus.CONTINUE:
             transaction.on_commit(lambda: enqueue_iteration(str(execution_id), iteration + 1, timeout))
             return

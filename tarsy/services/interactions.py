@@ -17,10 +17,12 @@ MCP_RESULT_STORE_CAP = 512 * 1024  # chars of masked result kept for the debug v
 
 @transaction.atomic(savepoint=False)  # joins the caller's batch without a savepoint
 def llm_interaction_record(
-    *, session_id: Any, execution_id: Any, iteration: int, record: LLMInteractionRecord, touch_session: bool = False
+    *, session_id: Any, execution_id: Any, iteration: int, record: LLMInteractionRecord, touch_session: bool = False,
+    add_to_totals: bool = True,
 ) -> LLMInteraction:
     """Store the call and add its tokens to the totals; `touch_session` also stamps the session's
-    last_interaction_at, in the same statement as its token totals."""
+    last_interaction_at, in the same statement as its token totals. `add_to_totals=False`: the caller adds
+    them itself, in the same transaction (a batch of several calls in one statement per row)."""
     usage = record.usage
     row = LLMInteraction.objects.create(
         session_id=session_id,
@@ -39,20 +41,28 @@ def llm_interaction_record(
         success=record.success,
         error_message=record.error_message,
     )
-    _add_tokens(session_id=session_id, execution_id=execution_id, sign=1, counts=usage.model_dump(),
-                session_fields={"last_interaction_at": timezone.now()} if touch_session else None)
+    if add_to_totals:
+        add_tokens(session_id=session_id, execution_id=execution_id, sign=1, counts=usage.model_dump(),
+                   session_fields={"last_interaction_at": timezone.now()} if touch_session else None)
     observe_llm_call(provider=record.provider, model=record.model, success=record.success,
                      duration_ms=record.duration_ms, usage=usage)
     return row
 
 
-_TOKEN_FIELDS = ("input_tokens", "output_tokens", "thinking_tokens", "total_tokens")
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "thinking_tokens", "total_tokens")
 
 
-def _add_tokens(*, session_id: Any, execution_id: Any, sign: int, counts: dict[str, int],
-                session_fields: dict[str, Any] | None = None) -> None:
-    changes = {f: F(f) + sign * counts.get(f, 0) for f in _TOKEN_FIELDS} if any(
-        counts.get(f) for f in _TOKEN_FIELDS) else {}
+def token_changes(counts: dict[str, int], sign: int = 1) -> dict[str, Any]:
+    """UPDATE arguments adding `counts` to a row's token totals (none when there is nothing to add)."""
+    if not any(counts.get(f) for f in TOKEN_FIELDS):
+        return {}
+    return {f: F(f) + sign * counts.get(f, 0) for f in TOKEN_FIELDS}
+
+
+def add_tokens(*, session_id: Any, execution_id: Any, sign: int, counts: dict[str, int],
+               session_fields: dict[str, Any] | None = None) -> None:
+    """Add to the execution's (when given) and the session's totals: the execution row first, as everywhere."""
+    changes = token_changes(counts, sign)
     if changes and execution_id:
         AgentExecution.objects.filter(id=execution_id).update(**changes)
     if changes or session_fields:
@@ -62,8 +72,8 @@ def _add_tokens(*, session_id: Any, execution_id: Any, sign: int, counts: dict[s
 def token_totals_subtract(*, execution_id: Any, rows: list[LLMInteraction]) -> None:
     """Discarded calls (an interrupted attempt being re-run) no longer count towards the totals."""
     for row in rows:
-        _add_tokens(session_id=row.session_id, execution_id=execution_id, sign=-1,
-                    counts={f: getattr(row, f) for f in _TOKEN_FIELDS})
+        add_tokens(session_id=row.session_id, execution_id=execution_id, sign=-1,
+                   counts={f: getattr(row, f) for f in TOKEN_FIELDS})
 
 
 def mcp_interaction_record(

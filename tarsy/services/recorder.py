@@ -77,16 +77,23 @@ class DbRecorder:
         self._pending: list[Callable[[], None]] = []
         self._pending_messages: list[ConversationMessage] = []
         self._pending_messages_start = 1
+        # Tokens of the batch's LLM calls and whether it holds any call: added to the totals once per batch.
+        self._pending_tokens: dict[str, int] = dict.fromkeys(interactions.TOKEN_FIELDS, 0)
+        self._pending_touch = False
 
     # ---- batching -------------------------------------------------------------
-    def flush(self) -> None:
-        """Write what is pending in one transaction; joins the caller's transaction when there is one."""
-        if not self._pending and not self._pending_messages:
+    def flush(self, *, execution_totals: bool = True) -> None:
+        """Write what is pending in one transaction; joins the caller's transaction when there is one.
+        `execution_totals=False`: the caller's own UPDATE of the execution row adds `execution_token_changes`."""
+        if not self._pending and not self._pending_messages and not self._pending_touch:
             return
         with transaction.atomic(savepoint=False):
-            self._write_pending()
+            self._write_pending(execution_totals=execution_totals)
 
-    def _write_pending(self) -> None:
+    def execution_token_changes(self) -> dict[str, Any]:
+        return interactions.token_changes(self._pending_tokens)
+
+    def _write_pending(self, execution_totals: bool = True) -> None:
         if self._pending_messages:
             messages.messages_append(session_id=self.session_id, execution_id=self.execution_id,
                                      iteration=self.iteration, messages=self._pending_messages,
@@ -94,9 +101,17 @@ class DbRecorder:
         with batched_events():
             for write in self._pending:
                 write()
+        if self._pending_touch:
+            interactions.add_tokens(session_id=self.session_id,
+                                    execution_id=self.execution_id if execution_totals else None, sign=1,
+                                    counts=self._pending_tokens, session_fields={"last_interaction_at": timezone.now()})
         # Cleared only once written: a failed write leaves the batch for the error path's own flush.
-        self._pending_messages = []
-        self._pending = []
+        self._clear_pending()
+
+    def _clear_pending(self) -> None:
+        self._pending_messages, self._pending = [], []
+        self._pending_tokens = dict.fromkeys(interactions.TOKEN_FIELDS, 0)
+        self._pending_touch = False
 
     def flush_after_failure(self) -> None:
         """After a crash in the step: keep what the attempt recorded if it can be written; a batch that cannot
@@ -108,7 +123,7 @@ class DbRecorder:
         except DatabaseError:
             log.exception("execution %s iteration %s: dropping a batch that cannot be written",
                           self.execution_id, self.iteration)
-            self._pending_messages, self._pending = [], []
+            self._clear_pending()
 
     # ---- conversation ---------------------------------------------------------
     def conversation(self) -> list[ConversationMessage]:
@@ -196,15 +211,15 @@ class DbRecorder:
     def record_llm_interaction(self, record: LLMInteractionRecord) -> None:
         self._pending.append(lambda: interactions.llm_interaction_record(
             session_id=self.session_id, execution_id=self.execution_id, iteration=self.iteration, record=record,
-            touch_session=True))
+            add_to_totals=False))
+        for name in interactions.TOKEN_FIELDS:
+            self._pending_tokens[name] += getattr(record.usage, name)
+        self._pending_touch = True
 
     def record_mcp_interaction(self, record: MCPInteractionRecord) -> None:
-        def write() -> None:
-            interactions.mcp_interaction_record(session_id=self.session_id, execution_id=self.execution_id,
-                                                iteration=self.iteration, record=record)
-            AlertSession.all_objects.filter(id=self.session_id).update(last_interaction_at=timezone.now())
-
-        self._pending.append(write)
+        self._pending.append(lambda: interactions.mcp_interaction_record(
+            session_id=self.session_id, execution_id=self.execution_id, iteration=self.iteration, record=record))
+        self._pending_touch = True
 
     # ---- liveness ----------------------------------------------------------------
     def heartbeat(self, force: bool = False) -> None:
