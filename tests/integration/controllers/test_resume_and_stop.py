@@ -92,6 +92,12 @@ def test_a_step_rerun_after_a_crash_leaves_no_duplicates(configure, tools, strat
     assert [(i.iteration, i.success) for i in interactions(execution.id)] == [(1, True), (2, True)]
     assert sent_roles(interactions(execution.id)[1]) == EXPECTED_ROLES[strategy]
     assert MCPInteraction.objects.filter(execution_id=execution.id).count() == 1
+    # Token totals count each kept call once: the crashed attempt's call (written before its tool call) was
+    # subtracted with it; the last call's tokens came with the UPDATE that completed the iteration.
+    kept = sum(i.total_tokens for i in interactions(execution.id))
+    assert kept > 0
+    assert AgentExecution.objects.get(id=execution.id).total_tokens == kept
+    assert AlertSession.objects.get(id=execution.session_id).total_tokens == kept
     # A late redelivery of a finished iteration changes nothing.
     assert iteration_run(execution.id, 1) is None
     assert len(messages(execution.id)) == 5 and len(timeline(execution.id)) == 6
