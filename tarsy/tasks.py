@@ -6,6 +6,8 @@ redelivery safe). Results are ignored: the database is the result.
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable
 
 from celery import shared_task
@@ -13,6 +15,8 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connections
 
 from tarsy.config import get_config
+
+log = logging.getLogger(__name__)
 
 _RELIABLE = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True, "bind": True}
 # A dropped or restarted database connection is transient: retry the task (it is idempotent) rather than
@@ -42,6 +46,35 @@ def dispatch_sessions(self) -> None:
         dispatch_pending()
     except TRANSIENT_DB_ERRORS as exc:
         _retry_after_db_error(self, exc)
+
+
+DISPATCH_COALESCE_S = 0.05
+_dispatch_lock = threading.Lock()
+_dispatch_timer: threading.Timer | None = None
+
+
+def request_dispatch() -> None:
+    """Have pending sessions dispatched within DISPATCH_COALESCE_S. Alerts arriving together share one
+    dispatch task: a burst of intake would otherwise queue a task per alert, each publish costing the web
+    process and each task claiming under the same advisory lock. Call it after the session row commits:
+    should this process die before the timer fires, the sweeper dispatches what is pending."""
+    global _dispatch_timer
+    with _dispatch_lock:
+        if _dispatch_timer is not None:
+            return
+        _dispatch_timer = threading.Timer(DISPATCH_COALESCE_S, _send_dispatch)
+        _dispatch_timer.daemon = True
+        _dispatch_timer.start()
+
+
+def _send_dispatch() -> None:
+    global _dispatch_timer
+    with _dispatch_lock:
+        _dispatch_timer = None  # an alert committed from now on asks for a dispatch of its own
+    try:
+        dispatch_sessions.delay()
+    except Exception:  # the broker is away: the sweeper dispatches pending sessions once it is back
+        log.warning("could not queue a dispatch; the sweeper will", exc_info=True)
 
 
 @shared_task(name="tarsy.tasks.run_iteration", **_RELIABLE)

@@ -98,9 +98,9 @@ def session_submit(
             runbook_url=runbook or "", mcp_selection=mcp or None, author=author[:255],
         )
         publish_session_status(session)
-        from tarsy.tasks import dispatch_sessions
+        from tarsy.tasks import request_dispatch
 
-        transaction.on_commit(lambda: dispatch_sessions.delay())
+        transaction.on_commit(request_dispatch)
     SESSIONS_SUBMITTED.labels(alert_type).inc()
     return session
 

@@ -1,0 +1,51 @@
+"""Alerts submitted together share one dispatch task: intake bursts must not flood the queue."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import redis
+from django.conf import settings
+from django.db import transaction
+
+from tarsy.models import AlertSession, SessionStatus
+from tarsy.services.sessions import session_submit
+from tarsy.tasks import DISPATCH_COALESCE_S
+from tests.support.processes import wait_for
+from tests.support.sessions import wait_terminal
+
+pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
+
+
+def _queued_tasks() -> list[str]:
+    """Task names waiting in this test run's own Celery queue (kombu keeps a Redis list per queue)."""
+    import json
+
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    return [json.loads(raw)["headers"]["task"] for raw in client.lrange(settings.CELERY_TASK_DEFAULT_QUEUE, 0, -1)]
+
+
+@pytest.mark.timeout(60)
+def test_a_burst_of_alerts_queues_one_dispatch_and_a_later_alert_another(scripted_config):
+    scripted_config({})
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+    with transaction.atomic():  # the 20 commit hooks then run back to back, well within one window
+        for index in range(20):
+            session_submit(data={"alert": "burst", "n": index})
+    time.sleep(DISPATCH_COALESCE_S * 4)
+    assert _queued_tasks() == ["tarsy.tasks.dispatch_sessions"]
+
+    session_submit(data={"alert": "later"})
+    wait_for(lambda: len(_queued_tasks()) == 2, timeout=5, message="a dispatch for the later alert")
+    assert AlertSession.objects.filter(status=SessionStatus.PENDING).count() == 21
+
+
+@pytest.mark.timeout(120)
+def test_coalesced_dispatch_still_starts_every_alert(scripted_config, worker):
+    scripted_config({"KubernetesAgent": ["Thought: seen.\nFinal Answer: fine."], "executive_summary": ["fine"]},
+                    tarsy={"queue": {"max_concurrent_sessions": 10}})
+    proc = worker()
+    ids = [str(session_submit(data={"alert": "burst", "n": index}).id) for index in range(8)]
+    wait_terminal(ids, timeout=90, proc=proc)
+    assert set(AlertSession.objects.filter(id__in=ids).values_list("status", flat=True)) == {"completed"}
