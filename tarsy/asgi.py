@@ -2,14 +2,16 @@
 
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tarsy.settings")
-os.environ["TARSY_ASGI"] = "1"  # read by settings: no persistent DB connections in the web process
-django_asgi_app = get_asgi_application()
+os.environ["TARSY_ASGI"] = "1"  # read by settings: the web process borrows DB connections from a pool
+django.setup(set_prefix=False)  # what django.core.asgi.get_asgi_application does before building its handler
 
+from tarsy.api.handler import SyncChainASGIHandler  # noqa: E402
 from tarsy.config import get_config  # noqa: E402
 from tarsy.streaming.routing import build_application  # noqa: E402
 
+django_asgi_app = SyncChainASGIHandler()
 get_config()
 application = build_application(django_asgi_app)

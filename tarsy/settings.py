@@ -102,13 +102,24 @@ TEMPLATES = [
 
 # ---- database ---------------------------------------------------------------
 if DATABASE_URL:
-    # Workers keep connections (a step makes many short queries). The ASGI server runs sync code on changing
-    # threads, where persistent connections pile up until PostgreSQL refuses clients: it closes each one.
-    conn_max_age = 0 if os.environ.get("TARSY_ASGI") == "1" else 60
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=conn_max_age, conn_health_checks=True)}
+    # Workers keep their connection (a step makes many short queries). The ASGI server runs each request's
+    # sync code on a thread of its own, where persistent connections would pile up until PostgreSQL refuses
+    # clients, and a new connection per request costs more than the request itself: the web process borrows
+    # connections from a per-process pool (psycopg 3) and gives them back when the request ends.
+    web_process = os.environ.get("TARSY_ASGI") == "1"
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0 if web_process else 60,
+                                                  conn_health_checks=True)}
     DATABASES["default"].setdefault("OPTIONS", {})
     # A blocking libpq call ignores Celery's soft time limit: bound every statement.
     DATABASES["default"]["OPTIONS"].setdefault("options", "-c statement_timeout=30000")
+    if web_process:
+        # max_size bounds this process's connections (size PostgreSQL for web processes × max_size); a request
+        # finding none free waits up to `timeout` seconds, then fails rather than queueing forever.
+        DATABASES["default"]["OPTIONS"]["pool"] = {
+            "min_size": int(os.environ.get("TARSY_WEB_DB_POOL_MIN", "2")),
+            "max_size": int(os.environ.get("TARSY_WEB_DB_POOL_MAX", "10")),
+            "timeout": float(os.environ.get("TARSY_WEB_DB_POOL_TIMEOUT", "10")),
+        }
     DATABASES["default"]["TEST"] = {"NAME": os.environ.get("TARSY_TEST_DB_NAME", "test_tarsy")}
 else:
     DATABASES = {

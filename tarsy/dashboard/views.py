@@ -25,7 +25,7 @@ from .access import dashboard_view
 
 CANCELLABLE = (SessionStatus.PENDING, SessionStatus.IN_PROGRESS)
 MAX_FRAGMENT_EVENTS = 200  # one batch of completed events re-rendered per request
-VERSIONED_PACKAGES = ["Django", "djangorestframework", "celery", "channels", "daphne", "mcp", "google-genai",
+VERSIONED_PACKAGES = ["Django", "djangorestframework", "celery", "channels", "uvicorn", "mcp", "google-genai",
                       "langchain-core", "pydantic"]
 
 

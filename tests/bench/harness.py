@@ -1,4 +1,4 @@
-"""Shared benchmark harness: an own database, queue and channel prefix; real workers and daphne as children.
+"""Shared benchmark harness: an own database, queue and channel prefix; real workers and web server as children.
 
 Call `bootstrap()` before importing anything that touches Django models: it points
 this process (and every child) at the benchmark database `tarsy_bench` on the
@@ -24,7 +24,7 @@ from urllib.parse import urlparse, urlunparse
 
 import yaml
 
-from tests.support.processes import Proc, free_port
+from tests.support.processes import UVICORN_OPTIONS, Proc, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -132,10 +132,9 @@ class Bench:
             yaml.safe_dump({"llm_providers": providers}, sort_keys=False))
 
     def recreate_database(self) -> None:
-        import psycopg2
+        import psycopg
 
-        conn = psycopg2.connect(self.admin_url)
-        conn.autocommit = True
+        conn = psycopg.connect(self.admin_url, autocommit=True)
         with conn.cursor() as cur:
             cur.execute(f'DROP DATABASE IF EXISTS "{self.db_name}" WITH (FORCE)')
             cur.execute(f'CREATE DATABASE "{self.db_name}"')
@@ -177,31 +176,39 @@ class Bench:
                 return
         raise RuntimeError(f"workers not ready after {timeout}s: {sorted(wanted)}")
 
-    def start_server(self, name: str = "daphne", port: int | None = None, server: str = "daphne"
-                     ) -> tuple[Child, str]:
-        """The production web process: daphne (or uvicorn, for comparison) serving tarsy.asgi."""
+    def start_server(self, name: str = "web", port: int | None = None, server: str = "uvicorn",
+                     processes: int = 1) -> tuple[Child, str]:
+        """The production web process: uvicorn serving tarsy.asgi (`processes` > 1: `uvicorn --workers N`,
+        several processes on one socket), or daphne for comparison (one process)."""
         import httpx
 
         port = port or free_port()
         if server == "uvicorn":
-            args = [str(VENV_BIN / "uvicorn"), "--host", "127.0.0.1", "--port", str(port), "--no-access-log",
-                    "--log-level", "warning", "tarsy.asgi:application"]
+            args = [str(VENV_BIN / "uvicorn"), *UVICORN_OPTIONS, "--host", "127.0.0.1", "--port", str(port),
+                    "--workers", str(processes), "--no-access-log", "--log-level", "warning", "tarsy.asgi:application"]
         else:
+            if processes != 1:
+                raise ValueError("daphne runs one process; start several servers instead")
             args = [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "--access-log", os.devnull,
                     "tarsy.asgi:application"]
         child = Child(f"{name}-{port}", args, self.env, self.work)
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
+        answered = 0
         while time.monotonic() < deadline:
             if not child.alive():
-                raise RuntimeError(f"daphne exited:\n{child.log()[-3000:]}")
+                raise RuntimeError(f"{server} exited:\n{child.log()[-3000:]}")
             try:
                 if httpx.get(f"{base}/api/v1/alert-types", timeout=1).status_code == 200:
-                    return child, base
+                    answered += 1
+                    if answered >= processes:  # worker processes start one after another: give them all time
+                        return child, base
+                    time.sleep(1.0)
+                    continue
             except httpx.HTTPError:
                 pass
             time.sleep(0.2)
-        raise RuntimeError(f"daphne did not answer on {base}")
+        raise RuntimeError(f"{server} did not answer on {base}")
 
     def forget_queue(self) -> None:
         """Remove the run's queue and its bindings from Redis (nothing else carries its tag)."""

@@ -1,16 +1,17 @@
-"""Alert intake: POST /api/v1/alerts at concurrency 32 for 30 s against daphne; then prove nothing was lost.
+"""Alert intake: POST /api/v1/alerts at concurrency 32 for 30 s against the web server; then prove nothing was lost.
 
 The load client is a small keep-alive HTTP/1.1 client on asyncio (32
 connections, each sending its next request as soon as the previous answer
-arrived), light enough not to be the bottleneck. By default one daphne
-process serves, as `web` runs in the compose file; `--servers N` starts N
-daphne processes and spreads the connections over them, as N web replicas
-behind a Kubernetes Service would be. Workers (zero-latency scripted
+arrived), light enough not to be the bottleneck. By default one web server
+(uvicorn with `--processes` worker processes, WEB_CONCURRENCY in the image)
+serves, as `web` runs in the compose file; `--servers N` starts N servers
+and spreads the connections over them, as N web replicas behind a
+Kubernetes Service would be. Workers (zero-latency scripted
 provider) start after the load phase by default so the figure is the web
 tier's own (`--workers-during-load` runs them alongside, sharing the CPUs),
 then drain the queue; every accepted alert must end as a completed session.
 
-    python -m tests.bench.intake [--seconds 30] [--concurrency 32] [--servers 1]
+    python -m tests.bench.intake [--seconds 30] [--concurrency 32] [--servers 1] [--processes 2]
 
 `lost` = accepted alerts (202 with a session id) whose session does not exist
 or did not complete; `unfinished` = sessions still not terminal when the
@@ -87,8 +88,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--servers", type=int, default=1, help="web processes (replicas)")
-    parser.add_argument("--server", choices=["daphne", "uvicorn"], default="daphne")
+    parser.add_argument("--servers", type=int, default=1, help="web servers (replicas)")
+    parser.add_argument("--server", choices=["uvicorn", "daphne"], default="uvicorn")
+    parser.add_argument("--processes", type=int, default=2, help="uvicorn worker processes per server")
     parser.add_argument("--workers", type=int, default=2, help="worker processes that drain the sessions")
     parser.add_argument("--worker-concurrency", type=int, default=2)
     parser.add_argument("--workers-during-load", action="store_true")
@@ -104,7 +106,9 @@ def main(argv: list[str] | None = None) -> dict:
         "executive_summary": ["payments-api crash-loops."]})})
     from tarsy.models import TERMINAL_SESSION_STATUSES, AlertSession
 
-    servers = [bench.start_server(f"{args.server}{i}", server=args.server) for i in range(args.servers)]
+    processes = args.processes if args.server == "uvicorn" else 1
+    servers = [bench.start_server(f"{args.server}{i}", server=args.server, processes=processes)
+               for i in range(args.servers)]
     targets = [("127.0.0.1", int(base.rsplit(":", 1)[1])) for _child, base in servers]
     names = [f"w{i}" for i in range(1, args.workers + 1)]
 
@@ -145,7 +149,7 @@ def main(argv: list[str] | None = None) -> dict:
         by_status[status] = by_status.get(status, 0) + 1
     lost = sum(1 for sid in accepted if rows.get(__import__("uuid").UUID(sid)) not in ("completed",)) - unfinished
     s = harness.summary_ms(latencies)
-    where = f"{args.servers} {args.server} process(es)"
+    where = f"{args.servers} {args.server} server(s) x {processes} process(es)"
     print(f"\nintake: POST /api/v1/alerts, {args.concurrency} concurrent keep-alive clients for {args.seconds:.0f} s "
           f"against {where}; workers {'during' if args.workers_during_load else 'after'} the load")
     print(f"  {rps:.1f} requests/s; latency p50 {s['p50']:.1f} ms  p95 {s['p95']:.1f} ms  p99 {s['p99']:.1f} ms")
@@ -155,7 +159,8 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"  machine: {harness.machine()}")
     figures = {"benchmark": "intake", "rps": round(rps, 1), "p50_ms": round(s["p50"], 2), "p99_ms": round(s["p99"], 2),
                "lost": lost, "accepted": len(accepted), "errors": len(errors), "unfinished": unfinished,
-               "servers": args.servers, "server": args.server, "drain_s": round(drain_s, 1),
+               "servers": args.servers, "server": args.server, "processes": processes,
+               "drain_s": round(drain_s, 1),
                "machine": harness.machine()}
     harness.emit(figures)
     return figures

@@ -1,15 +1,19 @@
-"""WebSocket fan-out: 100 subscribers of one session on daphne while it streams; commit-to-receipt latency.
+"""WebSocket fan-out: 100 subscribers of one session on the web server while it streams; commit-to-receipt latency.
 
 The session is submitted before any worker runs, the subscribers connect to
-daphne's `/ws` and subscribe to `session:<id>`, then a worker starts and the
+the production web server's `/ws` (uvicorn, `--processes` worker processes)
+and subscribe to `session:<id>`, then a worker starts and the
 investigation streams (ReAct iterations with streamed thinking, timeline
 events, stage and status events). For every persistent event the worker
 records when its transaction had committed and the event was handed to the
 channel layer (`tests/bench/_worker.py` observes `publisher._send`); each
 subscriber records when it received it. Latency = receipt − commit, over all
-(event, subscriber) pairs. Transient `stream.chunk` events are counted too.
+(event, subscriber) pairs, both stamped with the wall clock (time.time()) of
+this machine. Transient `stream.chunk` events are counted too. Subscribers
+are spread over `--client-processes` processes, as real subscribers are
+separate browsers.
 
-    python -m tests.bench.ws_fanout [--subscribers 100] [--iterations 10]
+    python -m tests.bench.ws_fanout [--subscribers 100] [--iterations 10] [--processes 2] [--client-processes 4]
 """
 
 from __future__ import annotations
@@ -55,14 +59,56 @@ async def _subscriber(url: str, channel: str, ready: asyncio.Event, counter: lis
     return {"received": received, "chunks": chunks}
 
 
-async def _run_clients(url: str, channel: str, n: int, timeout: float, on_ready) -> list[dict]:
+async def _run_clients(url: str, channel: str, n: int, timeout: float, on_ready=None) -> list[dict]:
     ready = asyncio.Event()
     counter = [0]
     deadline = time.monotonic() + timeout
     tasks = [asyncio.create_task(_subscriber(url, channel, ready, counter, n, deadline)) for _ in range(n)]
     await asyncio.wait_for(ready.wait(), 60)
-    await asyncio.get_running_loop().run_in_executor(None, on_ready)
+    if on_ready is not None:
+        await asyncio.get_running_loop().run_in_executor(None, on_ready)
     return await asyncio.gather(*tasks)
+
+
+def _client_process(url: str, channel: str, n: int, timeout: float, ready, results) -> None:
+    """One client process: n subscribers on one event loop; says when all are subscribed, then reports."""
+    results.put(asyncio.run(_run_clients(url, channel, n, timeout, on_ready=lambda: ready.put(n))))
+
+
+def _run_client_processes(url: str, channel: str, n: int, processes: int, timeout: float, on_ready) -> list[dict]:
+    """Subscribers spread over several processes, as real subscribers are separate browsers: one Python
+    process receiving every frame for 100 sockets would measure its own backlog, not the server's."""
+    import multiprocessing
+    import queue
+
+    ctx = multiprocessing.get_context("spawn")  # no Django state or DB connection inherited
+    ready, results = ctx.Queue(), ctx.Queue()
+    shares = [n // processes + (1 if i < n % processes else 0) for i in range(processes)]
+    procs = [ctx.Process(target=_client_process, args=(url, channel, k, timeout, ready, results), daemon=True)
+             for k in shares if k]
+    for proc in procs:
+        proc.start()
+
+    def take(source, deadline: float):
+        while True:
+            try:
+                return source.get(timeout=0.5)
+            except queue.Empty:
+                if time.monotonic() > deadline or not all(p.is_alive() or p.exitcode == 0 for p in procs):
+                    raise RuntimeError("a subscriber process failed or did not report in time") from None
+
+    try:
+        deadline = time.monotonic() + 90
+        for _ in procs:
+            take(ready, deadline)
+        on_ready()
+        deadline = time.monotonic() + timeout + 30
+        return [result for _ in procs for result in take(results, deadline)]
+    finally:
+        for proc in procs:
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -71,7 +117,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--latency-ms", type=int, default=400, help="per LLM call, spread over its chunks")
     parser.add_argument("--chunk-size", type=int, default=12)
-    parser.add_argument("--server", choices=["daphne", "uvicorn"], default="daphne")
+    parser.add_argument("--server", choices=["uvicorn", "daphne"], default="uvicorn")
+    parser.add_argument("--processes", type=int, default=2, help="uvicorn worker processes")
+    parser.add_argument("--client-processes", type=int, default=4,
+                        help="processes the subscribers are spread over (1: all in this process)")
     args = parser.parse_args(argv)
 
     script = {"KubernetesAgent": [STEP.format(n=n) for n in range(1, args.iterations)] + [FINAL],
@@ -84,7 +133,8 @@ def main(argv: list[str] | None = None) -> dict:
     from tarsy.models import AlertSession, Event
     from tarsy.services.sessions import session_submit
 
-    _server, base = bench.start_server(server=args.server)
+    processes = args.processes if args.server == "uvicorn" else 1
+    _server, base = bench.start_server(server=args.server, processes=processes)
     session = session_submit(data={"alert": "CrashLoopBackOff", "pod": "web-1"})
     channel = f"session:{session.id}"
     workers = []
@@ -92,9 +142,11 @@ def main(argv: list[str] | None = None) -> dict:
     def start_worker() -> None:
         workers.append(bench.start_worker("w1", concurrency=2))
 
-    results = asyncio.run(_run_clients(base.replace("http", "ws") + "/ws", channel, args.subscribers,
-                                       timeout=120 + args.iterations * args.latency_ms / 1000 * 3,
-                                       on_ready=start_worker))
+    url, timeout = base.replace("http", "ws") + "/ws", 120 + args.iterations * args.latency_ms / 1000 * 3
+    if args.client_processes > 1:
+        results = _run_client_processes(url, channel, args.subscribers, args.client_processes, timeout, start_worker)
+    else:
+        results = asyncio.run(_run_clients(url, channel, args.subscribers, timeout, on_ready=start_worker))
     harness.wait_terminal([str(session.id)], timeout=60, workers=workers)
     time.sleep(0.5)
     for worker in workers:
@@ -120,7 +172,8 @@ def main(argv: list[str] | None = None) -> dict:
             by_event.append(harness.percentile(got, 50))
     chunks = [r["chunks"] for r in results]
     s = harness.summary_ms(latencies)
-    print(f"\nws_fanout: {args.subscribers} subscribers on one session ({args.server}, RedisPubSubChannelLayer), "
+    print(f"\nws_fanout: {args.subscribers} subscribers in {max(1, args.client_processes)} client process(es) on one "
+          f"session ({args.server} x {processes} process(es), RedisPubSubChannelLayer), "
           f"{args.iterations} streamed iterations; session {status}")
     print(f"  persistent events: {len(stored)} stored, {s['n']} deliveries measured, {missing} not received")
     print(f"  commit -> receipt  p50 {s['p50']:.1f} ms  p95 {s['p95']:.1f} ms  p99 {s['p99']:.1f} ms  "
@@ -132,6 +185,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"  machine: {harness.machine()}")
     figures = {"benchmark": "ws_fanout", "p50_ms": round(s["p50"], 2), "p99_ms": round(s["p99"], 2),
                "p95_ms": round(s["p95"], 2), "subscribers": args.subscribers, "server": args.server,
+               "processes": processes, "client_processes": max(1, args.client_processes),
                "events": len(stored), "deliveries": s["n"], "missing": missing, "machine": harness.machine()}
     harness.emit(figures)
     return figures

@@ -1,4 +1,4 @@
-"""Browser tests: Debian's Chromium driven by Playwright against daphne + a real Celery worker.
+"""Browser tests: Debian's Chromium driven by Playwright against uvicorn (as in production) + a real Celery worker.
 
 Chromium comes from the OS (`apt-get install chromium`); Playwright cannot download browsers here.
 Without /usr/bin/chromium these tests skip, unless TARSY_REQUIRE_SERVICES=1 (then they fail).
@@ -45,7 +45,7 @@ def tools_server_config() -> dict:
 
 @pytest.fixture
 def web(tmp_path, config_dir):  # noqa: F811
-    """Factory: daphne serving tarsy.asgi on a free port; returns the base URL once it answers."""
+    """Factory: the production web server serving tarsy.asgi on a free port; returns the base URL once it answers."""
     started: list[Proc] = []
 
     def start() -> str:

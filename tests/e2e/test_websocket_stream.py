@@ -1,4 +1,4 @@
-"""End to end: daphne + a real worker + `websockets` clients on Redis and PostgreSQL.
+"""End to end: the production web server (uvicorn) + a real worker + `websockets` clients on Redis and PostgreSQL.
 
 An alert goes in over HTTP; subscribers of `session:<id>` see the investigation stream live, in order;
 a client that drops out catches up with exactly what it missed; one too far behind is told to reload.

@@ -102,25 +102,32 @@ def start_beat(tmp_path: Path, config_dir: Path | None = None, *, interval: floa
     return Proc(args, child_env(config_dir, TARSY_SWEEP_INTERVAL=str(interval), **env), tmp_path / "beat.log")
 
 
+# The production web server's options (deploy/Dockerfile, compose.yaml and k8s/web.yaml run the same).
+UVICORN_OPTIONS = ["--loop", "uvloop", "--http", "httptools", "--ws", "websockets-sansio", "--lifespan", "off",
+                   "--no-proxy-headers"]
+
+
 def start_server(tmp_path: Path, config_dir: Path | None = None, **env: str) -> tuple[Proc, str]:
-    """The production web process (daphne) on a free port; returns it and its base URL once it answers."""
+    """The production web server (uvicorn, one process) on a free port; returns it and its base URL once it
+    answers."""
     import httpx
 
     port = free_port()
-    args = [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "tarsy.asgi:application"]
-    proc = Proc(args, child_env(config_dir, **env), tmp_path / f"daphne-{port}.log")
+    args = [str(VENV_BIN / "uvicorn"), *UVICORN_OPTIONS, "--host", "127.0.0.1", "--port", str(port),
+            "--workers", "1", "--log-level", "warning", "tarsy.asgi:application"]
+    proc = Proc(args, child_env(config_dir, **env), tmp_path / f"web-{port}.log")
     base = f"http://127.0.0.1:{port}"
 
     def up() -> bool:
         if proc.popen.poll() is not None:
-            raise AssertionError(f"daphne exited:\n{proc.log()}")
+            raise AssertionError(f"web server exited:\n{proc.log()}")
         try:
-            return httpx.get(f"{base}/api/v1/alert-types", timeout=1).status_code == 200
+            return httpx.get(f"{base}/api/v1/alert-types", timeout=1).status_code < 500  # 401/403: auth is on
         except httpx.HTTPError:
             return False
 
     try:
-        wait_for(up, timeout=30, message=f"daphne on {base}")
+        wait_for(up, timeout=30, message=f"web server on {base}")
     except BaseException:
         proc.stop()
         raise

@@ -35,7 +35,8 @@ class Command(BaseCommand):
         worker = EmbeddedWorker() if run_worker else None
         periodic = PeriodicJobs() if run_worker else None
         server = uvicorn.Server(uvicorn.Config("tarsy.asgi:application", host=host, port=port, ws="websockets-sansio",
-                                               lifespan="off", log_level="warning", timeout_graceful_shutdown=5))
+                                               lifespan="off", log_level="warning", timeout_graceful_shutdown=5,
+                                               proxy_headers=False))  # auth checks the real peer (deploy/README)
 
         async def main() -> None:
             bind_publisher_to_running_loop()

@@ -63,7 +63,8 @@ def test_compose_tarsy_services_build_the_dockerfile_and_reach_postgres_and_redi
 
 def test_compose_commands_start_the_right_process(compose):
     services = compose["services"]
-    assert services["web"]["command"][:1] == ["daphne"] and "tarsy.asgi:application" in services["web"]["command"]
+    assert services["web"]["command"][:1] == ["uvicorn"] and "tarsy.asgi:application" in services["web"]["command"]
+    assert "--no-proxy-headers" in services["web"]["command"]  # a client must not claim a trusted address
     assert "celery -A tarsy worker" in " ".join(services["worker"]["command"])
     assert services["beat"]["command"][:4] == ["celery", "-A", "tarsy", "beat"]
     assert services["migrate"]["command"] == ["python", "manage.py", "migrate", "--noinput"]
@@ -102,11 +103,12 @@ def test_compose_named_volumes_are_declared(compose):
                 assert source in declared
 
 
-def test_dockerfile_copies_what_exists_and_serves_daphne():
+def test_dockerfile_copies_what_exists_and_serves_uvicorn():
     text = (DEPLOY / "Dockerfile").read_text()
     for source in re.findall(r"^COPY\s+(\S+)\s+\S+$", text, flags=re.M):
         assert (ROOT / source).exists(), f"Dockerfile copies missing {source}"
-    assert re.search(r'^CMD \["daphne".*"tarsy\.asgi:application"\]', text, flags=re.M)
+    assert re.search(r'^CMD \["uvicorn".*"--no-proxy-headers".*"tarsy\.asgi:application"\]', text, flags=re.M)
+    assert "FORWARDED_ALLOW_IPS" not in text
     assert re.search(r"^USER \d+", text, flags=re.M)
 
 
@@ -160,7 +162,8 @@ def test_web_probes_use_health():
     assert web["readinessProbe"]["httpGet"]["path"] == "/health"
     assert web["startupProbe"]["httpGet"]["path"] == "/health"
     assert "livenessProbe" in web
-    assert web["command"][0] == "daphne" and "tarsy.asgi:application" in web["command"]
+    assert web["command"][0] == "uvicorn" and "tarsy.asgi:application" in web["command"]
+    assert "--no-proxy-headers" in web["command"]
 
 
 def test_worker_is_sized_by_env_and_beat_is_a_single_replica():
