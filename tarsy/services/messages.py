@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max
 
 from agents.llm.types import ConversationMessage
 from tarsy.models import Message
@@ -31,12 +30,9 @@ def messages_with_next_sequence(*, execution_id: Any) -> tuple[list[Conversation
 @transaction.atomic(savepoint=False)  # joins the caller's batch without a savepoint
 def messages_append(
     *, session_id: Any, execution_id: Any, iteration: int, messages: list[ConversationMessage],
-    start: int | None = None,
-) -> int:
-    """Append in order from `start` (looked up when not given); returns the next free sequence number."""
-    if start is None:
-        start = (Message.objects.filter(execution_id=execution_id).aggregate(m=Max("sequence_number"))["m"]
-                 or 0) + 1
+    start: int,
+) -> None:
+    """Append in order, numbered from `start` (the writer knows it: see messages_with_next_sequence)."""
     Message.objects.bulk_create(
         [
             Message(
@@ -54,4 +50,3 @@ def messages_append(
             for i, msg in enumerate(messages)
         ]
     )
-    return start + len(messages)
