@@ -28,6 +28,18 @@ def _env_bool(name: str, default: bool) -> bool:
     return default if value is None else value.strip().lower() in ("1", "true", "yes", "on")
 
 
+def _env_number(name: str, default: float, kind: type = int) -> float:
+    """A numeric setting; a malformed value names its variable rather than failing deep inside a library."""
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    try:
+        return kind(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be {'an integer' if kind is int else 'a number'}, "
+                                   f"got {value!r}") from None
+
+
 def _env_list(name: str, default: list[str]) -> list[str]:
     value = os.environ.get(name)
     return default if value is None else [item.strip() for item in value.split(",") if item.strip()]
@@ -116,9 +128,9 @@ if DATABASE_URL:
         # max_size bounds this process's connections (size PostgreSQL for web processes × max_size); a request
         # finding none free waits up to `timeout` seconds, then fails rather than queueing forever.
         DATABASES["default"]["OPTIONS"]["pool"] = {
-            "min_size": int(os.environ.get("TARSY_WEB_DB_POOL_MIN", "2")),
-            "max_size": int(os.environ.get("TARSY_WEB_DB_POOL_MAX", "10")),
-            "timeout": float(os.environ.get("TARSY_WEB_DB_POOL_TIMEOUT", "10")),
+            "min_size": _env_number("TARSY_WEB_DB_POOL_MIN", 2),
+            "max_size": _env_number("TARSY_WEB_DB_POOL_MAX", 10),
+            "timeout": _env_number("TARSY_WEB_DB_POOL_TIMEOUT", 10.0, float),
         }
     DATABASES["default"]["TEST"] = {"NAME": os.environ.get("TARSY_TEST_DB_NAME", "test_tarsy")}
 else:
@@ -152,8 +164,8 @@ else:
 
 # ---- celery -------------------------------------------------------------------
 # The hard kill comes this long after the soft limit; an iteration's lease lasts timeout + grace.
-ITERATION_HARD_LIMIT_GRACE_S = float(os.environ.get("TARSY_HARD_LIMIT_GRACE", "30"))
-MAX_ITERATION_TIMEOUT_S = int(os.environ.get("TARSY_MAX_ITERATION_TIMEOUT", "900"))
+ITERATION_HARD_LIMIT_GRACE_S = _env_number("TARSY_HARD_LIMIT_GRACE", 30.0, float)
+MAX_ITERATION_TIMEOUT_S = _env_number("TARSY_MAX_ITERATION_TIMEOUT", 900)
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
@@ -210,7 +222,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 3 * 1024 * 1024  # alert data is capped at 1 MB; l
 # ---- TARSy --------------------------------------------------------------------
 TARSY_CONFIG_DIR = os.environ.get("TARSY_CONFIG_DIR", "")
 TARSY_HOST = os.environ.get("TARSY_HOST", "127.0.0.1")
-TARSY_PORT = int(os.environ.get("TARSY_PORT", "8000"))
+TARSY_PORT = _env_number("TARSY_PORT", 8000)
 
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
