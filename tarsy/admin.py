@@ -1,6 +1,6 @@
 """Django admin for on-call inspection: sessions → stages → executions → timeline and conversation.
 
-Everything is read-only: the pipeline owns these rows; editing them by hand
+Session records are read-only: the pipeline owns these rows; editing them by hand
 would break its invariants.
 """
 
@@ -13,6 +13,7 @@ from django.utils.html import format_html
 from .models import (
     AgentExecution,
     AlertSession,
+    APIToken,
     Chat,
     ChatUserMessage,
     Event,
@@ -215,3 +216,20 @@ class ChatUserMessageAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["__str__", "chat", "author", "created_at"]
     search_fields = ["content", "author"]
     readonly_fields = [f.name for f in ChatUserMessage._meta.fields]
+
+
+@admin.register(APIToken)
+class APITokenAdmin(admin.ModelAdmin):
+    """Revoke an API client's token by deleting it. Tokens are made by `manage.py create_api_token NAME`, which
+    shows the token once; only its digest is stored, and not shown here."""
+
+    list_display = ["user", "created_at"]
+    fields = ["user", "created_at"]
+    readonly_fields = fields
+    search_fields = ["user__username"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -5,10 +5,11 @@ from __future__ import annotations
 import ipaddress
 
 from rest_framework import exceptions
-from rest_framework.authentication import BaseAuthentication, SessionAuthentication, TokenAuthentication
+from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.permissions import BasePermission
 
 from tarsy.config import get_config
+from tarsy.services.api_tokens import api_token_user
 
 DEFAULT_AUTHOR = "api-client"
 
@@ -72,6 +73,16 @@ class ProxyUser:
         return self.username
 
 
+TOKEN_SCHEMES = ("token", "bearer")
+
+
+def authorization_token(header: str) -> str | None:
+    """The token of an `Authorization: Token <t>` (or `Bearer <t>`) header; "" when that scheme has no token,
+    None when the header is absent or of another scheme."""
+    scheme, _, value = header.strip().partition(" ")
+    return value.strip() if scheme.lower() in TOKEN_SCHEMES else None
+
+
 class ConfiguredAuthentication(BaseAuthentication):
     def authenticate(self, request):
         mode = get_config().system.auth.mode
@@ -80,9 +91,12 @@ class ConfiguredAuthentication(BaseAuthentication):
             if identity:
                 return ProxyUser(identity), None
         if mode == "token":
-            result = TokenAuthentication().authenticate(request)
-            if result:
-                return result
+            token = authorization_token(request.META.get("HTTP_AUTHORIZATION", ""))
+            if token is not None:
+                user = api_token_user(token)
+                if user is None:
+                    raise exceptions.AuthenticationFailed("Invalid token")
+                return user, None
         return SessionAuthentication().authenticate(request)
 
     def authenticate_header(self, request):

@@ -23,9 +23,10 @@ from .sessions import (
     Stage,
     StageKind,
 )
+from .tokens import APIToken
 
 __all__ = [
-    "ACTIVE_SESSION_STATUSES", "TERMINAL_EXEC_STATUSES", "TERMINAL_SESSION_STATUSES", "AgentExecution",
+    "ACTIVE_SESSION_STATUSES", "TERMINAL_EXEC_STATUSES", "TERMINAL_SESSION_STATUSES", "AgentExecution", "APIToken",
     "AlertSession", "Chat", "ChatUserMessage", "Event", "ExecStatus", "InteractionType", "LLMInteraction",
     "MCPInteraction", "Message", "MessageRole", "ParallelType", "SessionStatus", "Stage", "StageKind",
     "TimelineEvent", "TimelineEventType", "TimelineStatus",

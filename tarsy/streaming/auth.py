@@ -1,7 +1,7 @@
 """WebSocket admission: the API's auth mode plus an Origin check.
 
 none: loopback clients only. proxy: identity headers from a trusted proxy, or a Django session login.
-token: a DRF token (`?token=` or `Authorization: Token …`), or a Django session login.
+token: an API token (`?token=` or `Authorization: Token …`), or a Django session login.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from urllib.parse import parse_qs, urlparse
 
 from django.conf import settings
 
-from tarsy.api.auth import from_trusted_proxy, is_loopback
+from tarsy.api.auth import authorization_token, from_trusted_proxy, is_loopback
 from tarsy.config import get_config
+from tarsy.services.api_tokens import api_token_user
 
 
 def _header(scope, name: bytes) -> str:
@@ -42,13 +43,9 @@ class _Meta:
 
 
 def _token_valid(scope) -> bool:
-    from rest_framework.authtoken.models import Token
-
     key = (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token") or [""])[0]
-    if not key:
-        scheme, _, value = _header(scope, b"authorization").partition(" ")
-        key = value.strip() if scheme.lower() in ("token", "bearer") else ""
-    return bool(key) and Token.objects.filter(key=key, user__is_active=True).exists()
+    key = key or authorization_token(_header(scope, b"authorization")) or ""
+    return bool(key) and api_token_user(key) is not None
 
 
 def websocket_allowed(scope) -> bool:

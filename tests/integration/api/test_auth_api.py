@@ -1,15 +1,17 @@
-"""Auth modes: none (loopback only), proxy (trusted proxies), token (DRF tokens); session login; CSRF."""
+"""Auth modes: none (loopback only), proxy (trusted proxies), token (API tokens); session login; CSRF."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
+from django.db import connection
 from rest_framework.test import APIClient
 
-from tarsy.models import AlertSession
+from tarsy.models import AlertSession, APIToken
 from tests.support.configdir import write_config
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(30)]
@@ -51,6 +53,32 @@ def test_token_mode_accepts_created_token_and_names_the_client_as_author(tmp_pat
     # Identity headers from an untrusted address are not believed.
     assert author_of(client.post("/api/v1/alerts", ALERT, format="json", HTTP_X_FORWARDED_USER="mallory")) == \
         "alertmanager"
+
+
+def test_api_tokens_are_stored_as_digests_and_shown_only_when_created(tmp_path):
+    auth_mode(tmp_path, "token")
+    out = io.StringIO()
+    call_command("create_api_token", "alertmanager", stdout=out)
+    token = out.getvalue().strip()
+    assert len(token) >= 40
+    assert APIToken.objects.get(user__username="alertmanager").digest == hashlib.sha256(token.encode()).hexdigest()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT * FROM {APIToken._meta.db_table}")
+        assert token not in repr(cursor.fetchall())
+    client = APIClient(REMOTE_ADDR="10.0.0.8", HTTP_AUTHORIZATION=f"Token {token}")
+    assert client.get("/api/v1/sessions").status_code == 200
+
+    again = io.StringIO()
+    with pytest.raises(CommandError, match="already has a token"):
+        call_command("create_api_token", "alertmanager", stdout=again)
+    assert again.getvalue() == ""  # an existing token is never printed again
+    rotated = io.StringIO()
+    call_command("create_api_token", "alertmanager", "--rotate", stdout=rotated)
+    new = rotated.getvalue().strip()
+    assert new != token
+    assert client.get("/api/v1/sessions").status_code == 401  # the replaced token stopped working
+    assert APIClient(HTTP_AUTHORIZATION=f"Bearer {new}").get("/api/v1/sessions").status_code == 200
+    assert not get_user_model().objects.get(username="alertmanager").has_usable_password()
 
 
 def test_proxy_mode_trusts_identity_headers_only_from_trusted_proxies(tmp_path):
