@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -78,7 +79,9 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served by TARSy itself (no CDN)
     "channels",
+    "axes",
     "tarsy",
 ]
 
@@ -91,6 +94,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # turns a locked-out login into a 429 page
 ]
 
 ROOT_URLCONF = "tarsy.urls"
@@ -216,6 +220,11 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # The schema and docs follow the auth mode like the API (authentication: the API's default classes).
+    "SERVE_PERMISSIONS": ["tarsy.api.auth.ConfiguredPermission"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = 3 * 1024 * 1024  # alert data is capped at 1 MB; leave room for JSON escaping
 
@@ -234,6 +243,16 @@ USE_I18N = False
 USE_TZ = True
 LOGIN_URL = "/admin/login/"
 
+# Login throttling (django-axes): failed logins are counted per username and client address in the database (so
+# every web process and replica shares the count); at the limit that pair is refused with 429 until the cool-off
+# has passed. The address is the connection's peer, as for auth (tarsy.api.auth.client_ip), never X-Forwarded-For.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = _env_number("TARSY_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=_env_number("TARSY_LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "tarsy.api.auth.client_ip"
+AXES_RESET_ON_SUCCESS = True
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -247,5 +266,6 @@ LOGGING = {
         "celery": {"level": "WARNING"},  # one line per task would drown what matters
         "kombu.connection": {"level": "ERROR"},  # memory:// has no host; the warning about it is noise
         "mcp": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},  # lockouts are warnings; a start-up banner per process is noise
     },
 }

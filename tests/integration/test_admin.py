@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.test import Client
 
 from tarsy.models import AgentExecution, AlertSession, Message, Stage, TimelineEvent
 
@@ -60,3 +62,19 @@ def test_session_page_inlines_stages_and_execution_page_inlines_timeline_and_mes
 def test_admin_is_staff_only(client, sessions):
     response = client.get("/admin/tarsy/alertsession/")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_admin_login_is_throttled_per_username_and_address():
+    get_user_model().objects.create_superuser("oncall", "", "the-right-password")
+    attacker = Client(REMOTE_ADDR="203.0.113.7")
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        page = attacker.post("/admin/login/", {"username": "oncall", "password": "a-guess"})
+        assert page.status_code == 200 and "correct username and password" in page.content.decode()
+    assert attacker.post("/admin/login/", {"username": "oncall", "password": "a-guess"}).status_code == 429
+    locked = attacker.post("/admin/login/", {"username": "oncall", "password": "the-right-password"})
+    assert locked.status_code == 429 and "too many login attempts" in locked.content.decode()
+    assert "_auth_user_id" not in attacker.session
+    # Another address is not locked out with it, so a guesser cannot lock the on-call engineer out everywhere.
+    elsewhere = Client(REMOTE_ADDR="198.51.100.4")
+    assert elsewhere.post("/admin/login/", {"username": "oncall", "password": "the-right-password"}).status_code == 302
+    assert elsewhere.get("/admin/tarsy/alertsession/").status_code == 200

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -125,3 +126,32 @@ def test_schema_and_docs_are_served(api):
     assert schema.status_code == 200
     assert "/api/v1/sessions/{session_id}/chat/messages" in schema.json()["paths"]
     assert api.get("/api/docs/").status_code == 200
+
+
+@pytest.mark.parametrize("mode, status", [("token", 401), ("proxy", 403)])
+def test_schema_and_docs_follow_the_auth_mode(tmp_path, mode, status):
+    auth_mode(tmp_path, mode, trusted_proxies=["10.0.0.5"])
+    stranger = APIClient(REMOTE_ADDR="10.0.0.9")
+    for url in ("/api/schema/", "/api/docs/"):
+        refused = stranger.get(url, HTTP_ACCEPT="text/html,application/yaml")
+        assert refused.status_code == status and refused["Content-Type"] == "application/json", refused.content
+        assert refused.json()["error"] in ("unauthorized", "forbidden")
+    if mode == "token":
+        out = io.StringIO()
+        call_command("create_api_token", "reader", stdout=out)
+        allowed = APIClient(REMOTE_ADDR="10.0.0.9", HTTP_AUTHORIZATION=f"Token {out.getvalue().strip()}")
+    else:
+        allowed = APIClient(REMOTE_ADDR="10.0.0.5", HTTP_X_FORWARDED_USER="alice")
+    assert allowed.get("/api/schema/").status_code == 200
+    assert allowed.get("/api/docs/").status_code == 200
+
+
+def test_docs_page_loads_swagger_ui_from_tarsy_itself(api):
+    page = api.get("/api/docs/").content.decode()
+    assert not re.search(r"https?://|cdn", page, flags=re.I)
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert {a.rsplit("/", 1)[-1] for a in assets} >= {"swagger-ui.css", "swagger-ui-bundle.js"}
+    for asset in assets:
+        assert asset.startswith("/static/") and not asset.startswith("//"), asset
+        response = api.get(asset)
+        assert response.status_code == 200 and b"".join(response.streaming_content), asset

@@ -1,0 +1,25 @@
+"""The OpenAPI schema and its Swagger UI, behind the API's own authentication.
+
+drf-spectacular renders errors with the view's renderer (YAML, an HTML template); here they take the API's one
+JSON error shape, so a client without credentials gets a 401/403 it can read.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.renderers import JSONRenderer
+
+
+class JsonErrors:
+    def handle_exception(self, exc):
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return super().handle_exception(exc)
+
+
+class SchemaView(JsonErrors, SpectacularAPIView):
+    """GET /api/schema/: the OpenAPI description (YAML, or JSON on request)."""
+
+
+class DocsView(JsonErrors, SpectacularSwaggerView):
+    """GET /api/docs/: Swagger UI, served from the drf-spectacular-sidecar package rather than a CDN."""
