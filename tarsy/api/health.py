@@ -1,6 +1,15 @@
-"""GET /health: database, broker, workers, configuration — 200 healthy, 503 not."""
+"""GET /health for load balancers and probes: one word per component, cheap enough to call every few seconds.
+
+The endpoint is public, so it says only "ok" or "degraded" per component — no error text, host names or worker
+names, which stay on the authenticated system page (`checks()`). 503 when the database, the broker, every worker
+or the configuration is down: the instance cannot do its work, so it should leave the load balancer; MCP servers
+that fail degrade investigations without stopping them, so they report "degraded" with a 200.
+"""
 
 from __future__ import annotations
+
+import threading
+import time
 
 from django.conf import settings
 from django.db import connection
@@ -9,6 +18,13 @@ from django.http import JsonResponse
 from tarsy.config import ConfigError, get_config
 
 WORKER_REPLY_TIMEOUT_S = 1.0  # a probe must answer quickly; a worker slower than this is as good as absent
+# The worker probe is a broadcast every worker answers: with probes every few seconds from each load balancer and
+# each replica it would keep the workers busy answering. One probe per process per window; callers share it.
+WORKER_PROBE_TTL_S = 5.0
+CRITICAL = ("database", "broker", "workers", "config")
+
+_probe_lock = threading.Lock()
+_probe: dict[str, tuple[float, dict]] = {}  # queue → (expires at, result)
 
 
 def _database() -> dict:
@@ -33,12 +49,21 @@ def _broker() -> dict:
 
 
 def _workers() -> dict:
-    """Workers that consume our task queue: a worker on another queue would never run our tasks."""
-    from tarsy.celery import app
-
+    """Workers that consume our task queue (a worker on another queue would never run our tasks); the probe's
+    answer is reused for WORKER_PROBE_TTL_S, and a caller arriving while it runs waits for it."""
     if settings.EMBEDDED:
         return {"status": "ok", "mode": "in-process"}
     queue = settings.CELERY_TASK_DEFAULT_QUEUE
+    with _probe_lock:
+        cached = _probe.get(queue)
+        if cached is None or cached[0] <= time.monotonic():
+            cached = _probe[queue] = (time.monotonic() + WORKER_PROBE_TTL_S, _probe_workers(queue))
+    return dict(cached[1])
+
+
+def _probe_workers(queue: str) -> dict:
+    from tarsy.celery import app
+
     try:
         replies = app.control.inspect(timeout=WORKER_REPLY_TIMEOUT_S).active_queues() or {}
     except Exception as exc:
@@ -50,17 +75,28 @@ def _workers() -> dict:
     return result
 
 
-def health(request):
-    checks = {"database": _database(), "broker": _broker(), "workers": _workers()}
-    try:
-        from agents.mcp.health import known_problems
+def _config_and_mcp() -> tuple[dict, dict]:
+    from agents.mcp.health import known_problems
 
+    try:
         config = get_config()
-        warnings = config.warnings() + known_problems(config)
-        checks["config"] = {"status": "ok"}
     except ConfigError as exc:
-        warnings = exc.problems
-        checks["config"] = {"status": "error", "error": "invalid configuration"}
-    healthy = all(c["status"] == "ok" for c in checks.values())
-    return JsonResponse({"status": "healthy" if healthy else "unhealthy", "checks": checks, "warnings": warnings},
-                        status=200 if healthy else 503)
+        return {"status": "error", "error": "invalid configuration", "problems": exc.problems}, {"status": "ok"}
+    problems = known_problems(config)  # never waits on a server: failures seen by the last background check
+    return {"status": "ok"}, ({"status": "error", "problems": problems} if problems else {"status": "ok"})
+
+
+def checks() -> dict[str, dict]:
+    """Every component with its details (errors, worker names): for authenticated pages only."""
+    result = {"database": _database(), "broker": _broker()}
+    result["workers"] = _workers() if result["broker"]["status"] == "ok" else {
+        "status": "error", "error": "the broker is unreachable", "count": 0}
+    result["config"], result["mcp"] = _config_and_mcp()
+    return result
+
+
+def health(request):
+    components = {name: "ok" if check["status"] == "ok" else "degraded" for name, check in checks().items()}
+    serving = all(components[name] == "ok" for name in CRITICAL)
+    status = "healthy" if all(v == "ok" for v in components.values()) else "degraded" if serving else "unhealthy"
+    return JsonResponse({"status": status, "checks": components}, status=200 if serving else 503)

@@ -171,9 +171,13 @@ def _is_uuid(value: str) -> bool:
 @require_GET
 @dashboard_view
 def system_page(request):
+    from tarsy.api.health import checks
+
     config = get_config()
+    health = checks()
     return render(request, "dashboard/system.html", _base(
-        request, warnings=config.warnings(), workers=_workers(), versions=_versions(), config=config,
+        request, warnings=config.warnings(), health=health, workers=health["workers"], versions=_versions(),
+        config=config,
         config_dir=config.config_dir or "(built-in defaults)", embedded=settings.EMBEDDED,
         providers=sorted(config.llm_providers.items()), chains=sorted(config.chains.items())))
 
@@ -188,12 +192,6 @@ def system_mcp_fragment(request):
     if request.GET.get("format") == "json":
         return JsonResponse({"servers": servers})
     return render(request, "dashboard/_mcp_servers.html", {"servers": servers})
-
-
-def _workers() -> dict:
-    from tarsy.api.health import _workers as ping_workers
-
-    return ping_workers()
 
 
 def _versions() -> list[tuple[str, str]]:
