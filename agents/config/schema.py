@@ -84,11 +84,38 @@ class LLMProvidersFile(_Strict):
     llm_providers: dict[str, LLMProviderConfig] = Field(default_factory=dict)
 
 
+def _known_masking_names(kind: Literal["group", "pattern"]) -> list[str]:
+    # Imported here: the masking package builds on this schema, so it cannot be imported at module level.
+    from agents.mcp.masking import known_groups, known_patterns
+
+    return known_groups() if kind == "group" else known_patterns()
+
+
+def _check_masking_names(names: list[str], kind: Literal["group", "pattern"]) -> list[str]:
+    """An unknown name is a configuration error: masking must never silently do less than the file says."""
+    known = _known_masking_names(kind)
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ValueError(f"unknown masking {kind}{'s' if len(unknown) > 1 else ''} "
+                         f"{', '.join(repr(n) for n in unknown)} (known: {', '.join(known)})")
+    return names
+
+
 class MaskingConfig(_Strict):
     enabled: bool = True
     pattern_groups: list[str] = Field(default_factory=list)
     patterns: list[str] = Field(default_factory=list)
     custom_patterns: list[CustomPattern] = Field(default_factory=list)
+
+    @field_validator("pattern_groups")
+    @classmethod
+    def _known_groups(cls, value: list[str]) -> list[str]:
+        return _check_masking_names(value, "group")
+
+    @field_validator("patterns")
+    @classmethod
+    def _known_patterns(cls, value: list[str]) -> list[str]:
+        return _check_masking_names(value, "pattern")
 
 
 class CustomPattern(_Strict):
@@ -105,10 +132,24 @@ class CustomPattern(_Strict):
             raise ValueError(f"invalid regular expression: {exc}") from exc
         return value
 
+    @model_validator(mode="after")
+    def _replacement_fits(self) -> CustomPattern:
+        """A back-reference to a group the pattern lacks would fail on every result: refuse it at load time."""
+        try:
+            re.compile(self.pattern).sub(self.replacement, "")  # parses the template without needing a match
+        except re.error as exc:
+            raise ValueError(f"invalid replacement {self.replacement!r}: {exc}") from exc
+        return self
+
 
 class AlertMaskingConfig(_Strict):
     enabled: bool = True
     pattern_group: str = "security"
+
+    @field_validator("pattern_group")
+    @classmethod
+    def _known_group(cls, value: str) -> str:
+        return _check_masking_names([value], "group")[0]
 
 
 class SummarizationConfig(_Strict):

@@ -153,14 +153,15 @@ def test_empty_selection_still_masks_secrets_and_tokens():
 
 
 def test_tool_result_masking_fails_closed():
-    cfg = MaskingConfig(pattern_groups=["no-such-group"])
+    cfg = MaskingConfig.model_construct(pattern_groups=["no-such-group"])  # the schema refuses it: unvalidated
 
     assert mask_tool_result(SECRET_YAML, cfg) == MASKING_FAILED_PLACEHOLDER
 
 
 def test_tool_result_masking_fails_closed_when_a_custom_pattern_breaks():
-    # A replacement referring to a group the pattern lacks raises while masking, not while validating config.
-    cfg = MaskingConfig(custom_patterns=[CustomPattern(name="bad", pattern="secret", replacement=r"\2")])
+    # A replacement referring to a group the pattern lacks: the schema refuses it; if one got through, it raises.
+    bad = CustomPattern.model_construct(name="bad", pattern="secret", replacement=r"\2")  # the schema refuses it
+    cfg = MaskingConfig.model_construct(custom_patterns=[bad])
 
     assert mask_tool_result("the secret is out", cfg) == MASKING_FAILED_PLACEHOLDER
 
@@ -171,7 +172,8 @@ def test_alert_masking_fails_open_and_masks_with_its_group():
     assert mask_alert_data(alert, AlertMaskingConfig(pattern_group="security")) == (
         "pod web failing; owner __MASKED_EMAIL__; DB_PASSWORD=__MASKED_PASSWORD__"
     )
-    assert mask_alert_data(alert, AlertMaskingConfig(pattern_group="no-such-group")) == alert
+    assert mask_alert_data(alert, AlertMaskingConfig.model_construct(enabled=True, pattern_group="no-such-group")) \
+        == alert
     assert mask_alert_data(alert, AlertMaskingConfig(enabled=False)) == alert
 
 
