@@ -3,7 +3,9 @@
 A runbook is a convenience, never a reason to fail an investigation: every failure (disallowed host, HTTP error,
 timeout, oversize body) returns the default runbook with a warning saying what went wrong. The URL comes from
 the alert submitter, so hosts are checked against the allow-list before any request, redirects are followed
-only to allowed hosts, and the GitHub token is only ever sent to GitHub hosts.
+only to allowed hosts, and the GitHub token is only ever sent to GitHub hosts. A fetched runbook is outside text:
+it is masked before it is cached or enters a prompt. Credentials in a runbook URL are masked when the alert is
+stored, so such a URL is not fetched (GITHUB_TOKEN is how TARSy authenticates to GitHub).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Literal
 from urllib.parse import urljoin, urlsplit
 
 import httpx
+
+from agents.mcp.masking.boundary import URL_CREDENTIAL_MASK, mask_text, mask_url
 
 CACHE_TTL_S = 300.0  # runbooks change rarely; an alert storm must not refetch the same page for every session
 MAX_REDIRECTS = 3  # enough for an http→https or a moved page; each hop is re-checked against the allow-list
@@ -76,12 +80,16 @@ def fetch_runbook(url: str, *, allowed_domains: list[str], default: str, github_
     target = github_raw_url(url)
     try:
         _check_url(url, allowed_domains)  # before the cache too: the allow-list may have changed since
+        if URL_CREDENTIAL_MASK in url:
+            raise RunbookError("its credentials were masked when the alert was stored (use a URL without them)")
         cached = _cache_get(target)
         if cached is not None:
             return RunbookResult(content=cached, source="url")
-        content = _download(target, allowed_domains + _implied_domains(url, target), token, timeout, max_bytes)
+        content = mask_text(_download(target, allowed_domains + _implied_domains(url, target), token, timeout,
+                                      max_bytes))
     except RunbookError as exc:
-        return RunbookResult(content=default, source="default", warning=f"runbook {url}: {exc}; using the default")
+        return RunbookResult(content=default, source="default",
+                             warning=f"runbook {mask_url(url)}: {exc}; using the default")
     _cache_put(target, content)
     return RunbookResult(content=content, source="url")
 

@@ -3,7 +3,9 @@
 Every controller does the same around a call — open streaming timeline events,
 forward deltas, watch for cancellation and the deadline, aggregate the reply,
 store an LLMInteraction with the full conversation sent plus the reply
-(EP-0014) — so it lives here once.
+(EP-0014) — so it lives here once. A provider's error text comes from outside
+(an API's error body): it is masked here, where it enters, so the interaction,
+the error event, the execution's error and the retry prompt all get masked text.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from agents.llm.types import (
     ThinkingChunk,
     ToolDefinition,
 )
+from agents.mcp.masking.boundary import mask_text
 
 DEADLINE_CODE = DEADLINE_EXCEEDED  # one code for "out of time", whether the provider or this loop noticed it
 # Provider timeouts (HTTP 408, SDK read timeouts) count like a missed deadline towards "2 timeouts in a row".
@@ -92,6 +95,8 @@ def call_llm(
         if close:
             close()
     response = result.response
+    if response.error is not None:
+        response.error = response.error.model_copy(update={"message": mask_text(response.error.message)})
     if result.thinking_event_id is not None:
         recorder.complete_event(result.thinking_event_id, response.thinking,
                                 status="completed" if not result.stopped else result.stopped)

@@ -6,6 +6,7 @@ import json
 
 from agents.context import ExecutionContext
 from agents.llm.types import CodeExecutionChunk, ConversationMessage, LLMResponse, ToolDefinition
+from agents.mcp.masking.boundary import mask_arguments
 from agents.prompts.builder import build_native_messages
 
 from .base import StepOutcome, StepStatus
@@ -78,9 +79,10 @@ class NativeThinkingController(IterationController):
             if ctx.recorder.stop_reason():
                 return stopped_outcome(ctx.recorder.stop_reason())
             server, _, tool = call.name.partition(".")
-            ctx.recorder.add_event("llm_tool_call", json.dumps(call.arguments, ensure_ascii=False, indent=2),
+            shown = mask_arguments(call.arguments)  # the tool gets what the model wrote; the timeline, masked text
+            ctx.recorder.add_event("llm_tool_call", json.dumps(shown, ensure_ascii=False, indent=2),
                                    {"tool_name": call.name, "server_name": server, "tool": tool,
-                                    "arguments": call.arguments, "tool_call_id": call.id, "source": "native"})
+                                    "arguments": shown, "tool_call_id": call.id, "source": "native"})
             tool_result = ctx.tools.execute(call)
             ctx.recorder.add_messages([ConversationMessage(role="tool", content=tool_result.content,
                                                            tool_call_id=call.id, tool_name=call.name)])

@@ -6,6 +6,7 @@ import json
 
 from agents.context import ExecutionContext
 from agents.llm.types import ConversationMessage, ToolCall
+from agents.mcp.masking.boundary import mask_arguments
 from agents.prompts.builder import build_react_messages, format_observation
 
 from .base import StepOutcome, StepStatus
@@ -55,10 +56,11 @@ class ReActController(IterationController):
     def _act(self, ctx: ExecutionContext, parsed: ParsedReply, pending: int | None) -> StepOutcome:
         action, action_input = parsed.action, parsed.action_input
         server, _, tool = action.partition(".")
-        shown = json.dumps(action_input, ensure_ascii=False, indent=2) if isinstance(action_input, dict) \
-            else str(action_input)
+        masked_input = mask_arguments(action_input)  # the tool gets what the model wrote; the timeline, masked text
+        shown = json.dumps(masked_input, ensure_ascii=False, indent=2) if isinstance(masked_input, dict) \
+            else str(masked_input)
         show(ctx, pending, "llm_tool_call", shown, {"tool_name": action, "server_name": server, "tool": tool,
-                                                     "arguments": action_input, **SOURCE})
+                                                     "arguments": masked_input, **SOURCE})
         if ctx.recorder.stop_reason():
             return stopped_outcome(ctx.recorder.stop_reason())
         call = ToolCall(id=f"react-{ctx.state.iteration}", name=action, arguments=action_input)

@@ -7,6 +7,8 @@ import threading
 from django.conf import settings
 
 from agents.config import ConfigError, TarsyConfig, load_config
+from agents.config.schema import AlertMaskingConfig
+from agents.mcp.masking import boundary
 
 _lock = threading.Lock()
 _config: TarsyConfig | None = None
@@ -19,6 +21,7 @@ def get_config() -> TarsyConfig:
         with _lock:
             if _config is None:
                 _config = load_config(settings.TARSY_CONFIG_DIR or None)
+                boundary.configure(_config.defaults.alert_masking)
     return _config
 
 
@@ -27,6 +30,7 @@ def set_config(config: TarsyConfig | None) -> None:
     global _config
     with _lock:
         _config = config
+        boundary.configure(config.defaults.alert_masking if config else AlertMaskingConfig())
 
 
 __all__ = ["ConfigError", "get_config", "set_config"]

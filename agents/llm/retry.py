@@ -18,6 +18,8 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from agents.mcp.masking.boundary import mask_text
+
 from .types import Chunk, ErrorChunk, ProviderStateChunk, TextChunk, ToolCallChunk, UsageChunk
 
 logger = logging.getLogger(__name__)
@@ -243,5 +245,5 @@ def generate_with_retries(
             yield from spent
             yield ErrorChunk(message=f"{error.message} (no time left to retry)", code=error.code, retryable=True)
             return
-        logger.warning("%s: %s (%s); retrying in %.1fs", label, error.code, error.message[:200], delay)
+        logger.warning("%s: %s (%s); retrying in %.1fs", label, error.code, mask_text(error.message)[:200], delay)
         time.sleep(delay)

@@ -5,7 +5,8 @@ timeout and the step's deadline) → masking, before anything is stored, shown
 or returned → display event → optional summarization → MCP interaction record
 (so its `summarized` flag is the truth) → `tool_result` event with what the LLM
 sees. No failure raises: unknown tools, dead servers and timeouts become error
-results the controller turns into observations.
+results the controller turns into observations. The server gets the arguments
+the model wrote; what is stored and shown of them is masked, like error text.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from agents.llm.types import ToolCall, ToolDefinition
 
 from .client import CallResult, MCPError
 from .masking import mask_tool_result
+from .masking.boundary import mask_arguments, mask_text, without_nul
 from .pool import MCPPool, get_pool
 
 if TYPE_CHECKING:  # the summarizer pulls in the prompt builder; only its type is needed here
@@ -150,15 +152,16 @@ class MCPToolExecutor:
         content = f"Error: {problem} Available tools:\n{listing}"
         arguments = call.arguments if isinstance(call.arguments, dict) else {"input": str(call.arguments)}
         event_id = self._recorder.start_event("mcp_tool_call", metadata={"server": server, "tool": tool,
-                                                                         "arguments": arguments})
+                                                                         "arguments": mask_arguments(arguments)})
         self._recorder.complete_event(event_id, content=content, status="failed",
                                       metadata={"is_error": True, "duration_ms": 0, "error_kind": "unknown_tool"})
         return self._finish(call, server, tool, content, is_error=True, summarized=False)
 
     def _run(self, call: ToolCall, server: str, tool: str, cfg: MCPServerConfig, arguments: dict[str, Any],
              names: list[str]) -> ToolResult:
+        shown_arguments = mask_arguments(arguments)
         event_id = self._recorder.start_event("mcp_tool_call", metadata={"server": server, "tool": tool,
-                                                                         "arguments": arguments})
+                                                                         "arguments": shown_arguments})
         timeout = self._budget(cfg.call_timeout)
         started = time.monotonic()
         try:
@@ -167,15 +170,15 @@ class MCPToolExecutor:
             result = self._pool.call_tool(server, cfg, tool, arguments, timeout=timeout)
         except MCPError as exc:
             duration_ms = int((time.monotonic() - started) * 1000)
-            return self._failed(call, server, tool, cfg, arguments, names, event_id, exc, duration_ms)
-        masked = mask_tool_result(result.text, cfg.data_masking)
+            return self._failed(call, server, tool, cfg, shown_arguments, names, event_id, exc, duration_ms)
+        masked = mask_tool_result(without_nul(result.text), cfg.data_masking)
         self._recorder.complete_event(
             event_id, content=truncate(masked, DISPLAY_CAP_CHARS, "Result truncated for display"),
             metadata={"is_error": result.is_error, "duration_ms": result.duration_ms, "raw_size": result.raw_size},
         )
         content, summarized = self._for_llm(server, tool, cfg, masked, result)
         self._recorder.record_mcp_interaction(MCPInteractionRecord(
-            server=server, tool=tool, arguments=arguments,
+            server=server, tool=tool, arguments=shown_arguments,
             result=truncate(masked, STORED_RESULT_CAP_CHARS, "Result truncated for storage"),
             raw_size=result.raw_size, summarized=summarized, duration_ms=result.duration_ms,
             success=not result.is_error, error_message=masked[:ERROR_MESSAGE_CAP_CHARS] if result.is_error else "",
@@ -183,8 +186,9 @@ class MCPToolExecutor:
         ))
         return self._finish(call, server, tool, content, is_error=result.is_error, summarized=summarized)
 
-    def _failed(self, call: ToolCall, server: str, tool: str, cfg: MCPServerConfig, arguments: dict[str, Any],
+    def _failed(self, call: ToolCall, server: str, tool: str, cfg: MCPServerConfig, arguments: Any,
                 names: list[str], event_id: int, exc: MCPError, duration_ms: int) -> ToolResult:
+        """`arguments`: as stored (masked)."""
         message = mask_tool_result(exc.message, cfg.data_masking)[:ERROR_MESSAGE_CAP_CHARS]
         content = f"Error: tool {server}.{tool} failed ({exc.kind}): {message}"
         self._recorder.record_mcp_interaction(MCPInteractionRecord(
@@ -209,7 +213,7 @@ class MCPToolExecutor:
         except Exception as exc:  # noqa: BLE001 - any summarizer failure falls back to truncation, recorded below
             self._recorder.add_event(
                 "error",
-                f"Summarizing the result of {server}.{tool} (~{tokens} tokens) failed: {exc}; "
+                f"Summarizing the result of {server}.{tool} (~{tokens} tokens) failed: {mask_text(str(exc))}; "
                 f"the result was truncated to {cap // CHARS_PER_TOKEN} tokens instead",
                 metadata={"server": server, "tool": tool, "source": "summarization"},
             )

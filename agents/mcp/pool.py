@@ -5,6 +5,8 @@ across tasks. A background thread runs one asyncio loop that owns every
 session; sync callers submit coroutines with `run_coroutine_threadsafe` and wait
 with a timeout. Servers start lazily, restart after a crash (the interrupted
 operation is retried once) and stop on `shutdown()` (also registered atexit).
+Error text comes from outside (server messages, transport errors): it is masked
+here, before it is kept in the status or handed to any caller.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from agents.config.schema import MCPServerConfig
 from agents.llm.types import ToolDefinition
 
 from .client import CallResult, MCPError, ServerCrashed, ServerSession
+from .masking.boundary import mask_text
 
 __all__ = ["CallResult", "MCPError", "MCPPool", "ServerStatus", "get_pool"]
 
@@ -144,6 +147,8 @@ class MCPPool:
         fut = asyncio.run_coroutine_threadsafe(coro, loop)
         try:
             return fut.result(timeout=budget + WAIT_MARGIN_S)
+        except MCPError as exc:
+            raise MCPError(exc.server, mask_text(exc.message), exc.kind) from None
         except concurrent.futures.TimeoutError:
             fut.cancel()
             raise MCPError(server_name, f"no answer within {budget:.0f}s", "timeout") from None
@@ -171,7 +176,7 @@ class MCPPool:
                                                                arguments)
         except MCPError as exc:
             status.failures += 1
-            status.last_error = exc.message
+            status.last_error = mask_text(exc.message)
             raise
         return result
 
@@ -225,7 +230,7 @@ class MCPPool:
             try:
                 await session.start(start_timeout)
             except MCPError as exc:
-                status.state, status.last_error = "failed", exc.message
+                status.state, status.last_error = "failed", mask_text(exc.message)
                 self._drop(session)
                 raise
             self._sessions[name] = session
@@ -243,7 +248,7 @@ class MCPPool:
             status = self._status.get(session.name)
             if status is not None:
                 status.state = "stopped"
-                status.last_error = session.close_reason or status.last_error
+                status.last_error = mask_text(session.close_reason) or status.last_error
         self._retiring.add(session)
         task = asyncio.get_running_loop().create_task(session.close())
         task.add_done_callback(lambda _t: self._retiring.discard(session))

@@ -16,6 +16,8 @@ from agents.llm.base import Provider
 from agents.llm.types import LLMRequest, LLMResponse
 from agents.prompts.builder import summarization_messages
 
+from .masking.boundary import mask_text
+
 
 class SummarizationError(Exception):
     """The summarization call failed or returned nothing; the caller falls back to truncation."""
@@ -58,6 +60,7 @@ class ResultSummarizer:
             error = f"summarization LLM call failed: {response.error.message}"
         elif not error and not summary:
             error = "summarization LLM call returned an empty reply"
+        error = mask_text(error)  # provider error text comes from outside: masked before it is stored or raised
         self._recorder.record_llm_interaction(LLMInteractionRecord(
             interaction_type="summarization", provider=self._provider_name, model=self._provider_cfg.model,
             conversation=[m.model_dump(mode="json") for m in messages]

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db import transaction
 
+from agents.mcp.masking.boundary import mask_text
 from tarsy.config import get_config
 from tarsy.models import (
     TERMINAL_EXEC_STATUSES,
@@ -46,6 +47,8 @@ def chat_submit(*, session_id: Any, content: str, author: str) -> tuple[ChatUser
         raise ValidationFailed("content is required", {"content": ["Must not be empty."]})
     if len(content) > MAX_CHAT_MESSAGE_CHARS:
         raise ValidationFailed("message too long", {"content": [f"At most {MAX_CHAT_MESSAGE_CHARS} characters."]})
+    # Masked once, here: the stored question, its timeline event, the chat event and the chat prompt all use it.
+    content = mask_text(content)
     with transaction.atomic():
         session = session_get(session_id=session_id)
         session = AlertSession.objects.select_for_update().get(id=session.id)

@@ -12,6 +12,7 @@ from django.utils import timezone
 from agents.context import LLMInteractionRecord
 from agents.llm.registry import backend_for, get_provider
 from agents.llm.types import LLMRequest, LLMResponse
+from agents.mcp.masking.boundary import mask_text
 from tarsy.config import get_config
 from tarsy.models import (
     TERMINAL_EXEC_STATUSES,
@@ -96,7 +97,8 @@ def _executive_summary(session: AlertSession, final_analysis: str) -> tuple[str,
     provider = get_provider(provider_name, provider_cfg, backend_for("synthesis", provider_cfg))
     started = time.monotonic()
     response = LLMResponse.collect(provider.generate(request))
-    error = response.error.message if response.error else ("" if response.text.strip() else "empty response")
+    # A provider's error text comes from outside: masked before it is stored, logged or shown.
+    error = mask_text(response.error.message) if response.error else ("" if response.text.strip() else "empty response")
     interactions.llm_interaction_record(
         session_id=session.id, execution_id=None, iteration=0,
         record=LLMInteractionRecord(

@@ -19,6 +19,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
+from agents.mcp.masking.boundary import mask_text
 from controllers.base import StepOutcome, StepStatus, timeout_outcome
 from controllers.registry import controller_for
 from tarsy.metrics import ITERATION_SECONDS
@@ -143,7 +144,7 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
         raise  # the database went away: the task retries the iteration (tarsy.tasks)
     except Exception as exc:  # a bug or an unexpected outside failure: record it, never leave the step hanging
         log.exception("execution %s iteration %s crashed", execution_id, iteration)
-        outcome = StepOutcome(StepStatus.FAILED, error=f"Internal error: {type(exc).__name__}: {exc}")
+        outcome = StepOutcome(StepStatus.FAILED, error=mask_text(f"Internal error: {type(exc).__name__}: {exc}"))
         recorder.flush_after_failure()
         recorder.add_event("error", outcome.error, {"internal": True}, status="failed")
     ITERATION_SECONDS.labels(execution.iteration_strategy).observe(time.monotonic() - started)

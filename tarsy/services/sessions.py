@@ -72,6 +72,7 @@ def session_submit(
 ) -> AlertSession:
     """Validate an alert and queue it as a pending session; dispatch happens after commit."""
     from agents.mcp.masking import mask_alert_data
+    from agents.mcp.masking.boundary import mask_url
     from agents.mcp.selection import validate_mcp_selection
 
     config = get_config()
@@ -95,7 +96,7 @@ def session_submit(
     with transaction.atomic():
         session = AlertSession.objects.create(
             alert_data=masked, alert_type=alert_type, chain_id=chain_id, agent_type=chain_id,
-            runbook_url=runbook or "", mcp_selection=mcp or None, author=author[:255],
+            runbook_url=mask_url(runbook) if runbook else "", mcp_selection=mcp or None, author=author[:255],
         )
         publish_session_status(session)
         from tarsy.tasks import request_dispatch
