@@ -133,6 +133,24 @@ def _is_connection_loss(exc: BaseException) -> bool:
 # ---- transports ------------------------------------------------------------------------------------
 
 
+# What a stdio server inherits from the TARSy process: what programs need to run (PATH, HOME, user, locale, time
+# zone, temp dir), to reach a cluster (KUBECONFIG) and to download through a proxy (`npx` fetches packages).
+# Never the process's own secrets (SECRET_KEY, DATABASE_URL, REDIS_URL, LLM API keys, …): anything else a server
+# needs is named in its transport's `env:` (e.g. `AWS_PROFILE: "{{.AWS_PROFILE}}"`).
+STDIO_INHERITED_ENV = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR", "KUBECONFIG",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
+})
+
+
+def stdio_environment(transport: TransportConfig, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The complete environment of a stdio server: the inherited allow-list (plus LC_*), then its `env:`."""
+    environ = os.environ if environ is None else environ
+    env = {k: v for k, v in environ.items() if k in STDIO_INHERITED_ENV or k.startswith("LC_")}
+    return env | dict(transport.env)
+
+
 def http_headers(transport: TransportConfig) -> dict[str, str]:
     headers = dict(transport.headers)
     if transport.bearer_token and not any(k.lower() == "authorization" for k in headers):
@@ -144,7 +162,7 @@ async def open_transport(stack: AsyncExitStack, transport: TransportConfig) -> t
     """Enter the transport on `stack` (owned by the calling task) and return its (read, write) streams."""
     if transport.type == "stdio":
         params = StdioServerParameters(
-            command=transport.command, args=list(transport.args), env={**os.environ, **transport.env}
+            command=transport.command, args=list(transport.args), env=stdio_environment(transport)
         )
         errlog = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr  # a real fd: the child inherits it
         return await stack.enter_async_context(stdio_client(params, errlog=errlog))

@@ -100,6 +100,11 @@ def build_server(name: str = "test-tools") -> MCPServer:
         return os.environ.get(name, "<unset>")
 
     @server.tool()
+    def environment() -> dict:
+        """The server process's whole environment (checks what a stdio server inherits)."""
+        return dict(os.environ)
+
+    @server.tool()
     def pod_info(namespace: str, pod: str) -> dict:
         """Structured output: a dict becomes structured content."""
         return {"namespace": namespace, "pod": pod, "phase": "Running"}
