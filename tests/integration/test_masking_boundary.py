@@ -137,9 +137,11 @@ def test_a_chat_question_with_a_password_is_masked_in_every_row_and_in_the_promp
 def test_an_llm_error_body_with_a_token_is_masked_wherever_the_error_is_kept(config_dir):
     fake = FakeOpenAI(repeat_last=True).start()
     try:
-        fake.queue({"status": 401, "message": f"invalid credentials: password={PASSWORD} token: {TOKEN}"})
+        # One normal reply, then the forced conclusion fails: its error becomes the execution's and session's error.
+        fake.queue({"text": "Thought: look at the pods.\nAction: k8s.get_pods\nAction Input: {}"},
+                   {"status": 401, "message": f"invalid credentials: password={PASSWORD} token: {TOKEN}"})
         write_config(config_dir, tarsy={
-            "defaults": {"llm_provider": "gateway", "max_iterations": 2},
+            "defaults": {"llm_provider": "gateway", "max_iterations": 1},
             "agents": {"KubernetesAgent": {"mcp_servers": []}},
         }, providers={"gateway": {"type": "openai", "model": "gpt-test", "api_key_env": "FAKE_LLM_KEY",
                                   "base_url": f"{fake.url}/v1"}})
@@ -153,11 +155,14 @@ def test_an_llm_error_body_with_a_token_is_masked_wherever_the_error_is_kept(con
     assert session.status == "failed"
     stored = _stored(session)
     assert _leaks(stored, PASSWORD, TOKEN) == {}
-    assert not [b for b in sent_to_llm if PASSWORD in b or TOKEN in b]  # the retry prompt quotes the masked error
-    failed = LLMInteraction.objects.filter(session=session, success=False).first()
-    assert "invalid credentials" in failed.error_message and "__MASKED_" in failed.error_message
-    errors = [e.content for e in TimelineEvent.objects.filter(session=session, event_type="error")]
-    assert any("invalid credentials" in e for e in errors), errors
+    assert not [b for b in sent_to_llm if PASSWORD in b or TOKEN in b]
+    failed = LLMInteraction.objects.get(session=session, success=False)
+    execution = AgentExecution.objects.get(session=session)
+    errors = [e.content for e in TimelineEvent.objects.filter(session=session, event_type="error",
+                                                              metadata__has_key="code")]
+    assert errors
+    for kept in (failed.error_message, execution.error_message, session.error_message, *errors):
+        assert "invalid credentials" in kept and "__MASKED_" in kept, kept
 
 
 def test_an_executive_summary_error_with_a_token_is_stored_and_logged_masked(config_dir, caplog):
