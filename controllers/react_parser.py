@@ -5,12 +5,15 @@ an action on one line, invented observations). The parser is forgiving in tiers,
 
 1. section detection — `Thought` / `Action` / `Action Input` / `Final Answer` markers at line start (any case,
    `**bold**`, `### headers`, list bullets) or mid-line after a sentence ends; markers inside code fences ignored;
-2. hallucination cut — an `Observation:` after an action is the model inventing the tool result: everything from
-   there on is dropped, as is a second Thought/Action (one action per reply);
+2. hallucination cut — an `Observation:` or a `[Based on …]` line after an action is the model inventing the tool
+   result: everything from there on is dropped, as is a second Thought/Action (one action per reply);
 3. missing-action recovery — `Action Input` without `Action`: the tool name is recovered from an inline
    `action: server.tool`, a line holding only a tool name, or a single known tool mentioned in the thought;
    an `Action` line carrying its own JSON supplies the missing `Action Input`;
 4. malformed fallback — specific feedback for the exact shape that went wrong, plus the format reminder.
+
+The `Action Input` text becomes tool arguments in `react_input`. Every pattern here is linear in the reply's length
+(possessive whitespace runs, one merge pass over markers): a reply is untrusted text.
 
 Final Answer takes precedence over an Action in the same reply (reference rule: "check for final answer first");
 an answer written after an invented observation is cut with it, so there the action wins.
@@ -18,14 +21,15 @@ an answer written after an invented observation is cut with it, so there the act
 
 from __future__ import annotations
 
-import json
+import heapq
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import yaml
-
 from agents.llm.types import ToolDefinition
+
+from .react_input import parse_action_input
 
 ReplyKind = Literal["final_answer", "action", "malformed", "unknown_tool"]
 
@@ -42,28 +46,32 @@ Final Answer: <your complete analysis>
 
 Never write "Observation:" yourself: the system runs the tool and sends you its result."""
 
-_NAMES = r"thoughts?|action[ \t_-]*input|action|final[ \t_-]*answer|observation"
+_NAMES = r"thoughts?|action[ \t_-]*+input|action|final[ \t_-]*+answer|observation"
+# Every whitespace run below is possessive (`*+`): a reply is untrusted text, and a run that can be split between two
+# adjacent quantifiers makes matching quadratic in its length.
 # A marker at line start: optional heading/bullet/bold decoration, then the name and a colon (the colon may be
 # omitted when the marker is the whole line, e.g. "### Thought").
 _LINE_MARKER = re.compile(
     # Bold after the colon is consumed only when the marker opened bold (`**Final Answer:** x`), so an answer that
     # starts in bold (`Final Answer: **Root cause**`) keeps it.
-    rf"^[ \t]*(?:#{{1,6}}[ \t]*)?(?:[-*>][ \t]+)?(?P<bold>\*\*|__)?[ \t]*(?P<name>{_NAMES})[ \t]*(?:\*\*|__)?[ \t]*"
-    rf"(?::[ \t]*(?(bold)(?:\*\*|__)?)|(?=[ \t]*$))",
+    rf"^[ \t]*+(?:#{{1,6}}[ \t]*+)?(?:[-*>][ \t]++)?(?P<bold>\*\*|__)?[ \t]*+(?P<name>{_NAMES})[ \t]*+(?:\*\*|__)?"
+    rf"[ \t]*+(?::[ \t]*+(?(bold)(?:\*\*|__)?)|(?=[ \t]*+$))",
     re.IGNORECASE | re.MULTILINE,
 )
 # A marker mid-line. Capitalised only, to keep prose like "the action: restart" from splitting: any marker right
 # after a finished sentence; "Action Input" (distinctive enough) also after any whitespace. Not "Final Answer",
 # which also occurs in reasoning ("I cannot give a Final Answer: data is missing").
 _INLINE_MARKER = re.compile(
-    r"(?:(?<=[.!?)\]}])[ \t]*(?P<bold_a>\*\*)?(?P<a>Thought|Action Input|Action|Final Answer|Observation)"
-    r"|(?<=\S)[ \t]+(?P<bold_b>\*\*)?(?P<b>Action Input))(?:\*\*)?[ \t]*:[ \t]*"
+    r"(?:(?<=[.!?)\]}])[ \t]*+(?P<bold_a>\*\*)?(?P<a>Thought|Action Input|Action|Final Answer|Observation)"
+    r"|(?<=\S)[ \t]++(?P<bold_b>\*\*)?(?P<b>Action Input))(?:\*\*)?[ \t]*+:[ \t]*+"
     r"(?(bold_a)(?:\*\*)?|(?(bold_b)(?:\*\*)?))"
 )
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*$", re.MULTILINE)
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]*[A-Za-z0-9_-]")
-_INLINE_ACTION = re.compile(r"\baction\s*:\s*[`*'\"]*(" + _TOOL_NAME.pattern + ")", re.IGNORECASE)
-_KEY_VALUE = re.compile(r"^\s*[\"']?([A-Za-z_][\w.-]*)[\"']?\s*(?:=(?!=)|:)\s*(.*?)\s*$", re.DOTALL)
+# A `[Based on …]` line is the model narrating a tool result it invented: an observation.
+_BASED_ON = re.compile(r"^[ \t]*+\[[ \t]*+based[ \t]++on\b", re.IGNORECASE | re.MULTILINE)
+_FENCE = re.compile(r"^[ \t]*+(`{3,}+|~{3,}+)[^\n]*+$", re.MULTILINE)
+# A match starts only where a name run starts, so a long run is not rescanned from each of its characters.
+_TOOL_NAME = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]++\.[A-Za-z0-9_.-]*[A-Za-z0-9_-]")
+_INLINE_ACTION = re.compile(r"\baction\s*+:\s*+[`*'\"]*+(" + _TOOL_NAME.pattern + ")", re.IGNORECASE)
 _DECORATION = "`*'\" \t"
 
 
@@ -171,11 +179,12 @@ def unknown_tool_observation(action: str, tools: list[ToolDefinition]) -> str:
 
 def _strip_outer_fence(text: str) -> str:
     """A whole reply wrapped in one code fence is unwrapped, so its markers count."""
-    stripped = text.strip()
-    match = re.fullmatch(r"(`{3,}|~{3,})[^\n]*\n(.*)\n[ \t]*\1[ \t]*", stripped, re.DOTALL)
-    if match and match.group(1) not in match.group(2):
-        return match.group(2)
-    return text
+    lines = text.strip().split("\n")
+    opening = _FENCE.match(lines[0])
+    if len(lines) < 3 or not opening or lines[-1].strip() != opening.group(1):
+        return text
+    body = "\n".join(lines[1:-1])
+    return body if opening.group(1) not in body else text
 
 
 def _fenced_spans(text: str) -> list[tuple[int, int]]:
@@ -191,17 +200,23 @@ def _fenced_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _markers(text: str) -> list[tuple[int, int, str]]:
-    """(start, content start, canonical name) for every marker outside code fences, in order."""
-    fences = _fenced_spans(text)
-    found: dict[int, tuple[int, int, str]] = {}
-    for match in _LINE_MARKER.finditer(text):
-        found[match.start()] = (match.start(), match.end(), _canonical(match.group("name")))
-    for match in _INLINE_MARKER.finditer(text):
-        name = match.group("a") or match.group("b")
-        if not any(start <= match.start() < end for start, end, _ in found.values()):
-            found.setdefault(match.start(), (match.start(), match.end(), _canonical(name)))
-    return sorted(m for m in found.values() if not any(a <= m[0] < b for a, b in fences))
+def _markers(text: str) -> Iterator[tuple[int, int, str]]:
+    """(start, content start, canonical name) for every marker outside code fences, in order. Lazy: the reader stops
+    at the first cut, so a reply repeating a marker endlessly costs no more than its first few."""
+    line = ((m.start(), False, m.end(), _canonical(m.group("name"))) for m in _LINE_MARKER.finditer(text))
+    based_on = ((m.start(), False, m.start(), "observation") for m in _BASED_ON.finditer(text))
+    inline = ((m.start(), True, m.end(), _canonical(m.group("a") or m.group("b")))
+              for m in _INLINE_MARKER.finditer(text))
+    fences, fence, line_end = _fenced_spans(text), 0, 0
+    for start, is_inline, end, name in heapq.merge(line, based_on, inline):
+        if is_inline and start < line_end:
+            continue  # a line marker's own words are not another marker
+        if not is_inline:
+            line_end = end
+        while fence < len(fences) and fences[fence][1] <= start:
+            fence += 1
+        if fence == len(fences) or start < fences[fence][0]:
+            yield start, end, name
 
 
 def _canonical(name: str) -> str:
@@ -279,65 +294,3 @@ def _takes_no_required_args(action: str, tools: list[ToolDefinition]) -> bool:
         if tool.name == action:
             return not tool.parameters.get("required")
     return True  # unknown tools get the unknown-tool observation, not a format error
-
-
-# ---- action input: JSON → YAML → key=value → raw ---------------------------------------------------------------
-
-
-def parse_action_input(raw: str) -> dict[str, Any] | str:
-    """Tool arguments from the Action Input text; the raw text when no structure fits."""
-    text = _strip_fence(raw.strip())
-    if not text:
-        return {}
-    for parser in (_as_json, _as_yaml, _as_key_values):
-        value = parser(text)
-        if value is not None:
-            return value
-    return text
-
-
-def _strip_fence(text: str) -> str:
-    match = re.fullmatch(r"(`{3,}|~{3,})[^\n]*\n?(.*?)\n?[ \t]*\1", text, re.DOTALL)
-    if match:
-        return match.group(2).strip()
-    return text.strip("`").strip() if text.startswith("`") and text.endswith("`") else text
-
-
-def _as_json(text: str) -> dict[str, Any] | None:
-    start = text.find("{")
-    if start < 0 or text[:start].strip():
-        return None
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text[start:])
-    except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _as_yaml(text: str) -> dict[str, Any] | None:
-    try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return None
-    if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
-        return None
-    return json.loads(json.dumps(value, default=str))  # dates and the like become plain JSON values
-
-
-def _as_key_values(text: str) -> dict[str, Any] | None:
-    parts = [part for part in re.split(r"[,\n]", text) if part.strip()]
-    result: dict[str, Any] = {}
-    for part in parts:
-        match = _KEY_VALUE.match(part)
-        if not match:
-            return None
-        result[match.group(1)] = _scalar(match.group(2))
-    return result or None
-
-
-def _scalar(value: str) -> Any:
-    value = value.strip()
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError:
-        return value.strip("'\"")

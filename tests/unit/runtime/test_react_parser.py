@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -91,6 +92,14 @@ CASES: list[tuple[str, str, str, dict[str, Any]]] = [
      {"action": PODS, "action_input": {"namespace": "a"}, "final_answer": ""}),
     ("hallucinated_observation_same_line", 'Action: kubernetes-server.pods_list\nAction Input: {"namespace": "a"} '
      "Observation: pod-1 Running", "action", {"action_input": {"namespace": "a"}}),
+    ("invented_based_on_block_cut", "Action: kubernetes-server.pods_log\nAction Input: name: web-1\nnamespace: prod\n"
+     "[Based on the logs above, the pod is OOMKilled.]\nFinal Answer: OOM", "action",
+     {"action_input": {"name": "web-1", "namespace": "prod"}, "final_answer": ""}),
+    ("invented_based_on_after_json_cut", 'Action: kubernetes-server.pods_list\nAction Input: {"namespace": "a"}\n'
+     "[Based on this output, every pod is running.]\nFinal Answer: all fine", "action",
+     {"action_input": {"namespace": "a"}, "final_answer": ""}),
+    ("invented_observation_after_pairs_mid_line_cut", "Action: kubernetes-server.pods_list\n"
+     "Action Input: namespace=prod observation: 3 pods running", "action", {"action_input": {"namespace": "prod"}}),
     ("bold_observation_cut", 'Action: prometheus.query\nAction Input: {"query": "up"}\n**Observation:** 1',
      "action", {"action_input": {"query": "up"}}),
     ("observation_in_thought_before_action_kept", 'Thought: Observation: the alert fired twice.\n'
@@ -133,6 +142,27 @@ CASES: list[tuple[str, str, str, dict[str, Any]]] = [
      {"action_input": {"namespace": "a"}}),
     ("json_with_trailing_text", 'Action: kubernetes-server.pods_list\nAction Input: {"namespace": "a"} (the app ns)',
      "action", {"action_input": {"namespace": "a"}}),
+    ("colon_and_equals_pairs_on_one_line", "Action: kubernetes-server.pods_log\n"
+     "Action Input: namespace: kube-system, pod=coredns-abc", "action",
+     {"action_input": {"namespace": "kube-system", "pod": "coredns-abc"}}),
+    ("equals_pairs_separated_by_spaces", "Action: kubernetes-server.pods_log\n"
+     "Action Input: namespace=kube-system pod=coredns-abc", "action",
+     {"action_input": {"namespace": "kube-system", "pod": "coredns-abc"}}),
+    ("mixed_pairs_over_lines_and_commas", "Action: kubernetes-server.pods_log\nAction Input:\nnamespace: kube-system\n"
+     "pod=coredns-abc, tail=20", "action", {"action_input": {"namespace": "kube-system", "pod": "coredns-abc",
+                                                               "tail": 20}}),
+    ("malformed_line_keeps_the_other_pairs", "Action: kubernetes-server.pods_log\nAction Input:\nname: web-1\n"
+     "namespace: prod\nthis line is not a pair\ntail: 50", "action",
+     {"action_input": {"name": "web-1", "namespace": "prod", "tail": 50}}),
+    ("json_values_arrive_typed", "Action: kubernetes-server.pods_log\nAction Input: replicas: 3, "
+     'labels: ["a","b"], dry_run: true, options: {"limit": 10}', "action",
+     {"action_input": {"replicas": 3, "labels": ["a", "b"], "dry_run": True, "options": {"limit": 10}}}),
+    ("json_values_after_equals_arrive_typed", "Action: kubernetes-server.pods_log\n"
+     'Action Input: replicas=3, dry_run=true, labels=["a","b"]', "action",
+     {"action_input": {"replicas": 3, "dry_run": True, "labels": ["a", "b"]}}),
+    ("selector_value_keeps_its_own_pairs", "Action: kubernetes-server.pods_list\n"
+     "Action Input: labelSelector: app=web,tier=frontend, namespace: prod", "action",
+     {"action_input": {"labelSelector": "app=web,tier=frontend", "namespace": "prod"}}),
     # ---- unknown tools and server.tool validation
     ("tool_name_case_is_canonicalised", "action: Kubernetes-Server.Pods_List\naction input: namespace=prod",
      "action", {"action": PODS, "action_input": {"namespace": "prod"}}),
@@ -215,9 +245,31 @@ def test_ambiguous_mentions_do_not_recover_an_action(tools):
         ("'quoted'", "'quoted'"),
         ("just words here", "just words here"),
         ("", {}),
+        ("msg: hello, world", {"msg": "hello, world"}),
+        ("url: http://web:8080/health, method=GET", {"url": "http://web:8080/health", "method": "GET"}),
+        ('x: "a, b=c", y=2', {"x": "a, b=c", "y": 2}),
+        ("labels:\n  app: web\n  tier: frontend", {"labels": {"app": "web", "tier": "frontend"}}),
+        ("names: ['a', 'b']", {"names": ["a", "b"]}),
+        ('{"limit": NaN}', {"limit": "NaN"}),  # NaN is no JSON: jsonb would refuse to store it
+        ("limit: 1e999", {"limit": "1e999"}),
+        ("```yaml\nname: web-1\n```\nObservation: invented", {"name": "web-1"}),
     ],
 )
 def test_action_input_tiers(raw, expected):
+    assert parse_action_input(raw) == expected
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("{" * 50_000, "{" * 50_000),
+    ("[" * 50_000, "[" * 50_000),
+    ("a: " + "[" * 50_000, {"a": "[" * 50_000}),
+    ("x=" + "{" * 50_000, {"x": "{" * 50_000}),
+    ("labels:\n  a: &a [x, x, x, x, x, x, x, x]\n  b: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n"
+     "  c: [*b, *b, *b, *b, *b, *b, *b, *b]", {"labels": "", "a": "&a [x, x, x, x, x, x, x, x]",
+                                                "b": "&b [*a, *a, *a, *a, *a, *a, *a, *a]",
+                                                "c": "[*b, *b, *b, *b, *b, *b, *b, *b]"}),
+], ids=["braces", "brackets", "value_brackets", "equals_braces", "yaml_alias_bomb"])
+def test_hostile_input_stays_text_instead_of_crashing_or_expanding(raw, expected):
     assert parse_action_input(raw) == expected
 
 
@@ -235,3 +287,28 @@ def test_raw_input_becomes_single_input_argument(tools):
 ])
 def test_bold_at_the_start_of_an_answer_is_kept(text, answer):
     assert parse_react(text, []).final_answer == answer
+
+
+# Untrusted replies: a pattern that backtracks over a long run costs seconds per kilobyte (16 KB of spaces took 9 s).
+LINEAR_INPUTS = {"spaces": " ", "thought": "Thought", "bold": "**", "action_input": "Action Input:", "dots": "a.",
+                 "arguments": "a=b "}
+
+
+def _best_parse_seconds(unit: str, size: int, tools) -> float:
+    prefix = "Action: kubernetes-server.pods_log\nAction Input: " if unit == "a=b " else ""
+    text = prefix + unit * (size // len(unit)) + "x"
+    runs = []
+    for _ in range(3):
+        started = time.perf_counter()
+        parse_react(text, tools)
+        runs.append(time.perf_counter() - started)
+    return min(runs)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("unit", list(LINEAR_INPUTS.values()), ids=list(LINEAR_INPUTS))
+def test_parse_time_is_linear_in_the_reply_length(unit, tools):
+    small = _best_parse_seconds(unit, 100_000, tools)
+    large = _best_parse_seconds(unit, 1_000_000, tools)
+    assert large < 1.0, f"1 MB took {large:.2f} s"
+    assert large / max(small, 1e-4) <= 15, f"100 KB {small * 1000:.1f} ms, 1 MB {large * 1000:.1f} ms"
