@@ -4,6 +4,7 @@ configuration they carry is a valid TARSy configuration."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from pathlib import Path
 
@@ -35,16 +36,51 @@ def _by_kind(kind: str) -> dict[str, dict]:
     return {doc["metadata"]["name"]: doc for _, doc in _manifests() if doc["kind"] == kind}
 
 
-def _container(deployment: dict) -> dict:
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+def _container(deployment: dict, name: str | None = None) -> dict:
+    """The pod's TARSy container (named like its component), or the container called `name`."""
+    wanted = name or deployment["metadata"]["labels"]["app.kubernetes.io/component"]
+    (container,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == wanted]
     return container
+
+
+def _arg(args: list[str], flag: str) -> str:
+    """The value of `--flag=value` or `--flag value` in a command line."""
+    for i, arg in enumerate(args):
+        if arg.startswith(f"{flag}="):
+            return arg.split("=", 1)[1]
+        if arg == flag:
+            return args[i + 1]
+    raise AssertionError(f"{flag} not in {args}")
 
 
 # ---- compose ------------------------------------------------------------------------------------------
 
 def test_compose_has_every_process_and_backing_service(compose):
     assert set(compose["services"]) == {"postgres", "redis", "migrate", "web", "worker", "beat", "oauth2-proxy"}
-    assert compose["services"]["oauth2-proxy"]["profiles"] == ["auth"]  # optional: only with --profile auth
+    assert "profiles" not in compose["services"]["oauth2-proxy"]  # always in front: there is no unguarded web
+
+
+def test_compose_publishes_only_the_proxy_and_web_listens_on_loopback(compose):
+    services = compose["services"]
+    proxy, web = services["oauth2-proxy"], services["web"]
+    # The proxy shares web's network namespace: it alone reaches uvicorn on 127.0.0.1.
+    assert proxy["network_mode"] == "service:web"
+    assert _arg(web["command"], "--host") == "127.0.0.1"
+    assert _arg(proxy["command"], "--upstream") == f"http://127.0.0.1:{_arg(web['command'], '--port')}"
+    proxy_port = _arg(proxy["command"], "--http-address").rsplit(":", 1)[1]
+    published = {name: s["ports"] for name, s in services.items() if s.get("ports")}
+    assert published == {"web": ["${TARSY_PORT:-4180}:" + proxy_port]}  # web's namespace, the proxy's port
+    assert _arg(proxy["command"], "--skip-auth-route") == "^/health$"  # the one route without a login
+
+
+def test_compose_proxy_requires_who_may_sign_in_and_its_keys(compose):
+    proxy = compose["services"]["oauth2-proxy"]
+    env = proxy["environment"]
+    for name in ("OAUTH2_PROXY_EMAIL_DOMAINS", "OAUTH2_PROXY_CLIENT_ID", "OAUTH2_PROXY_CLIENT_SECRET",
+                 "OAUTH2_PROXY_COOKIE_SECRET"):
+        assert re.fullmatch(rf"\$\{{{name}:\?[^}}]+\}}", env[name]), f"{name} must be required: {env[name]}"
+    assert not any("email-domain" in arg for arg in proxy["command"])  # no "*" on the command line either
+    assert "*" not in env["OAUTH2_PROXY_EMAIL_DOMAINS"]
 
 
 def test_compose_tarsy_services_build_the_dockerfile_and_reach_postgres_and_redis(compose):
@@ -134,8 +170,9 @@ def test_expected_resources_exist():
     deployments = _by_kind("Deployment")
     assert set(deployments) == {"tarsy-web", "tarsy-worker", "tarsy-beat"}
     assert set(_by_kind("Service")) == {"tarsy-web"}
-    assert {"tarsy-config", "tarsy-env"} <= set(_by_kind("ConfigMap"))
-    assert set(_by_kind("Secret")) == {"tarsy-secrets"}
+    assert set(_by_kind("NetworkPolicy")) == {"tarsy-web"}
+    assert {"tarsy-config", "tarsy-env", "tarsy-oauth2-proxy"} <= set(_by_kind("ConfigMap"))
+    assert set(_by_kind("Secret")) == {"tarsy-secrets", "tarsy-oauth2-proxy"}
     job = _by_kind("Job")["tarsy-migrate"]
     assert _job_container(job)["command"] == ["python", "manage.py", "migrate", "--noinput"]
 
@@ -153,17 +190,52 @@ def test_deployment_selectors_match_their_pods_and_the_service():
     service = _by_kind("Service")["tarsy-web"]
     web = _by_kind("Deployment")["tarsy-web"]
     assert service["spec"]["selector"].items() <= web["spec"]["template"]["metadata"]["labels"].items()
-    port_names = {p["name"] for p in _container(web)["ports"]}
+    port_names = {p["name"] for p in _container(web, "oauth2-proxy")["ports"]}
     assert all(p["targetPort"] in port_names for p in service["spec"]["ports"])
 
 
+def test_web_listens_on_loopback_behind_the_proxy_sidecar_and_the_service_reaches_only_the_proxy():
+    deployment = _by_kind("Deployment")["tarsy-web"]
+    web, proxy = _container(deployment), _container(deployment, "oauth2-proxy")
+    assert _arg(web["command"], "--host") == "127.0.0.1" and "ports" not in web
+    assert _arg(proxy["args"], "--upstream") == f"http://127.0.0.1:{_arg(web['command'], '--port')}"
+    proxy_port = proxy["ports"][0]["containerPort"]
+    assert _arg(proxy["args"], "--http-address") == f"0.0.0.0:{proxy_port}"
+    assert _arg(proxy["args"], "--skip-auth-route") == "^/health$"
+    service = _by_kind("Service")["tarsy-web"]
+    assert [p["targetPort"] for p in service["spec"]["ports"]] == [proxy["ports"][0]["name"]]
+    policy = _by_kind("NetworkPolicy")["tarsy-web"]["spec"]
+    assert policy["podSelector"]["matchLabels"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    assert policy["policyTypes"] == ["Ingress"]
+    assert [port for rule in policy["ingress"] for port in rule["ports"]] == [{"port": proxy_port, "protocol": "TCP"}]
+
+
+def test_proxy_mode_trusts_only_the_sidecar_and_sign_in_is_restricted():
+    system = yaml.safe_load(_by_kind("ConfigMap")["tarsy-config"]["data"]["tarsy.yaml"])["system"]
+    assert system["auth"]["mode"] == "proxy"
+    loopback = [ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128")]
+    for entry in system["trusted_proxies"]:
+        network = ipaddress.ip_network(entry, strict=False)
+        assert any(network.version == lo.version and network.subnet_of(lo) for lo in loopback), entry
+    proxy_env = _by_kind("ConfigMap")["tarsy-oauth2-proxy"]["data"]
+    assert proxy_env["OAUTH2_PROXY_EMAIL_DOMAINS"] and "*" not in proxy_env["OAUTH2_PROXY_EMAIL_DOMAINS"]
+    proxy = _container(_by_kind("Deployment")["tarsy-web"], "oauth2-proxy")
+    refs = [next(iter(ref.values()))["name"] for ref in proxy["envFrom"]]
+    assert refs == ["tarsy-oauth2-proxy", "tarsy-oauth2-proxy"]
+    assert {"OAUTH2_PROXY_CLIENT_ID", "OAUTH2_PROXY_CLIENT_SECRET", "OAUTH2_PROXY_COOKIE_SECRET"} <= set(
+        _by_kind("Secret")["tarsy-oauth2-proxy"]["stringData"])
+
+
 def test_web_probes_use_health():
-    web = _container(_by_kind("Deployment")["tarsy-web"])
-    assert web["readinessProbe"]["httpGet"]["path"] == "/health"
-    assert web["startupProbe"]["httpGet"]["path"] == "/health"
+    deployment = _by_kind("Deployment")["tarsy-web"]
+    web = _container(deployment)
+    for probe in ("startupProbe", "readinessProbe"):
+        command = web[probe]["exec"]["command"]  # inside the pod: uvicorn's port is loopback-only
+        assert command[0] == "curl" and "-f" in command[1] and command[-1] == "http://127.0.0.1:8000/health"
     assert "livenessProbe" in web
     assert web["command"][0] == "uvicorn" and "tarsy.asgi:application" in web["command"]
     assert "--no-proxy-headers" in web["command"]
+    assert _container(deployment, "oauth2-proxy")["readinessProbe"]["httpGet"]["path"] == "/ping"
 
 
 def test_worker_is_sized_by_env_and_beat_is_a_single_replica():
@@ -183,8 +255,7 @@ def test_every_pod_mounts_the_config_and_reads_env_and_secrets():
     secret = _by_kind("Secret")["tarsy-secrets"]["stringData"]
     assert {"SECRET_KEY", "DATABASE_URL", "REDIS_URL"} <= set(secret)
     for pod in pods:
-        (container,) = pod["containers"]
-        assert container["image"] == "tarsy"
+        (container,) = [c for c in pod["containers"] if c["image"] == "tarsy"]
         refs = [next(iter(ref.values()))["name"] for ref in container["envFrom"]]
         assert refs == ["tarsy-env", "tarsy-secrets"]
         mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
