@@ -190,18 +190,25 @@ def test_an_executive_summary_error_with_a_token_is_stored_and_logged_masked(con
     assert logged and not [m for m in logged if TOKEN in m]
 
 
-def test_mcp_start_errors_and_tool_arguments_are_masked_on_postgres(config_dir, api):
+ECHO_TURNS = {
+    "react": [f'Thought: check the login.\nAction: tools.echo\nAction Input: {{"text": "password: {PASSWORD}"}}',
+              "Thought: enough.\nFinal Answer: the login works."],
+    "native-thinking": [{"text": "", "tool_calls": [{"id": "c1", "name": "tools.echo",
+                                                     "arguments": {"text": f"password: {PASSWORD}"}}]},
+                        {"text": "the login works."}],
+}
+
+
+@pytest.mark.parametrize("strategy", sorted(ECHO_TURNS))
+def test_mcp_start_errors_and_tool_arguments_are_masked_on_postgres(config_dir, api, strategy):
     start_error = f"cannot log in to the cluster: token: {TOKEN}"
     write_config(config_dir, tarsy={
-        "defaults": {"llm_provider": "scripted"},
+        "defaults": {"llm_provider": "scripted", "iteration_strategy": strategy},
         "mcp_servers": {"leaky": _stdio("hostile_server.py", "refuse-start", start_error),
                         "tools": _stdio("tools_server.py", "stdio")},
         "agents": {"KubernetesAgent": {"mcp_servers": ["leaky", "tools"]}},
     }, providers={"scripted": scripted_provider({
-        "KubernetesAgent": [
-            f'Thought: check the login.\nAction: tools.echo\nAction Input: {{"text": "password: {PASSWORD}"}}',
-            "Thought: enough.\nFinal Answer: the login works.",
-        ],
+        "KubernetesAgent": ECHO_TURNS[strategy],
         "executive_summary": ["The login works."],
     })})
 
