@@ -1,0 +1,66 @@
+"""A stdio MCP server that answers from a scenario's `tools.yaml`.
+
+It offers the tools of the Kubernetes MCP server the built-in agent uses, with the same names, descriptions
+and input schemas (built from `agents.mcp.demo_cluster.TOOLS` themselves), so an eval goes through TARSy's
+real MCP path: pool, executor, masking, summarization. A call no fixture matches is a fixture gap: the
+caller gets an MCP error whose text carries `GAP_MARKER`, never an empty result.
+
+    python -m evals.fixture_server --tools evals/scenarios/NAME/tools.yaml --server kubernetes-server
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .fixtures import KUBERNETES_TOOLS, ToolFixtures, find_fixture, gap_message, load_tools
+
+INSTRUCTIONS = "Read-only tools over a Kubernetes cluster (namespaces, pods, logs, events, resources)."
+
+
+def _answering(fn: Callable[..., str], name: str, fixtures: ToolFixtures) -> Callable[..., Any]:
+    """A tool with `fn`'s signature (and so its schema) that answers from the fixtures. Errors are returned as
+    error results with the recorded text verbatim (a raised ToolError would get a prefix added)."""
+    from mcp.types import CallToolResult, TextContent
+
+    def failed(text: str) -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+    @functools.wraps(fn)
+    def answer(**arguments: Any) -> Any:
+        fixture = find_fixture(fixtures, name, arguments)
+        if fixture is None:
+            return failed(gap_message(name, arguments))
+        if fixture.error is not None:
+            return failed(fixture.error)
+        return fixture.result or ""
+
+    return answer
+
+
+def build_server(fixtures: ToolFixtures, server_name: str) -> Any:
+    """The MCP server for one logical server of a scenario (keys `server_name.tool` of the fixtures)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import ToolAnnotations
+
+    server = MCPServer(server_name, instructions=INSTRUCTIONS)
+    read_only = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=True)
+    for tool, fn in KUBERNETES_TOOLS.items():
+        server.add_tool(_answering(fn, f"{server_name}.{tool}", fixtures), annotations=read_only,
+                        structured_output=False)
+    return server
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tools", required=True, type=Path, help="the scenario's tools.yaml")
+    parser.add_argument("--server", required=True, help="the logical server name the fixtures are keyed by")
+    args = parser.parse_args(argv)
+    build_server(load_tools(args.tools), args.server).run()
+
+
+if __name__ == "__main__":
+    main()

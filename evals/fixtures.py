@@ -1,0 +1,191 @@
+"""Recorded tool outputs (`tools.yaml`) and how a tool call is matched to one.
+
+The fixture server answers calls with them and the scorer checks required tool calls with the same matcher,
+so "this call matches" means one thing everywhere. Tools and their parameters are those of the Kubernetes MCP
+server the built-in agent uses (`agents.mcp.demo_cluster.TOOLS`); arguments are compared after the tool's
+defaults are filled in, as the server sees them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, model_validator
+
+from agents.mcp import demo_cluster
+
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: scenario files are large
+
+KUBERNETES_TOOLS: dict[str, Callable[..., str]] = {fn.__name__: fn for fn in demo_cluster.TOOLS}
+GAP_MARKER = "[fixture gap]"  # in the error text of an unmatched call; the scorer finds gaps by it
+
+
+class ScenarioError(ValueError):
+    """A scenario file is invalid; `problems` holds one `file: where: reason` line each."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+@cache
+def parameters(tool: str) -> dict[str, inspect.Parameter]:
+    """The parameters of a known tool, with evaluated annotations; {} for a tool we do not know."""
+    fn = KUBERNETES_TOOLS.get(tool)
+    return dict(inspect.signature(fn, eval_str=True).parameters) if fn else {}
+
+
+def with_defaults(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments as the server sees them: every parameter left out takes its default."""
+    filled = {name: p.default for name, p in parameters(tool).items() if p.default is not inspect.Parameter.empty}
+    return {**filled, **arguments}
+
+
+def split_name(name: str) -> tuple[str, str]:
+    server, dot, tool = name.partition(".")
+    if not dot or not server or not tool:
+        raise ValueError(f"{name!r} is not a `server.tool` name")
+    return server, tool
+
+
+# ---- argument matchers ----------------------------------------------------------------------------
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def value_matches(spec: Any, actual: Any) -> bool:
+    """A literal is compared for equality; `{regex: ...}` must match the whole value (non-strings as JSON)."""
+    if isinstance(spec, dict) and set(spec) == {"regex"}:
+        return re.fullmatch(spec["regex"], _as_text(actual), re.S) is not None
+    return spec == actual
+
+
+def arguments_match(tool: str, spec: dict[str, Any], arguments: dict[str, Any], *, exact: bool = False) -> bool:
+    """Every argument in `spec` matches; with `exact`, no other argument differs from the tool's default."""
+    actual = with_defaults(tool, arguments)
+    if not all(name in actual and value_matches(value, actual[name]) for name, value in spec.items()):
+        return False
+    if not exact:
+        return True
+    defaults = with_defaults(tool, {})
+    return all(name in spec or defaults.get(name, _MISSING) == value for name, value in actual.items())
+
+
+_MISSING = object()
+
+
+def check_arguments(tool: str, spec: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Validate a spec against the tool's parameters: known names, compiling regexes, literals of the right
+    type (coerced, so `tail: "50"` means 50). Returns the coerced spec and the problems."""
+    params = parameters(tool)
+    coerced: dict[str, Any] = {}
+    problems: list[str] = []
+    for name, value in spec.items():
+        if params and name not in params:
+            problems.append(f"unknown argument {name!r} of {tool} (known: {', '.join(params)})")
+            continue
+        if isinstance(value, dict) and set(value) == {"regex"}:
+            try:
+                re.compile(str(value["regex"]))
+            except re.error as exc:
+                problems.append(f"argument {name!r}: invalid regex: {exc}")
+            coerced[name] = {"regex": str(value["regex"])}
+            continue
+        annotation = params[name].annotation if name in params else Any
+        try:
+            coerced[name] = TypeAdapter(annotation).validate_python(value) if annotation is not Any else value
+        except ValidationError as exc:
+            problems.append(f"argument {name!r}: {exc.errors()[0]['msg']}")
+    return coerced, problems
+
+
+# ---- tools.yaml ---------------------------------------------------------------------------------
+
+
+class Fixture(BaseModel):
+    """One recorded output: the arguments it answers and what the tool returned (`result`) or failed with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    args: dict[str, Any] = {}
+    match: Literal["subset", "exact"] = "subset"
+    result: str | None = None
+    error: str | None = None
+
+    @model_validator(mode="after")
+    def _one_outcome(self) -> Fixture:
+        if (self.result is None) == (self.error is None):
+            raise ValueError("give exactly one of `result` (the output) or `error` (the tool's error message)")
+        return self
+
+
+ToolFixtures = dict[str, list[Fixture]]  # `server.tool` → fixtures, in file order
+
+
+def parse_tools(data: Any, filename: str = "tools.yaml") -> ToolFixtures:
+    """Validate the mapping of `server.tool` to a list of fixtures; raise ScenarioError with every problem."""
+    if not isinstance(data, dict) or not data:
+        raise ScenarioError([f"{filename}: (root): expected a mapping of `server.tool` to lists of fixtures"])
+    fixtures: ToolFixtures = {}
+    problems: list[str] = []
+    for key, entries in data.items():
+        try:
+            _, tool = split_name(str(key))
+        except ValueError as exc:
+            problems.append(f"{filename}: {key}: {exc}")
+            continue
+        if tool not in KUBERNETES_TOOLS:
+            problems.append(f"{filename}: {key}: unknown tool {tool!r} (the fixture server offers "
+                            f"{', '.join(KUBERNETES_TOOLS)})")
+            continue
+        if not isinstance(entries, list):  # an empty list declares the server: every call to it is a gap
+            problems.append(f"{filename}: {key}: expected a list of fixtures")
+            continue
+        fixtures[key] = []
+        for index, entry in enumerate(entries):
+            where = f"{filename}: {key}.{index}"
+            try:
+                fixture = Fixture.model_validate(entry)
+            except ValidationError as exc:
+                problems += [f"{where}: {'.'.join(map(str, e['loc'])) or '(fixture)'}: {e['msg']}"
+                             for e in exc.errors()]
+                continue
+            args, arg_problems = check_arguments(tool, fixture.args)
+            problems += [f"{where}: {p}" for p in arg_problems]
+            fixtures[key].append(fixture.model_copy(update={"args": args}))
+    if problems:
+        raise ScenarioError(problems)
+    return fixtures
+
+
+def load_tools(path: Path) -> ToolFixtures:
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=LOADER)
+    except (OSError, yaml.YAMLError) as exc:
+        raise ScenarioError([f"{path.name}: (file): {exc}".replace("\n", " ")]) from exc
+    return parse_tools(data, path.name)
+
+
+def find_fixture(fixtures: ToolFixtures, name: str, arguments: dict[str, Any]) -> Fixture | None:
+    """The first fixture of `server.tool` (file order) whose arguments match the call."""
+    tool = name.partition(".")[2]
+    for fixture in fixtures.get(name, []):
+        if arguments_match(tool, fixture.args, arguments, exact=fixture.match == "exact"):
+            return fixture
+    return None
+
+
+def gap_message(name: str, arguments: dict[str, Any]) -> str:
+    tool = name.partition(".")[2]
+    defaults = with_defaults(tool, {})
+    given = {k: v for k, v in arguments.items() if defaults.get(k, _MISSING) != v}
+    return f"{GAP_MARKER} no recorded output of {name} matches the arguments {json.dumps(given, sort_keys=True)}"

@@ -1,0 +1,179 @@
+"""The configuration an eval run uses, written as a configuration directory.
+
+It is the deployment's own configuration (TARSY_CONFIG_DIR, or the built-ins) plus, for every scenario:
+
+- one MCP server per logical server of its `tools.yaml`: the fixture server, with the masking, summarization
+  and instructions of the server of that name in the deployment (or of `kubernetes-server`). Each scenario's
+  session selects its servers with the alert's `mcp` selection, so the rest of the configuration is untouched;
+- a scripted provider playing its reference run, and a copy of its alert type's chain bound to that provider
+  (TARSy picks providers per chain, so each reference run needs a chain of its own; its alert type is
+  `<alert type>@eval-reference-<scenario>`).
+
+With `--provider NAME` every chain of the deployment is bound to NAME instead, and scenarios are submitted
+with their own alert type. The content depends only on the scenarios, the provider and the concurrency, so
+external workers started with `TARSY_CONFIG_DIR=<dir>` serve any later run with the same options.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agents.config import TarsyConfig, load_config
+from agents.config.loader import PROVIDERS_FILE, TARSY_FILE
+from agents.config.schema import ChainConfig
+
+from .fixtures import ScenarioError
+from .scenario import Scenario
+
+REFERENCE = "reference"  # the provider name that means "each scenario's own reference run"
+REFERENCE_PREFIX = "eval-reference-"  # chain and provider names of reference runs
+TEMPLATE_SERVER = "kubernetes-server"  # whose settings a fixture server takes when its name is not configured
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class ScenarioPlan:
+    """How one scenario is submitted in this run."""
+
+    scenario: Scenario
+    alert_type: str
+    servers: dict[str, str]  # logical server name → this run's server name
+
+    @property
+    def mcp_selection(self) -> dict[str, Any]:
+        return {"servers": [{"name": name} for name in self.servers.values()]}
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    config_dir: Path
+    provider: str
+    plans: list[ScenarioPlan]
+
+
+def runtime_server(logical: str, scenario: str) -> str:
+    """A name of its own per scenario (servers are configured by name), stable across runs."""
+    return f"{logical}-{hashlib.sha1(scenario.encode()).hexdigest()[:6]}"
+
+
+def rewrite_servers(value: Any, names: dict[str, str]) -> Any:
+    """Replace `logical.` tool-name prefixes with this run's server names in every string of a script."""
+    if not names:
+        return value
+    pattern = re.compile(r"(?<![\w.-])(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+                         + r")\.(?=\w)")
+    if isinstance(value, str):
+        return pattern.sub(lambda m: names[m.group(1)] + ".", value)
+    if isinstance(value, list):
+        return [rewrite_servers(v, names) for v in value]
+    if isinstance(value, dict):
+        return {k: rewrite_servers(v, names) for k, v in value.items()}
+    return value
+
+
+def bound_chain(chain: ChainConfig, provider: str, alert_types: list[str] | None = None) -> dict[str, Any]:
+    """The chain as config data with every LLM call it makes bound to `provider`."""
+    data = chain.model_dump(mode="json", exclude_none=True)
+    if alert_types is not None:
+        data["alert_types"] = alert_types
+    data["llm_provider"] = data["executive_summary_provider"] = provider
+    data["chat"]["llm_provider"] = provider
+    for stage in data["stages"]:
+        stage["llm_provider"] = provider
+        for agent in stage["agents"]:
+            agent["llm_provider"] = provider
+        if "synthesis" in stage:
+            stage["synthesis"]["llm_provider"] = provider
+    return data
+
+
+def _server(base: TarsyConfig, logical: str, scenario: Scenario) -> dict[str, Any]:
+    template = base.mcp_servers.get(logical) or base.mcp_servers[TEMPLATE_SERVER]
+    data = template.model_dump(mode="json", exclude_none=True)
+    data["transport"] = {
+        "type": "stdio", "command": sys.executable, "timeout": template.transport.timeout,
+        "args": ["-m", "evals.fixture_server", "--tools", str(scenario.tools_file), "--server", logical],
+        "env": {"PYTHONPATH": str(REPO_ROOT)},
+    }
+    return data
+
+
+def _raw(path: Path) -> dict[str, Any]:
+    """A base file as written ({{.VAR}} left for the loader, so no secret is copied into the run's files)."""
+    if not path.exists():
+        return {}
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return data if isinstance(data, dict) else {}
+
+
+def _base_files(base_dir: Path | None, directory: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    if base_dir is None:
+        return {}, {}
+    tarsy, providers = _raw(base_dir / TARSY_FILE), _raw(base_dir / PROVIDERS_FILE)
+    for provider in (providers.get("llm_providers") or {}).values():
+        script = provider.get("script_file") if isinstance(provider, dict) else None
+        if script and not Path(script).is_absolute():
+            provider["script_file"] = str((base_dir / script).resolve())
+    if (base_dir / ".env").exists():
+        shutil.copy2(base_dir / ".env", directory / ".env")
+    return tarsy, providers
+
+
+def write_run_config(directory: Path, scenarios: list[Scenario], *, provider: str = REFERENCE, concurrency: int = 4,
+                     base_dir: str | Path | None = None) -> RunPlan:
+    """Write tarsy.yaml, llm-providers.yaml and the reference scripts into `directory`; raise ScenarioError when a
+    scenario cannot run on this configuration and ConfigError when the result is invalid."""
+    base_path = Path(base_dir).resolve() if base_dir else None
+    base = load_config(base_path)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "scripts").mkdir(exist_ok=True)
+    tarsy, providers_file = _base_files(base_path, directory)
+    servers = tarsy.setdefault("mcp_servers", {})
+    chains = tarsy.setdefault("agent_chains", {})
+    providers = providers_file.setdefault("llm_providers", {})
+    if provider != REFERENCE and provider not in base.llm_providers:
+        raise ScenarioError([f"--provider {provider}: unknown LLM provider (known: {REFERENCE}, "
+                             f"{', '.join(sorted(base.llm_providers))})"])
+    plans, problems = [], []
+    for scenario in scenarios:
+        alert_type = scenario.alert.alert_type or base.defaults.alert_type
+        chain_id = base.chain_for_alert_type(alert_type)
+        if chain_id is None:
+            problems.append(f"{scenario.name}/alert.yaml: alert_type: no chain handles {alert_type!r} "
+                            f"(known: {', '.join(sorted(base.alert_types()))})")
+            continue
+        names = {logical: runtime_server(logical, scenario.name) for logical in scenario.servers}
+        for logical, runtime in names.items():
+            servers[runtime] = _server(base, logical, scenario)
+        reference = REFERENCE_PREFIX + scenario.name
+        script = directory / "scripts" / f"{scenario.name}.yaml"
+        script.write_text(yaml.safe_dump(rewrite_servers(scenario.reference, names), sort_keys=False,
+                                         allow_unicode=True, width=1000))
+        providers[reference] = {"type": "scripted", "script_file": f"scripts/{script.name}"}
+        alias = f"{alert_type}@{reference}"
+        chains[reference] = bound_chain(base.chain(chain_id), reference, [alias])
+        plans.append(ScenarioPlan(scenario, alias if provider == REFERENCE else alert_type, names))
+    if problems:
+        raise ScenarioError(problems)
+    if provider != REFERENCE:
+        tarsy.setdefault("defaults", {})["llm_provider"] = provider
+        for chain_id, chain in base.chains.items():
+            if not chain_id.startswith(REFERENCE_PREFIX):
+                chains[chain_id] = bound_chain(chain, provider)
+    tarsy.setdefault("queue", {})["max_concurrent_sessions"] = concurrency
+    _dump(directory / TARSY_FILE, tarsy)
+    _dump(directory / PROVIDERS_FILE, providers_file)
+    load_config(directory)  # the run must not start on a configuration a worker would refuse
+    return RunPlan(config_dir=directory.resolve(), provider=provider, plans=plans)
+
+
+def _dump(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1000))

@@ -1,0 +1,245 @@
+"""A scenario folder: `alert.yaml`, `tools.yaml`, `expect.yaml` and the scripted reference run `reference.yaml`.
+
+Loading validates everything up front (schemas, tool and argument names, regexes, script turns) and reports
+every problem as `scenario/file: where: reason`, so a broken scenario is found before any session runs.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from agents.llm.scripted import ScriptTurn
+
+from .fixtures import KUBERNETES_TOOLS, LOADER, ScenarioError, ToolFixtures, check_arguments, load_tools, split_name
+
+SCENARIOS_DIR = Path(__file__).resolve().parent / "scenarios"
+FILES = ("alert.yaml", "tools.yaml", "expect.yaml", "reference.yaml")
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")  # used in provider, chain and server names
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class AlertSpec(_Strict):
+    """The alert as a monitoring system would post it."""
+
+    alert_type: str = ""  # empty: the configuration's default alert type
+    data: Any
+    runbook: str | None = None
+
+    @field_validator("data")
+    @classmethod
+    def _not_empty(cls, value: Any) -> Any:
+        if value in (None, "", {}, []):
+            raise ValueError("alert data must not be empty")
+        return value
+
+
+class Regex(_Strict):
+    regex: str
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"invalid regular expression: {exc}") from exc
+        return value
+
+
+class Claim(_Strict):
+    """A statement found in the analysis by any one of its phrasings (plain text or a regex)."""
+
+    name: str
+    any: list[str | Regex] = Field(min_length=1)
+
+
+class ToolCallSpec(_Strict):
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolRequirement(_Strict):
+    """The investigation must make one of these calls successfully."""
+
+    any: list[ToolCallSpec] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        def one(item: Any) -> Any:
+            return {"tool": item} if isinstance(item, str) else item
+
+        if isinstance(value, dict) and "any" in value:
+            return {**value, "any": [one(v) for v in value["any"]]} if isinstance(value["any"], list) else value
+        return {"any": [one(value)]}
+
+    @property
+    def label(self) -> str:
+        def text(spec: ToolCallSpec) -> str:
+            return spec.tool + (f"({', '.join(f'{k}={v}' for k, v in spec.args.items())})" if spec.args else "")
+
+        return " or ".join(text(s) for s in self.any)
+
+
+class Budgets(_Strict):
+    max_iterations: int | None = Field(default=None, gt=0)
+    max_tokens: int | None = Field(default=None, gt=0)
+    max_tool_calls: int | None = Field(default=None, ge=0)
+
+
+class Expect(_Strict):
+    findings: list[Claim] = Field(min_length=1)
+    forbidden: list[Claim] = Field(default_factory=list)
+    tools: list[ToolRequirement] = Field(default_factory=list)
+    budgets: Budgets = Field(default_factory=Budgets)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    path: Path
+    alert: AlertSpec
+    tools: ToolFixtures
+    expect: Expect
+    reference: Any  # a scripted-provider script
+
+    @property
+    def servers(self) -> list[str]:
+        """The logical MCP servers the fixtures are keyed by, in file order."""
+        return list(dict.fromkeys(key.partition(".")[0] for key in self.tools))
+
+    @property
+    def tools_file(self) -> Path:
+        return self.path / "tools.yaml"
+
+
+def _read(path: Path, problems: list[str], where: str) -> Any:
+    try:
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=LOADER)
+    except OSError:
+        problems.append(f"{where}: (file): missing")
+    except yaml.YAMLError as exc:
+        problems.append(f"{where}: (file): invalid YAML: {exc}".replace("\n", " "))
+    return None
+
+
+def _model(model: type[BaseModel], data: Any, where: str, problems: list[str]) -> Any:
+    try:
+        return model.model_validate(data if data is not None else {})
+    except ValidationError as exc:
+        for err in exc.errors():
+            problems.append(f"{where}: {'.'.join(map(str, err['loc'])) or '(root)'}: "
+                            f"{err['msg'].removeprefix('Value error, ')}")
+        return None
+
+
+def _turn_lists(script: Any) -> list[tuple[str, list[Any]]]:
+    if isinstance(script, list):
+        return [("(list)", script)]
+    if isinstance(script, dict):
+        return [(str(k), v if isinstance(v, list) else [v]) for k, v in script.items()]
+    return []
+
+
+def check_reference(script: Any, where: str) -> list[str]:
+    """Every turn of a scripted-provider script must be a valid ScriptTurn."""
+    lists = _turn_lists(script)
+    if not lists:
+        return [f"{where}: (root): a script is a list of turns or a mapping of keys to lists of turns"]
+    problems = []
+    for key, turns in lists:
+        if not turns:
+            problems.append(f"{where}: {key}: empty list of turns")
+        for index, turn in enumerate(turns):
+            try:
+                ScriptTurn.model_validate({"text": turn} if isinstance(turn, str) else turn)
+            except ValidationError as exc:
+                problems.append(f"{where}: {key}.{index}: {exc.errors()[0]['msg']}")
+    return problems
+
+
+def _check_expect(expect: Expect, where: str) -> list[str]:
+    problems = []
+    for i, requirement in enumerate(expect.tools):
+        for spec in requirement.any:
+            try:
+                _, tool = split_name(spec.tool)
+            except ValueError as exc:
+                problems.append(f"{where}: tools.{i}: {exc}")
+                continue
+            if tool not in KUBERNETES_TOOLS:
+                problems.append(f"{where}: tools.{i}: unknown tool {tool!r}")
+                continue
+            spec.args, arg_problems = check_arguments(tool, spec.args)
+            problems += [f"{where}: tools.{i}: {p}" for p in arg_problems]
+    return problems
+
+
+def load_scenario(path: Path) -> Scenario:
+    """Load and validate one folder; raise ScenarioError listing every problem."""
+    name = path.name
+    problems: list[str] = []
+    if not NAME_RE.match(name):
+        problems.append(f"{name}: (folder): name must be lowercase letters, digits and dashes")
+    alert = _model(AlertSpec, _read(path / "alert.yaml", problems, f"{name}/alert.yaml"), f"{name}/alert.yaml",
+                   problems)
+    expect = _model(Expect, _read(path / "expect.yaml", problems, f"{name}/expect.yaml"), f"{name}/expect.yaml",
+                    problems)
+    if expect is not None:
+        problems += _check_expect(expect, f"{name}/expect.yaml")
+    reference = _read(path / "reference.yaml", problems, f"{name}/reference.yaml")
+    if reference is not None:
+        problems += check_reference(reference, f"{name}/reference.yaml")
+    tools: ToolFixtures = {}
+    try:
+        tools = load_tools(path / "tools.yaml")
+    except ScenarioError as exc:
+        problems += [f"{name}/{p}" for p in exc.problems]
+    if problems:
+        raise ScenarioError(problems)
+    return Scenario(name=name, path=path.resolve(), alert=alert, tools=tools, expect=expect, reference=reference)
+
+
+def select(patterns: list[str] | None, root: Path = SCENARIOS_DIR) -> list[Path]:
+    """Scenario folders for `--scenario` patterns: a scenario folder, a folder of scenarios, or a glob over the
+    names under `root`. No pattern: every scenario under `root`."""
+    found: dict[Path, None] = {}
+    for pattern in patterns or ["*"]:
+        candidate = Path(pattern)
+        if candidate.is_dir() and (candidate / "alert.yaml").exists():
+            found[candidate.resolve()] = None
+        elif candidate.is_dir():
+            found.update(dict.fromkeys(sorted(p.parent.resolve() for p in candidate.glob("*/alert.yaml"))))
+        else:
+            matched = sorted(p.parent.resolve() for p in root.glob("*/alert.yaml") if fnmatch.fnmatch(p.parent.name,
+                                                                                                  pattern))
+            if not matched:
+                raise ScenarioError([f"--scenario {pattern}: no scenario folder or scenario name matches"])
+            found.update(dict.fromkeys(matched))
+    return list(found)
+
+
+def load_all(paths: list[Path]) -> list[Scenario]:
+    """Load every folder, collecting the problems of all of them before failing."""
+    scenarios, problems = [], []
+    for path in paths:
+        try:
+            scenarios.append(load_scenario(path))
+        except ScenarioError as exc:
+            problems += exc.problems
+    names = [s.name for s in scenarios]
+    problems += [f"{n}: (folder): two scenarios share this name" for n in sorted({n for n in names
+                                                                                  if names.count(n) > 1})]
+    if problems:
+        raise ScenarioError(problems)
+    return scenarios
