@@ -19,6 +19,18 @@ _TOP_KEYS = ("servers", "native_tools")
 _SERVER_KEYS = ("name", "tools")
 
 
+def merge_repeated_servers(servers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per server (well-formed entries, first-mention order), so a server listed twice is checked and
+    offered once. Its tools are the union of its entries', each once; an entry naming no tools (the whole server)
+    wins over any subset."""
+    tools_of: dict[str, list[str] | None] = {}
+    for entry in servers:
+        name, tools = entry["name"], entry.get("tools") or None
+        known = tools_of.get(name, [])
+        tools_of[name] = None if known is None or tools is None else list(dict.fromkeys([*known, *tools]))
+    return [{"name": name, "tools": tools} if tools else {"name": name} for name, tools in tools_of.items()]
+
+
 def validate_mcp_selection(selection: dict[str, Any], config: TarsyConfig, pool: MCPPool | None = None) -> list[str]:
     """Problems with `{"servers": [{"name", "tools"?}], "native_tools": {...}}`; empty when valid."""
     if not isinstance(selection, dict):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from django.http import Http404, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -55,5 +56,6 @@ def handler500(request):
     return json_error(500, "internal_error", "An unexpected error occurred; it has been logged.")
 
 
+@csrf_exempt  # changes nothing, and must answer JSON: CSRF's own refusal of a POST here would be an HTML 403 page
 def api_not_found(request, *args, **kwargs):
     return json_error(404, "not_found", f"No API endpoint or resource at {request.path}")

@@ -27,6 +27,8 @@ from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from django.db import close_old_connections
 
+from .errors import json_error
+
 
 def request_threads() -> int:
     """As many threads as database connections the process may hold: no request waits for a connection
@@ -47,6 +49,16 @@ class SyncChainASGIHandler(ASGIHandler):
         if scope["type"] != "http":
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
         await self.handle(scope, receive, send)  # without ASGIHandler's per-request ThreadSensitiveContext
+
+    def create_request(self, scope, body_file):
+        """Django answers a request it cannot even build (a query string that is no UTF-8, a body past the limit)
+        with a bare HTML/text page; ours is the API's JSON error, naming what was wrong."""
+        request, error = super().create_request(scope, body_file)
+        if error is None:
+            return request, None
+        if error.status_code == 413:
+            return None, json_error(413, "payload_too_large", "The request body exceeds the size limit.")
+        return None, json_error(error.status_code, "bad_request", "The query string is not valid UTF-8.")
 
     async def get_response_async(self, request):
         return await sync_to_async(self._respond, thread_sensitive=False, executor=self._executor)(request)

@@ -6,6 +6,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 
+from .inputs import ascii_int, printable
+
 DEFAULT_PAGE_SIZE = 25
 MAX_PAGE_SIZE = 100  # bounds the cost of one request (ANCHORS)
 
@@ -14,10 +16,9 @@ def _positive_int(request, name: str, default: int, maximum: int | None = None) 
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError({name: [f"Must be an integer, got {raw!r}."]}) from None
+    value = ascii_int(raw)
+    if value is None:
+        raise ValidationError({name: [f"Must be a whole number in ASCII digits, got {printable(raw[:40])!r}."]})
     if value < 1 or (maximum is not None and value > maximum):
         bounds = f"between 1 and {maximum}" if maximum else "at least 1"
         raise ValidationError({name: [f"Must be {bounds}."]})

@@ -29,6 +29,11 @@ class MCPSelectionSerializer(serializers.Serializer):
     servers = MCPServerSelectionSerializer(many=True, required=False)
     native_tools = NativeToolsSerializer(required=False)
 
+    def validate_servers(self, servers: list[dict]) -> list[dict]:
+        from agents.mcp.selection import merge_repeated_servers
+
+        return merge_repeated_servers(servers)
+
 
 class AlertSubmitSerializer(serializers.Serializer):
     alert_type = serializers.CharField(required=False, allow_blank=True, max_length=200)

@@ -29,7 +29,7 @@ from .serializers import (
 )
 
 
-class SessionListView(generics.ListAPIView):
+class SessionListView(JsonAPIView, generics.ListAPIView):
     """Session history: filters, text search, ordering, pagination."""
 
     serializer_class = SessionListItemSerializer

@@ -1,7 +1,6 @@
-from django.urls import path, re_path
+from django.urls import path
 
 from . import session_views, views
-from .errors import api_not_found
 
 S = "sessions/<uuid:session_id>"
 
@@ -19,6 +18,5 @@ urlpatterns = [
     path(f"{S}/chat/messages", session_views.ChatMessagesView.as_view(), name="session-chat-messages"),
     path("system/warnings", views.SystemWarningsView.as_view(), name="system-warnings"),
     path("system/mcp-servers", views.MCPServersView.as_view(), name="system-mcp-servers"),
-    # Anything else under /api/v1/ (a malformed session id included) is a JSON 404, also with DEBUG on.
-    re_path(r"^.*$", api_not_found),
+    # Anything else under /api/ (a malformed session id included) is a JSON 404: see tarsy/urls.py.
 ]

@@ -11,6 +11,7 @@ from django.db.models import Exists, F, Max, OuterRef, Q
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from tarsy.api.inputs import ascii_int, printable, text_problem
 from tarsy.models import (
     AlertSession,
     Event,
@@ -54,16 +55,31 @@ class HistoryFilters:
 
     @classmethod
     def from_query(cls, query) -> HistoryFilters:
-        f = cls(q=query.get("q", "").strip(), alert_type=query.get("alert_type", ""), chain=query.get("chain", ""),
-                author=query.get("author", ""), range=query.get("range", ""), start=query.get("start", ""),
-                end=query.get("end", ""), sort=query.get("sort", "-created_at"))
+        """Parsed leniently, as a page must render: a value that cannot be used is dropped with a note saying so."""
+        notes: list[str] = []
+
+        def text(name: str, default: str = "") -> str:
+            value = query.get(name, default)
+            if text_problem(value):
+                notes.append(f"The {name} filter contains characters that cannot be searched for; it was ignored.")
+                return default
+            return value
+
+        f = cls(q=text("q").strip(), alert_type=text("alert_type"), chain=text("chain"), author=text("author"),
+                range=text("range"), start=text("start"), end=text("end"), sort=text("sort", "-created_at"),
+                notes=notes)
         f.statuses = [s for s in query.getlist("status") if s in SessionStatus.values]
         if f.sort not in SORTS:
             f.sort = "-created_at"
-        f.page = _int(query.get("page"), 1, 1, 10**6)
-        f.page_size = _int(query.get("page_size"), DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)
+        for name in ("start", "end"):
+            value = getattr(f, name)
+            if value and _bound(value, end=name == "end") is None:
+                notes.append(f"{name.capitalize()} {value!r} is not a valid date or date and time; it was ignored.")
+                setattr(f, name, "")
+        f.page = _int(query, "page", 1, 1, 10**6, notes)
+        f.page_size = _int(query, "page_size", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE, notes)
         if f.q and len(f.q) < MIN_SEARCH_CHARS:
-            f.notes.append(f"Search needs at least {MIN_SEARCH_CHARS} characters; it was ignored.")
+            notes.append(f"Search needs at least {MIN_SEARCH_CHARS} characters; it was ignored.")
         return f
 
     @property
@@ -72,23 +88,31 @@ class HistoryFilters:
                     or self.start or self.end)
 
 
-def _int(value: Any, default: int, low: int, high: int) -> int:
-    try:
-        return min(max(int(value), low), high)
-    except (TypeError, ValueError):
+def _int(query, name: str, default: int, low: int, high: int, notes: list[str]) -> int:
+    """A whole number in ASCII digits, clamped to [low, high]; anything else gives the default and a note."""
+    raw = query.get(name)
+    if not raw:
         return default
+    value = ascii_int(raw)
+    if value is None:
+        notes.append(f"{name.replace('_', ' ').capitalize()} {printable(raw[:40])!r} is not a whole number; "
+                     f"{default} was used.")
+        return default
+    return min(max(value, low), high)
 
 
 def _bound(value: str, end: bool) -> datetime | None:
-    if not value:
+    """A date (the whole day) or date and time; None when unparseable or impossible (2024-02-30)."""
+    try:
+        moment = parse_datetime(value)
+        if moment is None:
+            day = parse_date(value)
+            if day is None:
+                return None
+            moment = datetime.combine(day, datetime.max.time() if end else datetime.min.time())
+        return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
+    except (ValueError, OverflowError):
         return None
-    moment = parse_datetime(value)
-    if moment is None:
-        day = parse_date(value)
-        if day is None:
-            return None
-        moment = datetime.combine(day, datetime.max.time() if end else datetime.min.time())
-    return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
 
 
 def sessions_history(filters: HistoryFilters):

@@ -16,6 +16,8 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
 from tarsy.api.auth import request_author
+from tarsy.api.errors import json_error
+from tarsy.api.inputs import ascii_int
 from tarsy.config import get_config
 from tarsy.models import AlertSession, SessionStatus, Stage, StageKind, TimelineEvent
 from tarsy.pipeline.chat import chat_available
@@ -126,7 +128,10 @@ def stage_fragment(request, session_id, stage_id):
 @dashboard_view
 def events_fragment(request, session_id):
     """Rendered timeline items by id, for events that completed while the page was open."""
-    ids = [int(i) for i in request.GET.get("ids", "").split(",") if i.isdigit()][:MAX_FRAGMENT_EVENTS]
+    ids = [ascii_int(part) for part in request.GET.get("ids", "").split(",") if part]
+    if None in ids:
+        return json_error(400, "bad_request", {"ids": ["Comma-separated event ids, in ASCII digits."]})
+    ids = ids[:MAX_FRAGMENT_EVENTS]
     events = TimelineEvent.objects.filter(session_id=session_id, id__in=ids).select_related("stage")
     html = {str(e.id): render_to_string("dashboard/_event.html", {"item": presenters.timeline_item(e)})
             for e in events}

@@ -4,10 +4,14 @@ Transport only: authorisation in `connect`, group membership, forwarding. Client
 objects with an `action` (`subscribe`, `unsubscribe`, `catchup`, `ping`), a `channel` and optionally
 `last_event_id`. A catch-up replays at most CATCHUP_LIMIT stored events; further behind, the client gets
 `catchup.overflow` and reloads over REST (whose responses carry the `last_event_id` to continue from).
+
+A message that is not such an object (binary, not JSON, too large, wrong types) gets an `error` frame naming the
+problem, and the socket stays open: one bad message must not cost a dashboard its live updates.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from typing import Any
@@ -15,6 +19,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.db.models import Max
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from tarsy.models import AlertSession, Event
 
@@ -22,7 +27,35 @@ from .publisher import SESSIONS_CHANNEL, event_message, group_name
 
 CATCHUP_LIMIT = 200  # beyond this the client reloads over REST (catchup.overflow); ANCHORS: 200
 REFUSED_CODE = 4403  # close code when auth or Origin refuse the connection
-_CHANNEL_RE = re.compile(r"^(sessions|session:[0-9a-fA-F-]{36})$")
+MAX_MESSAGE_CHARS = 4096  # a client message is a few dozen characters; past this it is garbage, not parsed
+MAX_EVENT_ID = 2**63 - 1  # event ids are PostgreSQL bigints
+_CHANNEL_RE = re.compile(r"(sessions|session:[0-9a-fA-F-]{36})")
+ACTIONS = ("subscribe", "unsubscribe", "catchup", "ping")
+
+
+class ClientMessage(BaseModel):
+    """One message from a browser. `type` is accepted for `action`, as some clients name it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    action: StrictStr = Field(validation_alias=AliasChoices("action", "type"))
+    channel: StrictStr = ""
+    last_event_id: StrictInt | None = Field(default=None, ge=0, le=MAX_EVENT_ID)
+
+
+def _message_problem(content: Any) -> tuple[ClientMessage | None, str]:
+    """The validated message, or None and what is wrong with it."""
+    if not isinstance(content, dict):
+        return None, "messages must be JSON objects"
+    try:
+        message = ClientMessage.model_validate(content)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"]) or "message"
+        return None, f"{field}: {error['msg']}"
+    if message.action not in ACTIONS:
+        return None, f"unknown action {message.action[:40]!r}; use subscribe, unsubscribe, catchup or ping"
+    return message, ""
 
 
 def _catchup(channel: str, last_event_id: int) -> tuple[list[dict[str, Any]], bool, int]:
@@ -35,7 +68,7 @@ def _catchup(channel: str, last_event_id: int) -> tuple[list[dict[str, Any]], bo
 
 
 def _channel_problem(channel: str) -> str | None:
-    if not _CHANNEL_RE.match(channel):
+    if not _CHANNEL_RE.fullmatch(channel):
         return f"unknown channel; use {SESSIONS_CHANNEL!r} or 'session:<id>'"
     if channel.startswith("session:"):
         try:
@@ -73,31 +106,44 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             WS_CONNECTIONS.dec()
             self._counted = False
 
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
+        """Channels' JSON consumer raises on a binary or non-JSON frame, which closes the socket: answer instead."""
+        if text_data is None:
+            await self._error("binary frames are not accepted; send JSON text")
+        elif len(text_data) > MAX_MESSAGE_CHARS:
+            await self._error(f"message too large (at most {MAX_MESSAGE_CHARS} characters)")
+        else:
+            try:
+                content = json.loads(text_data)
+            except (ValueError, RecursionError):
+                await self._error("messages must be JSON")
+                return
+            await self.receive_json(content)
+
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        if not isinstance(content, dict):
-            await self.send_json({"type": "error", "detail": "messages must be JSON objects"})
+        message, problem = _message_problem(content)
+        if message is None:
+            await self._error(problem)
             return
-        action = content.get("action") or content.get("type")
-        channel = str(content.get("channel", ""))
+        action, channel = message.action, message.channel
         if action == "ping":
             await self.send_json({"type": "pong"})
-        elif action in ("subscribe", "catchup"):
-            problem = await database_sync_to_async(_channel_problem)(channel)
-            if problem:
-                await self.send_json({"type": "subscription.error", "channel": channel, "detail": problem})
-            elif action == "subscribe":
-                await self._subscribe(channel, content.get("last_event_id"))
-            else:
-                await self._send_catchup(channel, content.get("last_event_id"))
         elif action == "unsubscribe":
-            await self.channel_layer.group_discard(group_name(channel), self.channel_name)
-            self.channels_joined.discard(channel)
+            if channel in self.channels_joined:  # only validated channels were joined
+                await self.channel_layer.group_discard(group_name(channel), self.channel_name)
+                self.channels_joined.discard(channel)
             await self.send_json({"type": "subscription.removed", "channel": channel})
+        elif problem := await database_sync_to_async(_channel_problem)(channel):
+            await self.send_json({"type": "subscription.error", "channel": channel, "detail": problem})
+        elif action == "subscribe":
+            await self._subscribe(channel, message.last_event_id)
         else:
-            await self.send_json({"type": "error", "detail": f"unknown action {action!r}; "
-                                                             "use subscribe, unsubscribe, catchup or ping"})
+            await self._send_catchup(channel, message.last_event_id or 0)
 
-    async def _subscribe(self, channel: str, last_event_id: Any) -> None:
+    async def _error(self, detail: str) -> None:
+        await self.send_json({"type": "error", "detail": detail})
+
+    async def _subscribe(self, channel: str, last_event_id: int | None) -> None:
         # Join first, then replay: nothing published in between is lost (duplicates are dropped in tarsy_event).
         await self.channel_layer.group_add(group_name(channel), self.channel_name)
         self.channels_joined.add(channel)
@@ -105,12 +151,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         if last_event_id is not None:
             await self._send_catchup(channel, last_event_id)
 
-    async def _send_catchup(self, channel: str, last_event_id: Any) -> None:
-        try:
-            last = int(last_event_id or 0)
-        except (TypeError, ValueError):
-            await self.send_json({"type": "error", "detail": "last_event_id must be an integer"})
-            return
+    async def _send_catchup(self, channel: str, last: int) -> None:
         events, overflow, latest = await database_sync_to_async(_catchup)(channel, last)
         if overflow:
             await self.send_json({"type": "catchup.overflow", "channel": channel, "last_event_id": last,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -135,4 +136,60 @@ async def test_token_mode_needs_a_valid_token(tmp_path):
     await comm.disconnect()
     comm, connected, _ = await connect(headers=[(b"authorization", f"Token {token}".encode())], client="10.9.8.7")
     assert connected
+    await comm.disconnect()
+
+
+@pytest.mark.parametrize("frame, detail", [
+    ({"text_data": "not json"}, "messages must be JSON"),
+    ({"text_data": "[" * 100_000}, "message too large (at most 4096 characters)"),
+    ({"text_data": "[" * 4000 + "]" * 4000}, "message too large (at most 4096 characters)"),
+    ({"text_data": "[" * 2000 + "]" * 2000}, "messages must be JSON"),  # deeper than the JSON decoder recurses
+    ({"text_data": "[" * 500 + "]" * 500}, "messages must be JSON objects"),
+    ({"text_data": '"subscribe"'}, "messages must be JSON objects"),
+    ({"text_data": "null"}, "messages must be JSON objects"),
+    ({"text_data": '{"action": "subscribe", "channel": "x' + "y" * 10_000 + '"}'},
+     "message too large (at most 4096 characters)"),
+    ({"bytes_data": b'{"action": "ping"}'}, "binary frames are not accepted; send JSON text"),
+    ({"bytes_data": b"\xff\x00\xfe"}, "binary frames are not accepted; send JSON text"),
+    ({"text_data": "{}"}, "action: Field required"),
+    ({"text_data": '{"action": ["ping"]}'}, "action: Input should be a valid string"),
+    ({"text_data": '{"action": "dance"}'}, "unknown action 'dance'; use subscribe, unsubscribe, catchup or ping"),
+    ({"text_data": '{"action": "subscribe", "channel": 5}'}, "channel: Input should be a valid string"),
+    ({"text_data": '{"action": "subscribe", "channel": "sessions", "last_event_id": "12"}'},
+     "last_event_id: Input should be a valid integer"),
+    ({"text_data": '{"action": "catchup", "channel": "sessions", "last_event_id": "\\u0661\\u0662"}'},
+     "last_event_id: Input should be a valid integer"),
+    ({"text_data": '{"action": "catchup", "channel": "sessions", "last_event_id": true}'},
+     "last_event_id: Input should be a valid integer"),
+    ({"text_data": '{"action": "catchup", "channel": "sessions", "last_event_id": 1.5}'},
+     "last_event_id: Input should be a valid integer"),
+    ({"text_data": '{"action": "catchup", "channel": "sessions", "last_event_id": Infinity}'},
+     "last_event_id: Input should be a valid integer"),
+    ({"text_data": '{"action": "catchup", "channel": "sessions", "last_event_id": -1}'},
+     "last_event_id: Input should be greater than or equal to 0"),
+    ({"text_data": '{"action": "catchup", "channel": "sessions", "last_event_id": 99999999999999999999}'},
+     "last_event_id: Input should be less than or equal to 9223372036854775807"),
+], ids=["not_json", "huge", "over_limit", "too_deep", "nested_list", "string", "null", "huge_channel", "bytes_json",
+        "bytes_binary", "no_action", "action_list", "unknown_action", "channel_number", "cursor_string",
+        "cursor_arabic_digits", "cursor_bool", "cursor_float", "cursor_infinity", "cursor_negative", "cursor_huge"])
+async def test_a_bad_frame_gets_an_error_frame_and_the_socket_stays_open(frame, detail):
+    comm, _, _ = await connect()
+    await comm.receive_json_from()
+    await comm.send_to(**frame)
+    assert await comm.receive_json_from() == {"type": "error", "detail": detail}
+    await comm.send_json_to({"action": "ping"})
+    assert await comm.receive_json_from() == {"type": "pong"}
+    await comm.disconnect()
+
+
+@pytest.mark.parametrize("channel", ["bad name!", "session:\ud800"])
+async def test_unsubscribing_from_a_channel_never_joined_is_harmless(channel):
+    comm, _, _ = await connect()
+    await comm.receive_json_from()
+    await comm.send_to(text_data=json.dumps({"action": "unsubscribe", "channel": channel}))
+    assert await comm.receive_json_from() == {"type": "subscription.removed", "channel": channel}
+    await comm.send_json_to({"action": "subscribe", "channel": channel})
+    assert (await comm.receive_json_from())["type"] == "subscription.error"
+    await comm.send_json_to({"action": "ping"})
+    assert await comm.receive_json_from() == {"type": "pong"}
     await comm.disconnect()
