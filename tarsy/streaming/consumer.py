@@ -43,7 +43,7 @@ class ClientMessage(BaseModel):
     last_event_id: StrictInt | None = Field(default=None, ge=0, le=MAX_EVENT_ID)
 
 
-def _message_problem(content: Any) -> tuple[ClientMessage | None, str]:
+def _client_message(content: Any) -> tuple[ClientMessage | None, str]:
     """The validated message, or None and what is wrong with it."""
     if not isinstance(content, dict):
         return None, "messages must be JSON objects"
@@ -121,7 +121,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             await self.receive_json(content)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        message, problem = _message_problem(content)
+        message, problem = _client_message(content)
         if message is None:
             await self._error(problem)
             return
