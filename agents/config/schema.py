@@ -163,6 +163,7 @@ class TransportConfig(_Strict):
     command: str = ""
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
+    env_passthrough: list[str] = Field(default_factory=list)  # stdio: variables copied from TARSy's env when set
     url: str = ""
     headers: dict[str, str] = Field(default_factory=dict)
     bearer_token: str = ""

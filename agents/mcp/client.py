@@ -136,7 +136,7 @@ def _is_connection_loss(exc: BaseException) -> bool:
 # What a stdio server inherits from the TARSy process: what programs need to run (PATH, HOME, user, locale, time
 # zone, temp dir), to reach a cluster (KUBECONFIG) and to download through a proxy (`npx` fetches packages).
 # Never the process's own secrets (SECRET_KEY, DATABASE_URL, REDIS_URL, LLM API keys, …): anything else a server
-# needs is named in its transport's `env:` (e.g. `AWS_PROFILE: "{{.AWS_PROFILE}}"`).
+# needs is named in its transport's `env_passthrough:` (copied when set) or `env:` (set to a value).
 STDIO_INHERITED_ENV = frozenset({
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR", "KUBECONFIG",
     "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
@@ -145,9 +145,11 @@ STDIO_INHERITED_ENV = frozenset({
 
 
 def stdio_environment(transport: TransportConfig, environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The complete environment of a stdio server: the inherited allow-list (plus LC_*), then its `env:`."""
+    """The complete environment of a stdio server: the inherited allow-list (plus LC_*) and its `env_passthrough`
+    names, then its `env:`."""
     environ = os.environ if environ is None else environ
-    env = {k: v for k, v in environ.items() if k in STDIO_INHERITED_ENV or k.startswith("LC_")}
+    wanted = STDIO_INHERITED_ENV | set(transport.env_passthrough)
+    env = {k: v for k, v in environ.items() if k in wanted or k.startswith("LC_")}
     return env | dict(transport.env)
 
 

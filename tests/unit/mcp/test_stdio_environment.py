@@ -26,8 +26,11 @@ def test_a_stdio_server_gets_what_it_needs_and_its_config_env_but_no_secrets(sha
                                                                              monkeypatch) -> None:
     for key, value in {**SECRETS, **NEEDED}.items():
         monkeypatch.setenv(key, value)
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
     configured = {"AWS_PROFILE": "oncall", "GITHUB_TOKEN": "named-in-the-config"}
-    cfg = stdio_config(transport={"env": configured})
+    passed_through = ["AWS_REGION", "AWS_SESSION_TOKEN"]  # the second is unset: it stays unset, no error
+    cfg = stdio_config(transport={"env": configured, "env_passthrough": passed_through})
 
     env = json.loads(shared_pool.call_tool(unique_name("environ"), cfg, "environment", {}).text)
 
@@ -35,5 +38,7 @@ def test_a_stdio_server_gets_what_it_needs_and_its_config_env_but_no_secrets(sha
     assert {k: env.get(k) for k in NEEDED} == NEEDED
     assert env["PATH"] == os.environ["PATH"] and env["HOME"] == os.environ["HOME"]
     assert {k: env.get(k) for k in configured} == configured  # a config may pass a secret on purpose
-    unexpected = {k for k in env if k not in STDIO_INHERITED_ENV and k not in configured and not k.startswith("LC_")}
+    assert env["AWS_REGION"] == "eu-west-1" and "AWS_SESSION_TOKEN" not in env
+    named = set(configured) | set(passed_through)
+    unexpected = {k for k in env if k not in STDIO_INHERITED_ENV and k not in named and not k.startswith("LC_")}
     assert not unexpected, sorted(unexpected)
