@@ -1,6 +1,7 @@
 # API tokens kept as SHA-256 digests. Tokens of the earlier plaintext table (Django REST framework's authtoken,
 # no longer installed) are carried over as digests, so they keep working, and that table is dropped.
 
+import datetime
 import hashlib
 
 import django.db.models.deletion
@@ -8,8 +9,14 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 from django.db.migrations.recorder import MigrationRecorder
+from django.utils import timezone
 
 PLAINTEXT_TABLE = "authtoken_token"
+
+
+def _aware(value):
+    """SQLite hands back the naive UTC time Django stored."""
+    return timezone.make_aware(value, datetime.UTC) if timezone.is_naive(value) else value
 
 
 def hash_plaintext_tokens(apps, schema_editor):
@@ -22,7 +29,7 @@ def hash_plaintext_tokens(apps, schema_editor):
         rows = cursor.fetchall()
     APIToken = apps.get_model("tarsy", "APIToken")
     APIToken.objects.using(connection.alias).bulk_create([
-        APIToken(user_id=user_id, digest=hashlib.sha256(key.encode()).hexdigest(), created_at=created)
+        APIToken(user_id=user_id, digest=hashlib.sha256(key.encode()).hexdigest(), created_at=_aware(created))
         for key, user_id, created in rows
     ])
     schema_editor.execute(f"DROP TABLE {quote(PLAINTEXT_TABLE)}")
