@@ -136,7 +136,10 @@ if DATABASE_URL:
             "max_size": _env_number("TARSY_WEB_DB_POOL_MAX", 10),
             "timeout": _env_number("TARSY_WEB_DB_POOL_TIMEOUT", 10.0, float),
         }
-    DATABASES["default"]["TEST"] = {"NAME": os.environ.get("TARSY_TEST_DB_NAME", "test_tarsy")}
+    # Named explicitly (django/channels#2176), after the database in DATABASE_URL, so test runs against
+    # different databases on one server never share (and drop) each other's test database.
+    DATABASES["default"]["TEST"] = {
+        "NAME": os.environ.get("TARSY_TEST_DB_NAME", f"test_{DATABASES['default']['NAME']}")}
 else:
     DATABASES = {
         "default": {
