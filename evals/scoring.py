@@ -22,7 +22,8 @@ DISMISSAL = re.compile(
     r"\b(?:unrelated|not related|not (?:the|a) (?:root )?cause|not (?:the )?(?:reason|culprit)|not responsible|"
     r"not why|isn't why|red herring|ruled? out|irrelevant|coincident(?:al)?|coincidence|benign|harmless|"
     r"(?:does not|doesn't|cannot|can't|would not|wouldn't) explain|separate (?:issue|problem)|independent of|"
-    r"no (?:impact|effect|bearing)|not caused by|although|despite|distraction|pre-existing)\b",
+    r"no (?:impact|effect|bearing)|not caused by|although|despite|distraction|pre-existing|rather than|instead of|"
+    r"not with|not (?:an? )?(?:[\w-]+ ){0,3}(?:problem|issue|error|failure)|(?:is|are) (?:fine|ok|healthy|working))\b",
     re.I,
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
