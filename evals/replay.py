@@ -22,7 +22,7 @@ from tarsy.services.errors import Conflict
 from tarsy.services.sessions import session_get
 
 from .capture import export_session
-from .runconfig import write_run_config
+from .runconfig import RunPlan, write_run_config
 from .runner import in_process_worker, run
 from .scenario import load_scenario
 
@@ -69,9 +69,21 @@ def timeline(session_id: Any, names: dict[str, str] | None = None) -> dict[str, 
     return _rename(groups, names or {})
 
 
-def _short(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return repr(text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…")
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _around(a: Any, b: Any) -> tuple[str, str]:
+    """Both values shown from a little before their first difference, so a long output shows what changed."""
+    x, y = _text(a), _text(b)
+    start = next((i for i, (p, q) in enumerate(zip(x, y, strict=False)) if p != q), min(len(x), len(y)))
+    start = max(0, start - SHOWN_CHARS // 4)
+
+    def cut(text: str) -> str:
+        piece = text[start:start + SHOWN_CHARS]
+        return repr(("…" if start else "") + piece + ("…" if start + SHOWN_CHARS < len(text) else ""))
+
+    return cut(x), cut(y)
 
 
 def _compare_events(group: str, old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[str]:
@@ -79,12 +91,12 @@ def _compare_events(group: str, old: list[dict[str, Any]], new: list[dict[str, A
     for index, (a, b) in enumerate(zip(old, new, strict=False), start=1):
         for field_name in ("type", "status", "content"):
             if a[field_name] != b[field_name]:
-                found.append(f"{group}, event {index} ({a['type']}): {field_name} was {_short(a[field_name])}, "
-                             f"is {_short(b[field_name])}")
+                was, now = _around(a[field_name], b[field_name])
+                found.append(f"{group}, event {index} ({a['type']}): {field_name} was {was}, is {now}")
         for key in sorted(set(a["metadata"]) | set(b["metadata"])):
             if a["metadata"].get(key) != b["metadata"].get(key):
-                found.append(f"{group}, event {index} ({a['type']}): metadata.{key} was "
-                             f"{_short(a['metadata'].get(key))}, is {_short(b['metadata'].get(key))}")
+                was, now = _around(a["metadata"].get(key), b["metadata"].get(key))
+                found.append(f"{group}, event {index} ({a['type']}): metadata.{key} was {was}, is {now}")
     if len(old) != len(new):
         extra = new[len(old):] if len(new) > len(old) else old[len(new):]
         kinds = ", ".join(e["type"] for e in extra[:5])
@@ -110,15 +122,17 @@ def compare(original_id: Any, replay_id: Any, names: dict[str, str]) -> Comparis
     return result
 
 
-def replay_session(session_id: Any, directory: Path, *, base_dir: str | None, worker: bool,
-                   run_timeout: float | None = None) -> tuple[Comparison, list[str]]:
-    """Capture the session under `directory`, run it as a new session, compare. Returns the comparison and the
-    capture's notes (what could not be recorded exactly)."""
+def prepare_replay(session_id: Any, directory: Path, *, base_dir: str | None) -> tuple[RunPlan, list[str]]:
+    """Capture the session as a scenario under `directory` and write the replay's configuration there (workers
+    that run the replay need it). Returns the plan and the capture's notes (what could not be recorded exactly)."""
     session = session_get(session_id=session_id)
-    name = f"replay-{str(session.id)[:8]}"
-    scenario_dir = directory / "scenario" / name
+    scenario_dir = directory / "scenario" / f"replay-{str(session.id)[:8]}"
     notes = export_session(session.id, scenario_dir)
-    plan = write_run_config(directory, [load_scenario(scenario_dir)], concurrency=1, base_dir=base_dir)
+    return write_run_config(directory, [load_scenario(scenario_dir)], concurrency=1, base_dir=base_dir), notes
+
+
+def replay(session_id: Any, plan: RunPlan, *, worker: bool, run_timeout: float | None = None) -> Comparison:
+    """Run the prepared replay as a new session and compare its timeline with the original's."""
     config = load_config(plan.config_dir)
     set_config(config)
     with in_process_worker(1) if worker else nullcontext():
@@ -126,4 +140,4 @@ def replay_session(session_id: Any, directory: Path, *, base_dir: str | None, wo
     if not result.session_id:
         raise Conflict(f"the replay was not accepted: {result.observation.error}")
     names = {runtime: logical for logical, runtime in plan.plans[0].servers.items()}
-    return compare(session.id, result.session_id, names), notes
+    return compare(session_id, result.session_id, names)

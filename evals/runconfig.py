@@ -20,7 +20,7 @@ import hashlib
 import re
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,8 @@ class ScenarioPlan:
     """How one scenario is submitted in this run."""
 
     scenario: Scenario
-    alert_type: str
+    alert_type: str  # what this run submits
+    reference_alert_type: str  # what a reference run submits (the alias of its chain copy)
     servers: dict[str, str]  # logical server name → this run's server name
 
     @property
@@ -57,6 +58,11 @@ class RunPlan:
     config_dir: Path
     provider: str
     plans: list[ScenarioPlan]
+
+    def as_reference(self) -> RunPlan:
+        """The reference runs of the same scenarios: every configuration written here also holds them."""
+        plans = [replace(p, alert_type=p.reference_alert_type) for p in self.plans]
+        return RunPlan(config_dir=self.config_dir, provider=REFERENCE, plans=plans)
 
 
 def runtime_server(logical: str, scenario: str) -> str:
@@ -160,7 +166,7 @@ def write_run_config(directory: Path, scenarios: list[Scenario], *, provider: st
         providers[reference] = {"type": "scripted", "script_file": f"scripts/{script.name}"}
         alias = f"{alert_type}@{reference}"
         chains[reference] = bound_chain(base.chain(chain_id), reference, [alias])
-        plans.append(ScenarioPlan(scenario, alias if provider == REFERENCE else alert_type, names))
+        plans.append(ScenarioPlan(scenario, alias if provider == REFERENCE else alert_type, alias, names))
     if problems:
         raise ScenarioError(problems)
     if provider != REFERENCE:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from django.conf import settings
@@ -9,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agents.config import ConfigError
 from evals.fixtures import ScenarioError
-from evals.replay import replay_session
+from evals.replay import prepare_replay, replay
 from tarsy.services.errors import ServiceError
 
 
@@ -28,9 +29,13 @@ class Command(BaseCommand):
 
     def handle(self, *args, session_id, config_dir, no_worker, **options):
         directory = Path(config_dir) if config_dir else settings.DATA_DIR / "evals" / f"replay-{session_id[:8]}"
+        if options["verbosity"] < 2:  # the comparison says what matters; -v 2 shows the pipeline
+            logging.getLogger("tarsy").setLevel(logging.WARNING)
         try:
-            comparison, notes = replay_session(session_id, directory, base_dir=settings.TARSY_CONFIG_DIR or None,
-                                               worker=not no_worker)
+            plan, notes = prepare_replay(session_id, directory, base_dir=settings.TARSY_CONFIG_DIR or None)
+            if no_worker:
+                self.stderr.write(f"Waiting for a worker started with TARSY_CONFIG_DIR={plan.config_dir}")
+            comparison = replay(session_id, plan, worker=not no_worker)
         except ServiceError as exc:
             raise CommandError(exc.message) from exc
         except (ScenarioError, ConfigError) as exc:
