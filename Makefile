@@ -25,7 +25,7 @@ test: $(VENV)/.dev
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev
-	$(VENV)/bin/ruff check agents controllers tarsy tests
+	$(VENV)/bin/ruff check agents controllers tarsy tests evals
 
 check-config: $(VENV)/.runtime
 	$(PY) manage.py check_config --config-dir deploy/config

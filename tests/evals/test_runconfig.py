@@ -1,0 +1,56 @@
+"""The configuration an eval run writes: fixture servers, reference chains, and chains bound to a provider."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from agents.config import load_config
+from evals.fixtures import ScenarioError
+from evals.runconfig import REFERENCE, write_run_config
+from evals.scenario import SCENARIOS_DIR, load_scenario
+
+NAME = "crashloop-missing-dependency"
+
+
+def test_reference_run_gets_a_fixture_server_and_a_chain_copy_bound_to_its_script(tmp_path):
+    scenario = load_scenario(SCENARIOS_DIR / NAME)
+    plan = write_run_config(tmp_path, [scenario], concurrency=3)
+    (p,) = plan.plans
+    config = load_config(tmp_path)
+    server = config.mcp_servers[p.servers["kubernetes-server"]]
+    assert server.transport.args == ["-m", "evals.fixture_server", "--tools", str(scenario.tools_file),
+                                     "--server", "kubernetes-server"]
+    # the deployment's settings for a server of that name: masking, instructions
+    assert server.data_masking == config.mcp_servers["kubernetes-server"].data_masking
+    assert server.instructions == config.mcp_servers["kubernetes-server"].instructions
+    assert p.alert_type == p.reference_alert_type == f"kubernetes@eval-reference-{NAME}"
+    chain = config.chain(config.chain_for_alert_type(p.alert_type))
+    assert chain.llm_provider == chain.executive_summary_provider == f"eval-reference-{NAME}"
+    assert [a.name for a in chain.stages[0].agents] == ["KubernetesAgent"]
+    assert config.chain_for_alert_type("kubernetes") == "kubernetes"  # the real chain is untouched
+    script = (tmp_path / "scripts" / f"{NAME}.yaml").read_text()
+    assert f"Action: {p.servers['kubernetes-server']}.pods_log" in script
+    assert "Action: kubernetes-server." not in script
+    assert config.queue.max_concurrent_sessions == 3
+
+
+def test_a_named_provider_investigates_with_the_alerts_own_type_on_every_chain(tmp_path):
+    plan = write_run_config(tmp_path, [load_scenario(SCENARIOS_DIR / NAME)], provider="openai-default")
+    config = load_config(tmp_path, env={"OPENAI_API_KEY": "sk-test"})
+    assert plan.plans[0].alert_type == "kubernetes"
+    chain = config.chain("kubernetes")
+    assert (chain.llm_provider, chain.chat.llm_provider, chain.stages[0].agents[0].llm_provider) == (
+        "openai-default",) * 3
+    assert config.default_provider == "openai-default"
+    assert plan.as_reference().plans[0].alert_type.endswith(f"@eval-reference-{NAME}")
+
+
+def test_unknown_provider_and_alert_type_are_refused(tmp_path):
+    scenario = load_scenario(SCENARIOS_DIR / NAME)
+    with pytest.raises(ScenarioError, match="--provider gpt-9: unknown LLM provider"):
+        write_run_config(tmp_path / "a", [scenario], provider="gpt-9")
+    odd = scenario.alert.model_copy(update={"alert_type": "pagerduty"})
+    with pytest.raises(ScenarioError, match="no chain handles 'pagerduty'"):
+        write_run_config(tmp_path / "b", [replace(scenario, alert=odd)], provider=REFERENCE)
