@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +24,29 @@ from .fixtures import KUBERNETES_TOOLS, ToolFixtures, find_fixture, gap_message,
 INSTRUCTIONS = "Read-only tools over a Kubernetes cluster (namespaces, pods, logs, events, resources)."
 
 
-def _answering(fn: Callable[..., str], name: str, fixtures: ToolFixtures) -> Callable[..., Any]:
+class IdleExit:
+    """Exit after `seconds` without a tool call. A run starts one server per scenario and keeps each session open
+    (~70 MB apiece); a scenario's calls come in a burst, and should one come later the MCP pool restarts the
+    server, which answers the same (fixtures are stateless)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.last = time.monotonic()
+
+    def touch(self) -> None:
+        self.last = time.monotonic()
+
+    def start(self) -> None:
+        def watch() -> None:
+            while time.monotonic() - self.last < self.seconds:
+                time.sleep(min(5.0, self.seconds))
+            os._exit(0)  # stdio transport: the client sees end of stream, as when a server stops
+
+        threading.Thread(target=watch, name="idle-exit", daemon=True).start()
+
+
+def _answering(fn: Callable[..., str], name: str, fixtures: ToolFixtures,
+               idle: IdleExit | None = None) -> Callable[..., Any]:
     """A tool with `fn`'s signature (and so its schema) that answers from the fixtures. Errors are returned as
     error results with the recorded text verbatim (a raised ToolError would get a prefix added)."""
     from mcp.types import CallToolResult, TextContent
@@ -31,6 +56,8 @@ def _answering(fn: Callable[..., str], name: str, fixtures: ToolFixtures) -> Cal
 
     @functools.wraps(fn)
     def answer(**arguments: Any) -> Any:
+        if idle is not None:
+            idle.touch()
         fixture = find_fixture(fixtures, name, arguments)
         if fixture is None:
             return failed(gap_message(name, arguments))
@@ -41,7 +68,7 @@ def _answering(fn: Callable[..., str], name: str, fixtures: ToolFixtures) -> Cal
     return answer
 
 
-def build_server(fixtures: ToolFixtures, server_name: str) -> Any:
+def build_server(fixtures: ToolFixtures, server_name: str, idle: IdleExit | None = None) -> Any:
     """The MCP server for one logical server of a scenario (keys `server_name.tool` of the fixtures)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
@@ -49,7 +76,7 @@ def build_server(fixtures: ToolFixtures, server_name: str) -> Any:
     server = MCPServer(server_name, instructions=INSTRUCTIONS)
     read_only = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=True)
     for tool, fn in KUBERNETES_TOOLS.items():
-        server.add_tool(_answering(fn, f"{server_name}.{tool}", fixtures), annotations=read_only,
+        server.add_tool(_answering(fn, f"{server_name}.{tool}", fixtures, idle), annotations=read_only,
                         structured_output=False)
     return server
 
@@ -58,8 +85,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tools", required=True, type=Path, help="the scenario's tools.yaml")
     parser.add_argument("--server", required=True, help="the logical server name the fixtures are keyed by")
+    parser.add_argument("--idle-exit", type=float, default=0, metavar="S", help="exit after S seconds without a call")
     args = parser.parse_args(argv)
-    build_server(load_tools(args.tools), args.server).run()
+    idle = IdleExit(args.idle_exit) if args.idle_exit > 0 else None
+    server = build_server(load_tools(args.tools), args.server, idle)
+    if idle is not None:
+        idle.start()
+    server.run()
 
 
 if __name__ == "__main__":

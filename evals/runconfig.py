@@ -37,6 +37,7 @@ REFERENCE = "reference"  # the provider name that means "each scenario's own ref
 REFERENCE_PREFIX = "eval-reference-"  # chain and provider names of reference runs
 TEMPLATE_SERVER = "kubernetes-server"  # whose settings a fixture server takes when its name is not configured
 REPO_ROOT = Path(__file__).resolve().parent.parent
+IDLE_EXIT_S = 60  # a fixture server without calls this long exits (memory); the pool restarts it if needed
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,8 @@ def _server(base: TarsyConfig, logical: str, scenario: Scenario) -> dict[str, An
     data = template.model_dump(mode="json", exclude_none=True)
     data["transport"] = {
         "type": "stdio", "command": sys.executable, "timeout": template.transport.timeout,
-        "args": ["-m", "evals.fixture_server", "--tools", str(scenario.tools_file), "--server", logical],
+        "args": ["-m", "evals.fixture_server", "--tools", str(scenario.tools_file), "--server", logical,
+                 "--idle-exit", str(IDLE_EXIT_S)],
         "env": {"PYTHONPATH": str(REPO_ROOT)},
     }
     return data

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import sys
+import time
 
 import pytest
+import yaml
 from mcp import Client
 
+from agents.config.schema import MCPServerConfig
 from agents.mcp.demo_cluster import build_server as build_demo_server
+from agents.mcp.pool import MCPPool
 from evals.fixture_server import build_server
 from evals.fixtures import GAP_MARKER, ScenarioError, arguments_match, find_fixture, parse_tools
+from evals.runconfig import REPO_ROOT
 from evals.scenario import load_all, select
 
 TOOLS = {
@@ -88,3 +94,19 @@ def test_every_shipped_scenario_loads():
         assert scenario.servers == ["kubernetes-server"], scenario.name
         assert scenario.expect.budgets.max_iterations, scenario.name
     assert sum(bool(s.expect.forbidden) for s in scenarios if s.name.startswith("herring-")) >= 5
+
+
+def test_an_idle_fixture_server_exits_and_the_pool_starts_it_again(tmp_path):
+    tools = tmp_path / "tools.yaml"
+    tools.write_text(yaml.safe_dump(TOOLS))
+    cfg = MCPServerConfig(transport={"type": "stdio", "command": sys.executable, "env": {"PYTHONPATH": str(REPO_ROOT)},
+                                     "args": ["-m", "evals.fixture_server", "--tools", str(tools),
+                                              "--server", "kubernetes-server", "--idle-exit", "1"]})
+    pool = MCPPool()
+    try:
+        assert pool.call_tool("fx", cfg, "pods_list", {}).text.startswith("NAME")
+        time.sleep(2.5)  # idle: the server exits
+        assert pool.call_tool("fx", cfg, "pods_list", {}).text.startswith("NAME")
+        assert pool.status()["fx"].restarts == 1
+    finally:
+        pool.shutdown()

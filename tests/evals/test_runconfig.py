@@ -21,7 +21,7 @@ def test_reference_run_gets_a_fixture_server_and_a_chain_copy_bound_to_its_scrip
     config = load_config(tmp_path)
     server = config.mcp_servers[p.servers["kubernetes-server"]]
     assert server.transport.args == ["-m", "evals.fixture_server", "--tools", str(scenario.tools_file),
-                                     "--server", "kubernetes-server"]
+                                     "--server", "kubernetes-server", "--idle-exit", "60"]
     # the deployment's settings for a server of that name: masking, instructions
     assert server.data_masking == config.mcp_servers["kubernetes-server"].data_masking
     assert server.instructions == config.mcp_servers["kubernetes-server"].instructions
