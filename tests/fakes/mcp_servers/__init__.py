@@ -1,1 +1,1 @@
-"""Real MCP test servers built on the `mcp` SDK (stdio and streamable HTTP), used by the MCP client tests."""
+"""Real MCP test servers built on the `mcp` SDK (stdio and streamable HTTP) for the MCP client and controller tests."""

@@ -1,27 +1,27 @@
-"""Controller steps on real rows: sessions through the pipeline services, the scripted LLM, Python tools.
+"""Controller steps on real rows: sessions through the pipeline services, the scripted LLM, a real MCP server.
 
-Tools are plain Python functions behind the ToolExecutor protocol. The executor writes what the real MCP
-executor writes (an `mcp_tool_call` event, an MCP interaction record, a `tool_result` event), so the
-timelines asserted here have the shape users see. It is installed where the context builder gets its
-executor, so `tarsy.pipeline.iteration.iteration_run` runs steps exactly as a worker does.
+The agents' `k8s` server is tests/fakes/mcp_servers/k8s_server.py over stdio, configured like any MCP server:
+the context builder gives each step the real MCPToolExecutor over the process's MCP pool, so masking,
+summarization and the events and records of every tool call are the ones users see, and
+`tarsy.pipeline.iteration.iteration_run` runs steps exactly as a worker does.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agents.context import MCPInteractionRecord, Recorder, ToolResult
-from agents.llm.types import ToolCall, ToolDefinition
+from agents.mcp.pool import get_pool, shutdown_pool
 from controllers.base import StepOutcome
 from tarsy.models import AgentExecution, AlertSession, LLMInteraction, Message, Stage, TimelineEvent
 from tarsy.pipeline.dispatch import dispatch_pending
 from tarsy.pipeline.iteration import iteration_run
 from tarsy.services.sessions import session_submit
+from tests.fakes.mcp_servers.k8s_server import HOLD_ENV
 from tests.support.configdir import scripted_provider, write_config
 
 ALERT_TYPE = "ctrl-alert"
@@ -30,97 +30,41 @@ ALERT_DATA = "pod web-1 in namespace prod is in CrashLoopBackOff"
 SERVER_INSTRUCTIONS = "Kubernetes cluster: prefer namespaced queries."
 CUSTOM_INSTRUCTIONS = "You investigate the web tier."
 MAX_STEPS = 12  # no test here needs more iterations; a runaway loop fails instead of hanging
+K8S_SERVER_SCRIPT = Path(__file__).resolve().parents[2] / "fakes" / "mcp_servers" / "k8s_server.py"
+# Far above every answer of the server except batch-0's logs (~3,000 tokens): only those are summarized.
+SUMMARIZATION_THRESHOLD_TOKENS = 500
+SUMMARY_MAX_TOKENS = 200
 
 
-# ---- tools -------------------------------------------------------------------------------------------------------
+# ---- the MCP server ----------------------------------------------------------------------------------------------
 
 
-@dataclass
-class PyTool:
-    definition: ToolDefinition
-    fn: Callable[..., str]
+@dataclass(frozen=True)
+class K8sServer:
+    config: dict[str, Any]  # the `mcp_servers.k8s` entry every test's configuration holds
+    hold: Path  # while this file exists, every tool call waits (a call kept in flight)
 
 
-def _pods(namespace: str) -> str:
-    return f"NAME   STATUS\nweb-1  CrashLoopBackOff\nweb-2  Running\n(namespace {namespace})"
-
-
-def _logs(namespace: str, pod: str) -> str:
-    return f"{pod}: error: configmap \"app-config\" not found"
-
-
-def _events(namespace: str) -> str:
-    return "Warning  FailedMount  configmap app-config not found"
-
-
-def default_tools() -> dict[str, PyTool]:
-    def tool(name: str, description: str, params: list[str], fn: Callable[..., str]) -> PyTool:
-        schema = {"type": "object", "properties": {p: {"type": "string"} for p in params}, "required": params}
-        return PyTool(ToolDefinition(name=name, description=description, parameters=schema), fn)
-
-    return {
-        "k8s.get_pods": tool("k8s.get_pods", "List the pods of a namespace", ["namespace"], _pods),
-        "k8s.get_logs": tool("k8s.get_logs", "Logs of one pod", ["namespace", "pod"], _logs),
-        "k8s.get_events": tool("k8s.get_events", "Events of a namespace", ["namespace"], _events),
+@pytest.fixture(scope="session")
+def k8s_server(tmp_path_factory) -> K8sServer:
+    """One server configuration for the whole run, so the process's MCP pool keeps one session, as a worker does."""
+    hold = tmp_path_factory.mktemp("k8s") / "hold"
+    config = {
+        "transport": {"type": "stdio", "command": sys.executable, "args": [str(K8S_SERVER_SCRIPT)],
+                      "env": {HOLD_ENV: str(hold)}},
+        "instructions": SERVER_INSTRUCTIONS,
+        "summarization": {"size_threshold_tokens": SUMMARIZATION_THRESHOLD_TOKENS,
+                          "summary_max_token_limit": SUMMARY_MAX_TOKENS},
     }
-
-
-@dataclass
-class FunctionToolExecutor:
-    """ToolExecutor over Python functions; records like agents.mcp.executor.MCPToolExecutor."""
-
-    recorder: Recorder
-    tools: dict[str, PyTool]
-    calls: list[ToolCall] = field(default_factory=list)
-
-    def list_tools(self) -> list[ToolDefinition]:
-        return [t.definition for t in self.tools.values()]
-
-    def execute(self, call: ToolCall) -> ToolResult:
-        self.calls.append(call)
-        server, _, tool = call.name.partition(".")
-        arguments = call.arguments if isinstance(call.arguments, dict) else {"input": str(call.arguments)}
-        event_id = self.recorder.start_event("mcp_tool_call", {"server": server, "tool": tool, "arguments": arguments})
-        started = time.monotonic()
-        entry = self.tools.get(call.name)
-        if entry is None:
-            listing = "\n".join(f"- {name}" for name in self.tools)
-            content, is_error = f"Error: Unknown tool {call.name!r}. Available tools:\n{listing}", True
-        else:
-            try:
-                content, is_error = entry.fn(**arguments), False
-            except Exception as exc:  # noqa: BLE001 - a failing tool is an error result, like a failing MCP call
-                content, is_error = f"Error: tool {call.name} failed: {exc}", True
-        duration_ms = int((time.monotonic() - started) * 1000)
-        self.recorder.complete_event(event_id, content, status="failed" if is_error else "completed",
-                                     metadata={"is_error": is_error, "duration_ms": duration_ms})
-        self.recorder.record_mcp_interaction(MCPInteractionRecord(
-            server=server, tool=tool, arguments=arguments, result=content, raw_size=len(content),
-            duration_ms=duration_ms, success=not is_error, error_message=content if is_error else "",
-            available_tools=list(self.tools),
-        ))
-        self.recorder.add_event("tool_result", content, {"server": server, "tool": tool, "is_error": is_error,
-                                                         "summarized": False, "tool_call_id": call.id})
-        return ToolResult(call=call, content=content, is_error=is_error)
-
-
-@pytest.fixture
-def tools(monkeypatch) -> dict[str, PyTool]:
-    """The tools every execution of the test sees (edit the dict to change them); installed in place of MCP."""
-    registry = default_tools()
-
-    def make_executor(*, recorder: Recorder, **_: Any) -> FunctionToolExecutor:
-        return FunctionToolExecutor(recorder=recorder, tools=registry)
-
-    monkeypatch.setattr("agents.mcp.executor.MCPToolExecutor", make_executor)
-    return registry
+    yield K8sServer(config=config, hold=hold)
+    shutdown_pool()
 
 
 # ---- configuration -----------------------------------------------------------------------------------------------
 
 
 @pytest.fixture
-def configure(tmp_path, tools):
+def configure(tmp_path, k8s_server):
     """Factory: activate a configuration whose agents answer from `script` (scripted provider)."""
 
     def make(script: Any, *, strategy: str = "react", max_iterations: int = 5, iteration_timeout: Any = 30,
@@ -130,8 +74,7 @@ def configure(tmp_path, tools):
         tarsy = {
             "defaults": {"llm_provider": "scripted", "iteration_strategy": strategy,
                          "max_iterations": max_iterations, "iteration_timeout": iteration_timeout},
-            "mcp_servers": {"k8s": {"transport": {"type": "stdio", "command": "true"},
-                                    "instructions": SERVER_INSTRUCTIONS}},
+            "mcp_servers": {"k8s": k8s_server.config},
             "agents": {
                 "SreAgent": {"mcp_servers": ["k8s"], "custom_instructions": CUSTOM_INSTRUCTIONS},
                 "DbAgent": {"mcp_servers": ["k8s"]},
@@ -150,7 +93,11 @@ def configure(tmp_path, tools):
             },
         }
         all_providers = {"scripted": scripted_provider(script, latency_ms, chunk_size), **(providers or {})}
-        return write_config(tmp_path / "config", tarsy=tarsy, providers=all_providers)
+        config = write_config(tmp_path / "config", tarsy=tarsy, providers=all_providers)
+        # The session is up before the test runs, as in a worker that has served a step: a sub-second iteration
+        # timeout must not have the server's ~1 s start-up inside its budget (a no-op while the session lives).
+        get_pool().list_tools("k8s", config.mcp_servers["k8s"])
+        return config
 
     return make
 

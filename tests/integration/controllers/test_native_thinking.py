@@ -113,7 +113,8 @@ def test_unknown_tool_result_lists_the_tools_and_the_run_continues(configure):
     assert [(e.event_type, e.status) for e in events] == [
         ("llm_tool_call", "completed"), ("mcp_tool_call", "failed"), ("tool_result", "completed"),
         ("final_analysis", "completed")]
-    assert events[2].metadata["is_error"] is True
+    assert events[1].metadata["error_kind"] == "unknown_tool" and events[2].metadata["is_error"] is True
+    assert not MCPInteraction.objects.filter(execution_id=execution.id).exists()  # nothing was called
     tool = messages(execution.id)[3]
     assert (tool.role, tool.tool_call_id) == ("tool", "call-x")
     assert "Unknown tool 'k8s.describe_pod'" in tool.content

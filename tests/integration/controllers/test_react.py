@@ -82,9 +82,10 @@ def test_one_tool_call_then_final_answer(configure):
     assert first.input_tokens > 0 and second.input_tokens > first.input_tokens
     (mcp,) = MCPInteraction.objects.filter(execution_id=execution.id)
     assert (mcp.server, mcp.tool, mcp.arguments, mcp.iteration) == ("k8s", "get_pods", {"namespace": "prod"}, 1)
+    assert mcp.success and mcp.result == result.content  # what the server answered is what the agent saw
 
 
-def test_several_tool_calls_accumulate_observations(configure, tools):
+def test_several_tool_calls_accumulate_observations(configure):
     events_call = react_action("Events too.", "k8s.get_events", "namespace: prod")  # YAML input
     configure({"SreAgent": [PODS, LOGS, events_call, ANSWER]})
     execution = only_execution(start_session())

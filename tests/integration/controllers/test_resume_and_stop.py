@@ -1,12 +1,18 @@
-"""A step re-run after a crash leaves no duplicates; a cancelled session stops a step mid-stream."""
+"""A step re-run after a worker died mid-call leaves no duplicates; a cancelled session stops a step mid-stream."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
+import traceback
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
+import redis
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -17,18 +23,17 @@ from tarsy.pipeline.execution_context import build_execution_context
 from tarsy.pipeline.iteration import iteration_begin, iteration_run
 from tarsy.services.recorder import DbRecorder
 from tarsy.services.sessions import session_set_status
+from tests.support.processes import wait_for
 
 from .conftest import (
     ALERT_DATA,
     ALERT_TYPE,
     interactions,
     messages,
-    only_execution,
     react_action,
     run_next,
     run_to_end,
     sent_roles,
-    start_session,
     timeline,
 )
 
@@ -45,10 +50,7 @@ EXPECTED_EVENTS = {
 }
 EXPECTED_ROLES = {"react": ["system", "user", "assistant", "user", "assistant"],
                   "native-thinking": ["system", "user", "assistant", "tool", "assistant"]}
-
-
-class WorkerKilled(BaseException):
-    """The worker process dies mid-step: nothing after this point runs, nothing is cleaned up."""
+WORKER_PATIENCE_S = 30  # the worker starts its own MCP server (~1 s) before it reaches the tool call
 
 
 def _context(execution: AgentExecution, iteration: int):
@@ -57,28 +59,63 @@ def _context(execution: AgentExecution, iteration: int):
     return build_execution_context(execution, iteration, recorder)
 
 
+@pytest.fixture
+def task_queue():
+    """This run's Celery queue, emptied afterwards: iterations that commit enqueue their follow-ups there."""
+    yield
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+
+
+def _kill_worker_mid_tool_call(execution_id, hold: Path) -> None:
+    """Run iteration 1 in a forked worker process and SIGKILL it while its MCP tool call is in flight."""
+    connection.close()  # the worker opens its own database connection instead of sharing this socket
+    hold.touch()
+    pid = os.fork()
+    if pid == 0:  # the worker: the iteration task's body, until it is killed
+        try:
+            iteration_run(execution_id, 1)
+        except BaseException:  # noqa: BLE001 - shown in the test's output; the parent reports the early exit
+            traceback.print_exc()
+        finally:
+            os._exit(1)
+    reaped = False
+
+    def tool_call_in_flight() -> bool:
+        nonlocal reaped
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            reaped = True
+            raise AssertionError(f"the worker exited (status {status}) before its tool call was in flight")
+        return TimelineEvent.objects.filter(execution_id=execution_id, event_type="mcp_tool_call",
+                                            status="streaming").exists()
+
+    try:
+        wait_for(tool_call_in_flight, WORKER_PATIENCE_S, message="the worker's tool call")
+    finally:
+        if not reaped:
+            os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+            assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+        hold.unlink(missing_ok=True)
+
+
 @pytest.mark.services
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("strategy", ["react", "native-thinking"])
-def test_a_step_rerun_after_a_crash_leaves_no_duplicates(configure, tools, strategy):
+def test_a_step_rerun_after_the_worker_died_mid_tool_call_leaves_no_duplicates(configure, k8s_server, task_queue,
+                                                                                  strategy):
     configure({"SreAgent": REACT_SCRIPT if strategy == "react" else NATIVE_SCRIPT}, strategy=strategy)
-    execution = only_execution(start_session())
-    pods = tools["k8s.get_pods"].fn
+    execution = _running_execution(strategy)
 
-    def dies(**_):
-        raise WorkerKilled()
+    # First attempt: claimed, LLM called, reply stored, tool call started — then the worker is killed.
+    _kill_worker_mid_tool_call(execution.id, k8s_server.hold)
 
-    # First attempt: claimed, LLM called, reply stored, tool started — then the worker dies.
-    claimed = iteration_begin(execution.id, 1)
-    assert claimed is not None
-    tools["k8s.get_pods"].fn = dies
-    with pytest.raises(WorkerKilled):
-        controller_for(strategy).step(_context(claimed, 1))
-    tools["k8s.get_pods"].fn = pods
     assert [m.role for m in messages(execution.id)] == ["system", "user", "assistant"]
-    assert TimelineEvent.objects.filter(execution_id=execution.id, status="streaming").count() == 1  # mcp_tool_call
+    (in_flight,) = TimelineEvent.objects.filter(execution_id=execution.id, status="streaming")
+    assert (in_flight.event_type, in_flight.metadata["tool"]) == ("mcp_tool_call", "get_pods")
     assert LLMInteraction.objects.filter(execution_id=execution.id).count() == 1
+    assert not MCPInteraction.objects.filter(execution_id=execution.id).exists()
 
     # While the lease holds, a duplicate delivery does nothing; once it expires the iteration runs again.
     assert iteration_run(execution.id, 1) is None
@@ -91,8 +128,10 @@ def test_a_step_rerun_after_a_crash_leaves_no_duplicates(configure, tools, strat
     assert [m.role for m in messages(execution.id)] == EXPECTED_ROLES[strategy]
     assert [(i.iteration, i.success) for i in interactions(execution.id)] == [(1, True), (2, True)]
     assert sent_roles(interactions(execution.id)[1]) == EXPECTED_ROLES[strategy]
-    assert MCPInteraction.objects.filter(execution_id=execution.id).count() == 1
-    # Token totals count each kept call once: the crashed attempt's call (written before its tool call) was
+    (mcp,) = MCPInteraction.objects.filter(execution_id=execution.id)
+    assert (mcp.tool, mcp.success, mcp.arguments) == ("get_pods", True, {"namespace": "prod"})
+    assert "web-1  CrashLoopBackOff" in mcp.result
+    # Token totals count each kept call once: the killed attempt's call (written before its tool call) was
     # subtracted with it; the last call's tokens came with the UPDATE that completed the iteration.
     kept = sum(i.total_tokens for i in interactions(execution.id))
     assert kept > 0
@@ -104,7 +143,7 @@ def test_a_step_rerun_after_a_crash_leaves_no_duplicates(configure, tools, strat
 
 
 def _running_execution(strategy: str) -> AgentExecution:
-    """Rows as the dispatcher leaves them, written directly: this test commits, and must not enqueue tasks."""
+    """Rows as the dispatcher leaves them, written directly: these tests commit, and dispatching enqueues tasks."""
     now = timezone.now()
     session = AlertSession.objects.create(alert_data=ALERT_DATA, alert_type=ALERT_TYPE, chain_id="ctrl",
                                           status="in_progress", started_at=now)
