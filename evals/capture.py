@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import uuid
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import yaml
 
 from tarsy.models import TERMINAL_SESSION_STATUSES, AlertSession, LLMInteraction, MCPInteraction
-from tarsy.services.errors import Conflict
+from tarsy.services.errors import Conflict, NotFound
 from tarsy.services.sessions import session_get
 
 from .fixtures import KUBERNETES_TOOLS
@@ -180,12 +181,21 @@ def _draft_expect(session: AlertSession) -> tuple[dict[str, Any], str]:
     return expect, header
 
 
+def finished_session(session_id: Any) -> AlertSession:
+    """The session to capture or replay: it must exist and have finished."""
+    try:
+        session = session_get(session_id=uuid.UUID(str(session_id)))
+    except ValueError:
+        raise NotFound(f"session {session_id} not found: not a session id") from None
+    if session.status not in TERMINAL_SESSION_STATUSES:
+        raise Conflict(f"session {session.id} is {session.status}: only a finished session can be captured",
+                       {"status": session.status})
+    return session
+
+
 def export_session(session_id: Any, directory: Path) -> list[str]:
     """Write the scenario folder; return notes about what could not be captured exactly."""
-    session = session_get(session_id=session_id)
-    if session.status not in TERMINAL_SESSION_STATUSES:
-        raise Conflict(f"session {session.id} is {session.status}: export a finished session",
-                       {"status": session.status})
+    session = finished_session(session_id)
     notes: list[str] = []
     tools = _tools(session, notes)
     script = _script(session, notes)

@@ -19,9 +19,8 @@ from agents.config import load_config
 from tarsy.config import set_config
 from tarsy.models import AlertSession, TimelineEvent
 from tarsy.services.errors import Conflict
-from tarsy.services.sessions import session_get
 
-from .capture import export_session
+from .capture import export_session, finished_session
 from .runconfig import RunPlan, write_run_config
 from .runner import in_process_worker, run
 from .scenario import load_scenario
@@ -125,7 +124,7 @@ def compare(original_id: Any, replay_id: Any, names: dict[str, str]) -> Comparis
 def prepare_replay(session_id: Any, directory: Path, *, base_dir: str | None) -> tuple[RunPlan, list[str]]:
     """Capture the session as a scenario under `directory` and write the replay's configuration there (workers
     that run the replay need it). Returns the plan and the capture's notes (what could not be recorded exactly)."""
-    session = session_get(session_id=session_id)
+    session = finished_session(session_id)
     scenario_dir = directory / "scenario" / f"replay-{str(session.id)[:8]}"
     notes = export_session(session.id, scenario_dir)
     return write_run_config(directory, [load_scenario(scenario_dir)], concurrency=1, base_dir=base_dir), notes

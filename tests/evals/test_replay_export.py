@@ -103,3 +103,16 @@ def test_an_exported_session_passes_as_a_scenario_with_its_own_reference_run(rec
         worker.stop()
     totals = json.loads(report.read_text().splitlines()[-1])
     assert (totals["scenarios"], totals["passed"], totals["tokens"]) == (1, 1, session.total_tokens)
+
+
+def test_replay_and_export_refuse_unknown_and_unfinished_sessions(tmp_path):
+    pending = session_submit(alert_type="kubernetes", data=ALERT)  # no worker: it stays pending
+    for args, message in (
+        (("replay", "not-a-session"), "session not-a-session not found: not a session id"),
+        (("replay", "00000000-0000-0000-0000-000000000000"), "session 00000000-0000-0000-0000-000000000000 not found"),
+        (("export_scenario", str(pending.id), str(tmp_path / "x")), "is pending: only a finished session"),
+        (("export_scenario", str(pending.id), str(tmp_path / "Not_A_Name")), "lowercase letters, digits and dashes"),
+    ):
+        with pytest.raises(CommandError, match=message):
+            call_command(*args, "--config-dir", str(tmp_path / "c")) if args[0] == "replay" else call_command(*args)
+    assert not (tmp_path / "x").exists()
