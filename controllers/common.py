@@ -13,6 +13,7 @@ from typing import Any
 from agents.context import ExecutionContext
 from agents.llm.types import ConversationMessage, ToolDefinition
 from agents.prompts.builder import forced_conclusion_prompt
+from agents.timeline_events import TextSource, TimelineEventType, event_metadata
 
 from .base import StepOutcome, StepStatus, timeout_outcome
 from .llm_call import LLMCallResult, call_llm
@@ -63,11 +64,14 @@ def failure_outcome(ctx: ExecutionContext, result: LLMCallResult, *, final: str 
         result.text_event_id = None
     if result.timed_out:
         message = f"LLM call timed out in iteration {ctx.state.iteration}"
-        ctx.recorder.add_event("error", message, {"timeout": True, "code": error.code}, status="timed_out")
+        ctx.recorder.add_event(TimelineEventType.ERROR, message,
+                               event_metadata(TimelineEventType.ERROR, timeout=True, code=error.code),
+                               status="timed_out")
         outcome = timeout_outcome(ctx.state, message)
     else:
         message = f"LLM error: {error.message}"
-        ctx.recorder.add_event("error", message, {"code": error.code, "retryable": error.retryable},
+        ctx.recorder.add_event(TimelineEventType.ERROR, message,
+                               event_metadata(TimelineEventType.ERROR, code=error.code, retryable=error.retryable),
                                status="failed")
         outcome = StepOutcome(StepStatus.CONTINUE, error=error.message, consecutive_timeouts=0,
                               last_interaction_failed=True)
@@ -87,13 +91,14 @@ def needs_forced_conclusion(ctx: ExecutionContext) -> bool:
 
 def max_iterations_failure(ctx: ExecutionContext) -> StepOutcome:
     message = f"Reached the maximum of {ctx.state.max_iterations} iterations and the last LLM call failed"
-    ctx.recorder.add_event("error", message, {"max_iterations": True}, status="failed")
+    ctx.recorder.add_event(TimelineEventType.ERROR, message,
+                           event_metadata(TimelineEventType.ERROR, max_iterations=True), status="failed")
     return StepOutcome(StepStatus.FAILED, error=message, last_interaction_failed=True)
 
 
 def complete(ctx: ExecutionContext, answer: str, text_event_id: int | None) -> StepOutcome:
     """Show the final analysis (re-typing the streamed text event when there is one)."""
-    show(ctx, text_event_id, "final_analysis", answer)
+    show(ctx, text_event_id, TimelineEventType.FINAL_ANALYSIS, answer)
     return StepOutcome(StepStatus.COMPLETED, final_analysis=answer)
 
 
@@ -101,8 +106,8 @@ class IterationController:
     """One iteration of any strategy; subclasses say how to start, what to bind, and what a reply means."""
 
     strategy = ""  # forced-conclusion prompt variant ("react" / "native-thinking")
-    text_event_type: str | None = "llm_response"  # where reply text streams
-    text_source = "native"  # metadata `source` of the streamed text event
+    text_event_type: TimelineEventType | None = TimelineEventType.LLM_RESPONSE  # where reply text streams
+    text_source: TextSource = "native"  # metadata `source` of the streamed text event
     default_interaction = "iteration"
     forces_conclusion = True  # False: the iteration limit never applies (single-call strategies)
     max_attempts: int | None = None  # a failed call on this attempt is final

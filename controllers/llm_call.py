@@ -25,6 +25,7 @@ from agents.llm.types import (
     ToolDefinition,
 )
 from agents.mcp.masking.boundary import mask_text
+from agents.timeline_events import TextSource, TimelineEventType, event_metadata
 
 DEADLINE_CODE = DEADLINE_EXCEEDED  # one code for "out of time", whether the provider or this loop noticed it
 # Provider timeouts (HTTP 408, SDK read timeouts) count like a missed deadline towards "2 timeouts in a row".
@@ -53,8 +54,8 @@ def call_llm(
     *,
     interaction_type: str,
     tools: list[ToolDefinition] | None = None,
-    text_event_type: str | None = "llm_response",
-    text_source: str = "native",
+    text_event_type: TimelineEventType | None = TimelineEventType.LLM_RESPONSE,
+    text_source: TextSource = "native",
     max_output_tokens: int | None = None,
 ) -> LLMCallResult:
     """Stream one call. Thinking deltas go to an `llm_thinking` event (source `native`: the model's own
@@ -77,11 +78,13 @@ def call_llm(
             result.response.add(chunk)
             if isinstance(chunk, ThinkingChunk) and chunk.text:
                 if result.thinking_event_id is None:
-                    result.thinking_event_id = recorder.start_event("llm_thinking", {"source": "native"})
+                    result.thinking_event_id = recorder.start_event(
+                        TimelineEventType.LLM_THINKING, event_metadata(TimelineEventType.LLM_THINKING, source="native"))
                 recorder.stream_event(result.thinking_event_id, chunk.text, kind="thinking")
             elif isinstance(chunk, TextChunk) and chunk.text and text_event_type:
                 if result.text_event_id is None:
-                    result.text_event_id = recorder.start_event(text_event_type, {"source": text_source})
+                    result.text_event_id = recorder.start_event(
+                        text_event_type, event_metadata(text_event_type, source=text_source))
                 recorder.stream_event(result.text_event_id, chunk.text, kind="text")
             if recorder.stop_reason():
                 result.stopped = recorder.stop_reason()

@@ -8,6 +8,7 @@ from agents.context import ExecutionContext
 from agents.llm.types import CodeExecutionChunk, ConversationMessage, LLMResponse, ToolDefinition
 from agents.mcp.masking.boundary import mask_arguments
 from agents.prompts.builder import build_native_messages
+from agents.timeline_events import TimelineEventType, event_metadata
 
 from .base import StepOutcome, StepStatus
 from .common import IterationController, complete, stopped_outcome
@@ -35,14 +36,15 @@ def _code_content(run: CodeExecutionChunk) -> str:
 def record_native_tool_results(ctx: ExecutionContext, response: LLMResponse) -> None:
     """Gemini's server-side tools (code execution, search, url context) get their own timeline events."""
     for run in code_runs(response.code_executions):
-        ctx.recorder.add_event("code_execution", _code_content(run),
-                               {"code": run.code, "result": run.result, "outcome": run.outcome})
+        ctx.recorder.add_event(TimelineEventType.CODE_EXECUTION, _code_content(run), event_metadata(
+            TimelineEventType.CODE_EXECUTION, code=run.code, result=run.result, outcome=run.outcome))
     for grounding in response.groundings:
-        event_type = "google_search_result" if grounding.kind == "google_search" else "url_context_result"
+        event_type = TimelineEventType.GOOGLE_SEARCH_RESULT if grounding.kind == "google_search" \
+            else TimelineEventType.URL_CONTEXT_RESULT
         lines = [f"Searched: {', '.join(grounding.queries)}"] if grounding.queries else []
         lines += [f"- [{s.title or s.uri}]({s.uri})" for s in grounding.sources]
-        ctx.recorder.add_event(event_type, "\n".join(lines),
-                               {"queries": grounding.queries, "sources": [s.model_dump() for s in grounding.sources]})
+        ctx.recorder.add_event(event_type, "\n".join(lines), event_metadata(
+            event_type, queries=grounding.queries, sources=[s.model_dump() for s in grounding.sources]))
 
 
 def finish_with_reply(ctx: ExecutionContext, result: LLMCallResult) -> StepOutcome:
@@ -80,9 +82,9 @@ class NativeThinkingController(IterationController):
                 return stopped_outcome(ctx.recorder.stop_reason())
             server, _, tool = call.name.partition(".")
             shown = mask_arguments(call.arguments)  # the tool gets what the model wrote; the timeline, masked text
-            ctx.recorder.add_event("llm_tool_call", json.dumps(shown, ensure_ascii=False, indent=2),
-                                   {"tool_name": call.name, "server_name": server, "tool": tool,
-                                    "arguments": shown, "tool_call_id": call.id, "source": "native"})
+            ctx.recorder.add_event(TimelineEventType.LLM_TOOL_CALL, json.dumps(shown, ensure_ascii=False, indent=2),
+                                   event_metadata(TimelineEventType.LLM_TOOL_CALL, server_name=server, tool_name=tool,
+                                                  arguments=shown, tool_call_id=call.id, source="native"))
             tool_result = ctx.tools.execute(call)
             ctx.recorder.add_messages([ConversationMessage(role="tool", content=tool_result.content,
                                                            tool_call_id=call.id, tool_name=call.name)])

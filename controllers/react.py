@@ -8,13 +8,12 @@ from agents.context import ExecutionContext
 from agents.llm.types import ConversationMessage, ToolCall
 from agents.mcp.masking.boundary import mask_arguments
 from agents.prompts.builder import build_react_messages, format_observation
+from agents.timeline_events import TimelineEventType, event_metadata
 
 from .base import StepOutcome, StepStatus
 from .common import IterationController, complete, show, stopped_outcome
 from .llm_call import LLMCallResult
 from .react_parser import ParsedReply, parse_react
-
-SOURCE = {"source": "react"}
 
 
 class ReActController(IterationController):
@@ -26,7 +25,7 @@ class ReActController(IterationController):
     """
 
     strategy = "react"
-    text_event_type = "llm_thinking"
+    text_event_type = TimelineEventType.LLM_THINKING
     text_source = "react"
 
     def initial_messages(self, ctx: ExecutionContext) -> list[ConversationMessage]:
@@ -49,7 +48,8 @@ class ReActController(IterationController):
             problem = f"Unknown tool '{parsed.action}': the model was sent the list of available tools"
         else:
             problem = parsed.feedback.split("\n\n", 1)[0]
-        show(ctx, pending, "error", problem, {**SOURCE, "reason": parsed.kind}, status="failed")
+        show(ctx, pending, TimelineEventType.ERROR, problem,
+             event_metadata(TimelineEventType.ERROR, source="react", reason=parsed.kind), status="failed")
         ctx.recorder.add_messages([ConversationMessage(role="user", content=parsed.feedback)])
         return StepOutcome(StepStatus.CONTINUE)
 
@@ -59,8 +59,9 @@ class ReActController(IterationController):
         masked_input = mask_arguments(action_input)  # the tool gets what the model wrote; the timeline, masked text
         shown = json.dumps(masked_input, ensure_ascii=False, indent=2) if isinstance(masked_input, dict) \
             else str(masked_input)
-        show(ctx, pending, "llm_tool_call", shown, {"tool_name": action, "server_name": server, "tool": tool,
-                                                     "arguments": masked_input, **SOURCE})
+        show(ctx, pending, TimelineEventType.LLM_TOOL_CALL, shown,
+             event_metadata(TimelineEventType.LLM_TOOL_CALL, server_name=server, tool_name=tool,
+                            arguments=masked_input, source="react"))
         if ctx.recorder.stop_reason():
             return stopped_outcome(ctx.recorder.stop_reason())
         call = ToolCall(id=f"react-{ctx.state.iteration}", name=action, arguments=action_input)
@@ -84,6 +85,7 @@ class ReActController(IterationController):
 def _show_thought(ctx: ExecutionContext, result: LLMCallResult, thought: str) -> int | None:
     """Show the thought; returns the streamed event when it is still free to show something else."""
     if thought:
-        show(ctx, result.text_event_id, "llm_thinking", thought, SOURCE)
+        show(ctx, result.text_event_id, TimelineEventType.LLM_THINKING, thought,
+             event_metadata(TimelineEventType.LLM_THINKING, source="react"))
         return None
     return result.text_event_id

@@ -20,6 +20,7 @@ from agents.config.registry import TarsyConfig
 from agents.config.schema import MCPServerConfig
 from agents.context import MCPInteractionRecord, Recorder, ResolvedAgentConfig, ToolResult
 from agents.llm.types import ToolCall, ToolDefinition
+from agents.timeline_events import TimelineEventType, event_metadata
 
 from .client import CallResult, MCPError
 from .masking import mask_tool_result
@@ -42,6 +43,11 @@ def truncate(text: str, limit: int, note: str) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n\n[{note}: showing {limit} of {len(text)} characters]"
+
+
+def _call_metadata(server: str, tool: str, **fields: Any) -> dict[str, Any]:
+    """An `mcp_tool_call` event's metadata: the call when it starts, its outcome (merged in) when it ends."""
+    return event_metadata(TimelineEventType.MCP_TOOL_CALL, server_name=server, tool_name=tool, **fields)
 
 
 def coerce_arguments(raw: Any, parameters: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +127,8 @@ class MCPToolExecutor:
         logger.warning(message)
         if server not in self._warned:
             self._warned.add(server)
-            self._recorder.add_event("error", message, metadata={"server": server, "source": "mcp"})
+            self._recorder.add_event(TimelineEventType.ERROR, message, metadata=event_metadata(
+                TimelineEventType.ERROR, server_name=server, source="mcp"))
 
     def _budget(self, wanted: float) -> float:
         if self._deadline is None:
@@ -151,17 +158,17 @@ class MCPToolExecutor:
         listing = "\n".join(f"- {n}" for n in names) or "(none: no MCP tools are available to this agent)"
         content = f"Error: {problem} Available tools:\n{listing}"
         arguments = call.arguments if isinstance(call.arguments, dict) else {"input": str(call.arguments)}
-        event_id = self._recorder.start_event("mcp_tool_call", metadata={"server": server, "tool": tool,
-                                                                         "arguments": mask_arguments(arguments)})
-        self._recorder.complete_event(event_id, content=content, status="failed",
-                                      metadata={"is_error": True, "duration_ms": 0, "error_kind": "unknown_tool"})
+        event_id = self._recorder.start_event(TimelineEventType.MCP_TOOL_CALL, metadata=_call_metadata(
+            server, tool, arguments=mask_arguments(arguments)))
+        self._recorder.complete_event(event_id, content=content, status="failed", metadata=_call_metadata(
+            server, tool, is_error=True, duration_ms=0, error_kind="unknown_tool"))
         return self._finish(call, server, tool, content, is_error=True, summarized=False)
 
     def _run(self, call: ToolCall, server: str, tool: str, cfg: MCPServerConfig, arguments: dict[str, Any],
              names: list[str]) -> ToolResult:
         shown_arguments = mask_arguments(arguments)
-        event_id = self._recorder.start_event("mcp_tool_call", metadata={"server": server, "tool": tool,
-                                                                         "arguments": shown_arguments})
+        event_id = self._recorder.start_event(TimelineEventType.MCP_TOOL_CALL,
+                                              metadata=_call_metadata(server, tool, arguments=shown_arguments))
         timeout = self._budget(cfg.call_timeout)
         started = time.monotonic()
         try:
@@ -174,7 +181,8 @@ class MCPToolExecutor:
         masked = mask_tool_result(without_nul(result.text), cfg.data_masking)
         self._recorder.complete_event(
             event_id, content=truncate(masked, DISPLAY_CAP_CHARS, "Result truncated for display"),
-            metadata={"is_error": result.is_error, "duration_ms": result.duration_ms, "raw_size": result.raw_size},
+            metadata=_call_metadata(server, tool, is_error=result.is_error, duration_ms=result.duration_ms,
+                                    raw_size=result.raw_size),
         )
         content, summarized = self._for_llm(server, tool, cfg, masked, result)
         self._recorder.record_mcp_interaction(MCPInteractionRecord(
@@ -195,8 +203,8 @@ class MCPToolExecutor:
             server=server, tool=tool, arguments=arguments, result="", duration_ms=duration_ms, success=False,
             error_message=message, available_tools=names,
         ))
-        self._recorder.complete_event(event_id, content=content, status="failed",
-                                      metadata={"is_error": True, "duration_ms": duration_ms, "error_kind": exc.kind})
+        self._recorder.complete_event(event_id, content=content, status="failed", metadata=_call_metadata(
+            server, tool, is_error=True, duration_ms=duration_ms, error_kind=exc.kind))
         return self._finish(call, server, tool, content, is_error=True, summarized=False)
 
     def _for_llm(self, server: str, tool: str, cfg: MCPServerConfig, masked: str,
@@ -212,14 +220,15 @@ class MCPToolExecutor:
             summary = self._summarizer.summarize(server, tool, masked, settings.summary_max_token_limit)
         except Exception as exc:  # noqa: BLE001 - any summarizer failure falls back to truncation, recorded below
             self._recorder.add_event(
-                "error",
+                TimelineEventType.ERROR,
                 f"Summarizing the result of {server}.{tool} (~{tokens} tokens) failed: {mask_text(str(exc))}; "
                 f"the result was truncated to {cap // CHARS_PER_TOKEN} tokens instead",
-                metadata={"server": server, "tool": tool, "source": "summarization"},
+                metadata=event_metadata(TimelineEventType.ERROR, server_name=server, tool_name=tool,
+                                        source="summarization"),
             )
             return truncate(masked, cap, "Tool result truncated because summarization failed"), False
-        self._recorder.add_event("mcp_tool_summary", summary,
-                                 metadata={"server": server, "tool": tool, "original_tokens": tokens})
+        self._recorder.add_event(TimelineEventType.MCP_TOOL_SUMMARY, summary, metadata=event_metadata(
+            TimelineEventType.MCP_TOOL_SUMMARY, server_name=server, tool_name=tool, original_tokens=tokens))
         note = (f"[Note: the result of {server}.{tool} was about {tokens} tokens, over the "
                 f"{settings.size_threshold_tokens}-token limit, so it was summarized.]")
         return f"{note}\n{summary}", True
@@ -227,8 +236,8 @@ class MCPToolExecutor:
     def _finish(self, call: ToolCall, server: str, tool: str, content: str, *, is_error: bool,
                 summarized: bool) -> ToolResult:
         self._recorder.add_event(
-            "tool_result", truncate(content, DISPLAY_CAP_CHARS, "Result truncated for display"),
-            metadata={"server": server, "tool": tool, "is_error": is_error, "summarized": summarized,
-                      "tool_call_id": call.id},
+            TimelineEventType.TOOL_RESULT, truncate(content, DISPLAY_CAP_CHARS, "Result truncated for display"),
+            metadata=event_metadata(TimelineEventType.TOOL_RESULT, server_name=server, tool_name=tool,
+                                    is_error=is_error, summarized=summarized, tool_call_id=call.id),
         )
         return ToolResult(call=call, content=content, is_error=is_error, summarized=summarized)

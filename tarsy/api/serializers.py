@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
+from agents.timeline_events import read_metadata
 from tarsy.models import AgentExecution, AlertSession, Stage
 
 PREVIEW_CHARS = 240  # executive summary preview in list rows: one or two lines of a table cell
@@ -186,9 +189,13 @@ class TimelineEventSerializer(serializers.Serializer):
     event_type = serializers.CharField()
     status = serializers.CharField()
     content = serializers.CharField(allow_blank=True)
-    metadata = serializers.JSONField()
+    metadata = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+
+    def get_metadata(self, event) -> dict[str, Any]:
+        """In the event type's shape; rows stored before the key names were fixed read the same."""
+        return read_metadata(event.event_type, event.metadata).dump()
 
 
 class TimelineSerializer(serializers.Serializer):

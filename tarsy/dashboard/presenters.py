@@ -10,6 +10,17 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.timeline_events import (
+    ErrorMetadata,
+    EventMetadata,
+    LLMToolCallMetadata,
+    MCPToolCallMetadata,
+    TextMetadata,
+    ToolRef,
+    ToolResultMetadata,
+    ToolSummaryMetadata,
+    read_metadata,
+)
 from tarsy.models import (
     AgentExecution,
     AlertSession,
@@ -48,14 +59,6 @@ def duration_text(ms: Any) -> str:
     return f"{minutes} min {seconds} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
 
 
-def tool_name(metadata: dict[str, Any]) -> str:
-    server = metadata.get("server") or metadata.get("server_name") or ""
-    tool = metadata.get("tool") or metadata.get("tool_name") or ""
-    if tool and "." in tool and not server:
-        return tool
-    return f"{server}.{tool}" if server and tool else (tool or server)
-
-
 @dataclass
 class TimelineItem:
     """One timeline event as the page shows it."""
@@ -78,24 +81,36 @@ class TimelineItem:
     execution_id: str = ""
 
 
+def _apply_metadata(item: TimelineItem, meta: EventMetadata) -> None:
+    """What the event's typed metadata adds to its view (tool, arguments, outcome, source)."""
+    if isinstance(meta, ToolRef | ErrorMetadata):
+        item.tool = meta.qualified_name
+    if isinstance(meta, LLMToolCallMetadata | MCPToolCallMetadata) and meta.arguments is not None:
+        item.arguments = pretty_data(meta.arguments)
+    if isinstance(meta, MCPToolCallMetadata) and meta.duration_ms is not None:
+        item.duration = duration_text(meta.duration_ms)
+    if isinstance(meta, MCPToolCallMetadata | ToolResultMetadata):
+        item.is_error = item.is_error or bool(meta.is_error)
+    item.summarized = isinstance(meta, ToolSummaryMetadata) or (isinstance(meta, ToolResultMetadata)
+                                                                and bool(meta.summarized))
+    if isinstance(meta, TextMetadata | LLMToolCallMetadata | ErrorMetadata):
+        item.source = meta.source or ""
+
+
 def timeline_item(event: TimelineEvent) -> TimelineItem:
-    meta = event.metadata or {}
     streaming = event.status == "streaming"
     item = TimelineItem(
         id=event.id, event_type=event.event_type, status=event.status, streaming=streaming,
         label=LABELS.get(event.event_type, event.event_type.replace("_", " ").capitalize()),
-        tool=tool_name(meta), duration=duration_text(meta.get("duration_ms")) if "duration_ms" in meta else "",
-        is_error=bool(meta.get("is_error")) or event.event_type == "error" or event.status == "failed",
-        summarized=bool(meta.get("summarized")) or event.event_type == "mcp_tool_summary",
-        source=str(meta.get("source") or ""), collapsed=event.event_type in COLLAPSED_TYPES,
-        stage_id=event.stage_id, execution_id=str(event.execution_id or ""),
+        is_error=event.event_type == "error" or event.status == "failed",
+        collapsed=event.event_type in COLLAPSED_TYPES, stage_id=event.stage_id,
+        execution_id=str(event.execution_id or ""),
     )
+    _apply_metadata(item, read_metadata(event.event_type, event.metadata))
     if event.event_type == "llm_thinking" and item.source == "react":
         item.label = "Thought"
     if event.event_type == "final_analysis" and event.stage_id and event.stage.kind == StageKind.CHAT:
         item.label = "Answer"
-    if "arguments" in meta:
-        item.arguments = pretty_data(meta.get("arguments"))
     if streaming or event.event_type not in MARKDOWN_TYPES:
         item.text = event.content if streaming else pretty_data(event.content)
     else:

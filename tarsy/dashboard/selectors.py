@@ -11,6 +11,7 @@ from django.db.models import Exists, F, Max, OuterRef, Q
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from agents.timeline_events import MCPToolCallMetadata, read_metadata
 from tarsy.api.inputs import ascii_int, printable, text_problem
 from tarsy.models import (
     AlertSession,
@@ -173,11 +174,10 @@ def _phase(session: AlertSession) -> str:
     event = TimelineEvent.objects.filter(session=session).order_by("-created_at", "-id").first()
     if event is None:
         return "starting"
-    phase = PHASES.get(event.event_type, event.event_type.replace("_", " "))
-    tool = (event.metadata or {}).get("tool")
-    if event.event_type == "mcp_tool_call" and tool:
-        phase = f"calling {(event.metadata or {}).get('server', '')}.{tool}".replace(" .", " ")
-    return phase
+    metadata = read_metadata(event.event_type, event.metadata)
+    if isinstance(metadata, MCPToolCallMetadata) and metadata.qualified_name:
+        return f"calling {metadata.qualified_name}"
+    return PHASES.get(event.event_type, event.event_type.replace("_", " "))
 
 
 def active_sessions() -> dict[str, list[AlertSession]]:

@@ -4,23 +4,12 @@ from __future__ import annotations
 
 from django.db import models
 
+from agents.timeline_events import TimelineEventType as EventType
+
 from .sessions import AgentExecution, AlertSession, Stage
 
-
-class TimelineEventType(models.TextChoices):
-    LLM_THINKING = "llm_thinking"
-    LLM_RESPONSE = "llm_response"
-    LLM_TOOL_CALL = "llm_tool_call"
-    MCP_TOOL_CALL = "mcp_tool_call"
-    MCP_TOOL_SUMMARY = "mcp_tool_summary"
-    TOOL_RESULT = "tool_result"
-    ERROR = "error"
-    USER_QUESTION = "user_question"
-    EXECUTIVE_SUMMARY = "executive_summary"
-    FINAL_ANALYSIS = "final_analysis"
-    CODE_EXECUTION = "code_execution"
-    GOOGLE_SEARCH_RESULT = "google_search_result"
-    URL_CONTEXT_RESULT = "url_context_result"
+# The column's choices, from the one enum the writers (plain Python, no Django) also use.
+TimelineEventType = models.TextChoices("TimelineEventType", [(t.name, t.value) for t in EventType])
 
 
 class TimelineStatus(models.TextChoices):

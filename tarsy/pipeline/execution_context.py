@@ -13,13 +13,13 @@ from typing import Any
 from agents.context import ChatContext, ExecutionContext, IterationState, ResolvedAgentConfig, resolve_agent
 from agents.llm.registry import get_provider
 from agents.llm.types import ToolCall, ToolDefinition
-from agents.runbooks import fetch_runbook
-from controllers.stage_context import (
+from agents.prompts.stage_context import (
     AgentInvestigation,
     format_investigation_for_chat,
     format_parallel_investigations,
     format_stage_analysis,
 )
+from agents.runbooks import fetch_runbook
 from tarsy.config import get_config
 from tarsy.models import AgentExecution, AlertSession, ExecStatus, Stage, StageKind, TimelineEvent
 from tarsy.services.recorder import DbRecorder

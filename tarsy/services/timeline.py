@@ -7,6 +7,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Max
 
+from agents.timeline_events import event_metadata
 from tarsy.models import TimelineEvent, TimelineStatus
 from tarsy.streaming.publisher import publish, publish_transient
 
@@ -63,7 +64,7 @@ def timeline_event_create(
         event_type=event_type,
         status=status,
         content=content,
-        metadata=metadata or {},
+        metadata=event_metadata(event_type, **(metadata or {})),
     )
     publish("timeline_event.created", timeline_event_payload(event), session_id=session_id)
     return event
@@ -88,8 +89,8 @@ def timeline_event_finish(
     event.content = content
     event.status = status
     event.event_type = event_type or event.event_type
-    if metadata:
-        event.metadata = {**event.metadata, **metadata}
+    if metadata or event_type:
+        event.metadata = event_metadata(event.event_type, **{**event.metadata, **(metadata or {})})
     event.save(update_fields=["content", "status", "event_type", "metadata", "updated_at"])
     publish("timeline_event.completed", timeline_event_payload(event), session_id=event.session_id)
     return event

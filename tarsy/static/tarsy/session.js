@@ -40,10 +40,10 @@
     label.textContent = ev.event_type === "llm_thinking" && meta.source === "react" ? "Thought"
       : (LABELS[ev.event_type] || ev.event_type.replace(/_/g, " "));
     head.append(label);
-    if (meta.tool || meta.server) {
+    if (meta.server_name || meta.tool_name) {
       const code = document.createElement("code");
       code.className = "tool";
-      code.textContent = [meta.server, meta.tool].filter(Boolean).join(".");
+      code.textContent = [meta.server_name, meta.tool_name].filter(Boolean).join(".");
       head.append(" ", code);
     }
     const dot = document.createElement("span");

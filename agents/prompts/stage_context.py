@@ -12,12 +12,20 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.timeline_events import (
+    LLMToolCallMetadata,
+    MCPToolCallMetadata,
+    ToolResultMetadata,
+    ToolSummaryMetadata,
+    read_metadata,
+)
+
 RESULT_START = "<!-- Analysis Result START -->"
 RESULT_END = "<!-- Analysis Result END -->"
 _MARKER = re.compile(r"<!--(\s*Analysis\s+Result\s+(?:START|END)\s*)-->", re.IGNORECASE)
 
 # How each timeline event type is labelled in an investigation history. Tool events are rendered separately.
-_LABELS = {
+_LABELS: dict[str, str] = {
     "llm_thinking": "Thinking",
     "llm_response": "Response",
     "final_analysis": "Final analysis",
@@ -27,8 +35,6 @@ _LABELS = {
     "url_context_result": "URL context",
     "user_question": "Question",
 }
-_TOOL_CALL_EVENTS = ("llm_tool_call", "mcp_tool_call")
-_TOOL_RESULT_EVENTS = ("tool_result", "mcp_tool_summary")
 
 
 @dataclass
@@ -87,24 +93,25 @@ def _agent_section(index: int, investigation: AgentInvestigation, *, heading: st
 
 
 def format_history(investigation: AgentInvestigation) -> str:
-    """The agent's timeline as labelled blocks; the final analysis and error are added when no event carries them."""
+    """The agent's timeline as labelled blocks; the final analysis and error are added when no event carries them.
+
+    A tool call shows once (the LLM's request and its MCP execution are one call) and its result once, from the
+    tool_result event: a tool call event's own content is the arguments or a display copy of the result."""
     blocks: list[str] = []
     previous_call: tuple[str, str] | None = None
     for event in investigation.events:
         event_type = event.get("event_type", "")
         content = (event.get("content") or "").strip()
-        metadata = event.get("metadata") or {}
-        if event_type in _TOOL_CALL_EVENTS:
-            call = (_tool_name(metadata), _arguments(metadata))
-            if call != previous_call:  # the LLM's request and the MCP execution of one call are shown once
+        metadata = read_metadata(event_type, event.get("metadata"))
+        if isinstance(metadata, LLMToolCallMetadata | MCPToolCallMetadata):
+            call = (metadata.qualified_name, _arguments(metadata.arguments))
+            if call != previous_call:
                 blocks.append(f"**Tool call**: {call[0]} {call[1]}".rstrip())
-            if content and content != call[1]:
-                blocks.append(f"**Tool result** ({call[0]}):\n{content}")
             previous_call = call
             continue
         previous_call = None
-        if event_type in _TOOL_RESULT_EVENTS:
-            blocks.append(_tool_result_block(event_type, content, metadata))
+        if isinstance(metadata, ToolResultMetadata | ToolSummaryMetadata):
+            blocks.append(_tool_result_block(metadata, content))
         elif content:
             label = _LABELS.get(event_type, event_type.replace("_", " ").capitalize() or "Event")
             blocks.append(f"**{label}**:\n{content}")
@@ -116,23 +123,17 @@ def format_history(investigation: AgentInvestigation) -> str:
     return "\n\n".join(blocks) if blocks else "(no investigation recorded)"
 
 
-def _tool_result_block(event_type: str, content: str, metadata: dict[str, Any]) -> str:
-    name = _tool_name(metadata)
-    label = "Tool error" if metadata.get("is_error") else "Tool result"
-    if event_type == "mcp_tool_summary" or metadata.get("summarized"):
+def _tool_result_block(metadata: ToolResultMetadata | ToolSummaryMetadata, content: str) -> str:
+    """tool_result: what the LLM was given back; mcp_tool_summary: the summary of a large result."""
+    result = metadata if isinstance(metadata, ToolResultMetadata) else None
+    label = "Tool error" if result and result.is_error else "Tool result"
+    if result is None or result.summarized:
         label += ", summarized"
+    name = metadata.qualified_name
     return f"**{label}**" + (f" ({name})" if name else "") + f":\n{content}"
 
 
-def _tool_name(metadata: dict[str, Any]) -> str:
-    tool, server = metadata.get("tool_name") or "", metadata.get("server_name") or ""
-    if server and tool and not tool.startswith(f"{server}."):
-        return f"{server}.{tool}"
-    return tool or server
-
-
-def _arguments(metadata: dict[str, Any]) -> str:
-    arguments = metadata.get("arguments")
+def _arguments(arguments: Any) -> str:
     if arguments in (None, "", {}):
         return ""
     if isinstance(arguments, str):
