@@ -2,7 +2,8 @@ from django.apps import AppConfig
 
 
 class TarsyConfig(AppConfig):
-    """Core app. Loads and validates the configuration at startup so a broken file fails fast."""
+    """Core app. Loads and validates the configuration at startup so a broken file fails fast, and installs
+    what turns the pipeline's decisions into Celery tasks."""
 
     name = "tarsy"
     verbose_name = "TARSy"
@@ -10,3 +11,6 @@ class TarsyConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the config system check)
+        from .celery import install_enactor
+
+        install_enactor()

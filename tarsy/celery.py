@@ -1,4 +1,5 @@
-"""Celery application: settings from Django (`CELERY_` prefix), periodic jobs for beat."""
+"""Celery application: settings from Django (`CELERY_` prefix), periodic jobs for beat, and the enactor that
+turns the pipeline's decisions into tasks (installed in every process from the tarsy app's `ready()`)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,16 @@ app.conf.beat_schedule = {
     "sweep": {"task": "tarsy.tasks.sweep", "schedule": SWEEP_INTERVAL_S},
     "retention": {"task": "tarsy.tasks.apply_retention", "schedule": RETENTION_INTERVAL_S},
 }
+
+
+def install_enactor() -> None:
+    """Decisions handed to `tarsy.pipeline.decisions.enact_on_commit` become tasks through `tarsy.tasks.enact`.
+    Called from `TarsyConfig.ready()`, so web, worker, beat, `serve`, management commands and tests all have
+    it before their first request or task; without it an enactment fails loudly."""
+    from tarsy.pipeline.decisions import register_enactor
+    from tarsy.tasks import enact
+
+    register_enactor(enact)
 
 
 @worker_init.connect

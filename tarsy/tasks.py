@@ -1,4 +1,5 @@
-"""Celery tasks: thin adapters — ids in, one pipeline call, the next step enqueued on commit.
+"""Celery tasks: thin adapters — ids in, one pipeline call, the next step enqueued on commit — and `enact`,
+which turns decisions (tarsy.pipeline.decisions) into tasks.
 
 All are idempotent by state guard (`acks_late` + `reject_on_worker_lost` make
 redelivery safe). Results are ignored: the database is the result.
@@ -15,6 +16,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connections
 
 from tarsy.config import get_config
+from tarsy.pipeline.decisions import DispatchSessions, Enqueued, FinishSession, ReapSession, RunIteration
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +26,21 @@ _RELIABLE = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": 
 TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
 MAX_DB_RETRIES = 8
 MAX_DB_RETRY_DELAY_S = 30
+
+
+def enact(decisions: list[Enqueued]) -> None:
+    """Queue each decision as its task, in order (called after the deciding transaction committed)."""
+    for decision in decisions:
+        if isinstance(decision, RunIteration):
+            enqueue_iteration(decision.execution_id, decision.iteration, decision.timeout)
+        elif isinstance(decision, FinishSession):
+            finish_session.delay(decision.session_id)
+        elif isinstance(decision, ReapSession):
+            reap_session.delay(decision.session_id)
+        elif isinstance(decision, DispatchSessions):
+            request_dispatch()
+        else:
+            raise TypeError(f"cannot enqueue {decision!r}")
 
 
 def _retry_after_db_error(task, exc: Exception, cleanup: Callable[[], object] | None = None):
