@@ -248,12 +248,12 @@ LOGIN_URL = "/admin/login/"
 
 # Login throttling (django-axes): failed logins are counted per username and client address in the database (so
 # every web process and replica shares the count); at the limit that pair is refused with 429 until the cool-off
-# has passed. The address is the connection's peer, as for auth (tarsy.api.auth.client_ip), never X-Forwarded-For.
+# has passed. The address is the connection's peer, as for auth (tarsy.identity.client_ip), never X-Forwarded-For.
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 AXES_FAILURE_LIMIT = _env_number("TARSY_LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=_env_number("TARSY_LOGIN_COOLOFF_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
-AXES_CLIENT_IP_CALLABLE = "tarsy.api.auth.client_ip"
+AXES_CLIENT_IP_CALLABLE = "tarsy.identity.client_ip"
 AXES_RESET_ON_SUCCESS = True
 
 LOGGING = {

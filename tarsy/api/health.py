@@ -48,9 +48,10 @@ def _broker() -> dict:
         return {"status": "error", "error": str(exc)}
 
 
-def _workers() -> dict:
+def worker_status() -> dict:
     """Workers that consume our task queue (a worker on another queue would never run our tasks); the probe's
-    answer is reused for WORKER_PROBE_TTL_S, and a caller arriving while it runs waits for it."""
+    answer is reused for WORKER_PROBE_TTL_S by every caller in the process (/health, the system page, the
+    warnings banner), and a caller arriving while it runs waits for it."""
     if settings.EMBEDDED:
         return {"status": "ok", "mode": "in-process"}
     queue = settings.CELERY_TASK_DEFAULT_QUEUE
@@ -89,7 +90,7 @@ def _config_and_mcp() -> tuple[dict, dict]:
 def checks() -> dict[str, dict]:
     """Every component with its details (errors, worker names): for authenticated pages only."""
     result = {"database": _database(), "broker": _broker()}
-    result["workers"] = _workers() if result["broker"]["status"] == "ok" else {
+    result["workers"] = worker_status() if result["broker"]["status"] == "ok" else {
         "status": "error", "error": "the broker is unreachable", "count": 0}
     result["config"], result["mcp"] = _config_and_mcp()
     return result

@@ -6,13 +6,15 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.response import Response
 
+from tarsy.identity import request_author
 from tarsy.pipeline import chat as chat_service
+from tarsy.selectors import sessions as selectors
+from tarsy.selectors.filters import SessionFilter
 from tarsy.services import sessions as session_service
+from tarsy.streaming.cursor import event_cursor
+from tarsy.streaming.publisher import session_channel
 
-from . import queries
-from .auth import request_author
 from .base import AUTH_ERRORS, JsonAPIView, errors
-from .filters import SessionFilter
 from .pagination import SessionPagination
 from .serializers import (
     ActiveSessionsSerializer,
@@ -37,7 +39,7 @@ class SessionListView(JsonAPIView, generics.ListAPIView):
     pagination_class = SessionPagination
 
     def get_queryset(self):
-        return queries.sessions_for_list()
+        return selectors.sessions_list()
 
     @extend_schema(responses={200: SessionListItemSerializer(many=True), **errors(400, 404, *AUTH_ERRORS)})
     def get(self, request, *args, **kwargs):
@@ -47,21 +49,21 @@ class SessionListView(JsonAPIView, generics.ListAPIView):
 class SessionActiveView(JsonAPIView):
     @extend_schema(responses={200: ActiveSessionsSerializer, **errors(*AUTH_ERRORS)})
     def get(self, request):
-        return Response(ActiveSessionsSerializer(queries.sessions_active()).data)
+        return Response(ActiveSessionsSerializer(selectors.sessions_active()).data)
 
 
 class SessionFilterOptionsView(JsonAPIView):
     @extend_schema(responses={200: FilterOptionsSerializer, **errors(*AUTH_ERRORS)})
     def get(self, request):
-        return Response(queries.session_filter_options())
+        return Response(selectors.session_filter_options())
 
 
 class SessionDetailView(JsonAPIView):
     @extend_schema(responses={200: SessionDetailSerializer, **errors(404, *AUTH_ERRORS)})
     def get(self, request, session_id):
         session = session_service.session_get(session_id=session_id)
-        cursor = queries.last_event_id(session)
-        return Response(SessionDetailSerializer(queries.session_detail(session),
+        cursor = event_cursor(session_channel(session.id))
+        return Response(SessionDetailSerializer(selectors.session_detail(session),
                                                 context={"last_event_id": cursor}).data)
 
     @extend_schema(responses={204: None, **errors(404, 409, *AUTH_ERRORS)})
@@ -74,9 +76,9 @@ class SessionTimelineView(JsonAPIView):
     @extend_schema(responses={200: TimelineSerializer, **errors(404, *AUTH_ERRORS)})
     def get(self, request, session_id):
         session = session_service.session_get(session_id=session_id)
-        cursor = queries.last_event_id(session)
+        cursor = event_cursor(session_channel(session.id))
         return Response(TimelineSerializer({"session_id": session.id, "last_event_id": cursor,
-                                            "events": queries.timeline_events(session)}).data)
+                                            "events": selectors.timeline_events(session)}).data)
 
 
 class SessionInteractionsView(JsonAPIView):
@@ -85,14 +87,14 @@ class SessionInteractionsView(JsonAPIView):
     @extend_schema(responses={200: InteractionsSerializer, **errors(404, *AUTH_ERRORS)})
     def get(self, request, session_id):
         session = session_service.session_get(session_id=session_id)
-        return Response(InteractionsSerializer({"session_id": session.id, **queries.interactions(session)}).data)
+        return Response(InteractionsSerializer({"session_id": session.id, **selectors.interactions(session)}).data)
 
 
 class SessionSummaryView(JsonAPIView):
     @extend_schema(responses={200: SessionSummarySerializer, **errors(404, *AUTH_ERRORS)})
     def get(self, request, session_id):
         session = session_service.session_get(session_id=session_id)
-        return Response(SessionSummarySerializer(queries.session_summary(session)).data)
+        return Response(SessionSummarySerializer(selectors.session_summary(session)).data)
 
 
 class SessionCancelView(JsonAPIView):
@@ -108,7 +110,7 @@ class ChatMessagesView(JsonAPIView):
     @extend_schema(responses={200: ChatMessagesSerializer, **errors(404, *AUTH_ERRORS)})
     def get(self, request, session_id):
         session = session_service.session_get(session_id=session_id)
-        return Response(ChatMessagesSerializer(queries.chat_messages(session)).data)
+        return Response(ChatMessagesSerializer(selectors.chat_messages(session)).data)
 
     @extend_schema(request=ChatMessageInSerializer,
                    responses={202: ChatAcceptedSerializer, **errors(400, 404, 409, 415, *AUTH_ERRORS)})

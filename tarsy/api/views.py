@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import time
-
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
 from tarsy.config import get_config
+from tarsy.identity import request_author
 from tarsy.services import sessions as session_service
 
-from .auth import request_author
 from .base import AUTH_ERRORS, JsonAPIView, errors
+from .health import worker_status
 from .serializers import (
     AlertAcceptedSerializer,
     AlertSubmitSerializer,
@@ -20,9 +19,6 @@ from .serializers import (
     MCPServersSerializer,
     WarningsSerializer,
 )
-
-WORKER_CHECK_TTL_S = 15.0  # the warnings banner is polled; a broker round trip per poll is wasted work
-_worker_check: tuple[float, bool] = (0.0, True)
 
 
 class AlertSubmitView(JsonAPIView):
@@ -50,18 +46,6 @@ class AlertTypesView(JsonAPIView):
         })
 
 
-def _workers_alive() -> bool:
-    global _worker_check
-    checked_at, alive = _worker_check
-    if time.monotonic() - checked_at < WORKER_CHECK_TTL_S:
-        return alive
-    from .health import _workers
-
-    alive = _workers()["status"] == "ok"
-    _worker_check = (time.monotonic(), alive)
-    return alive
-
-
 class SystemWarningsView(JsonAPIView):
     """Configuration warnings (e.g. missing API keys), MCP servers that fail, no live worker."""
 
@@ -74,7 +58,7 @@ class SystemWarningsView(JsonAPIView):
         for server in check_servers(config):
             if server["status"] != "ok":
                 warnings.append({"category": "mcp", "message": f"MCP server {server['name']!r}: {server['error']}"})
-        if not _workers_alive():
+        if worker_status()["status"] != "ok":  # the health probe's answer, shared for its window
             warnings.append({"category": "runtime",
                              "message": "No live worker: alerts are queued but not investigated"})
         return Response({"warnings": warnings})

@@ -8,8 +8,8 @@ from functools import wraps
 from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import render
 
-from tarsy.api.auth import client_ip, is_loopback, proxy_identity
 from tarsy.config import get_config
+from tarsy.identity import client_ip, is_loopback, proxy_identity
 
 
 def _denied(request, reason: str):

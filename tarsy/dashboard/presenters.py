@@ -26,6 +26,7 @@ from tarsy.models import (
     AlertSession,
     LLMInteraction,
     MCPInteraction,
+    SessionStatus,
     Stage,
     StageKind,
     TimelineEvent,
@@ -219,6 +220,38 @@ def group_for_stage(session: AlertSession, stage_id: int) -> tuple[StageGroup | 
         if group.id == stage_id:
             return group, True
     return None, False
+
+
+# ---- active panel ----------------------------------------------------------------------------------------------
+
+PHASES = {
+    "llm_thinking": "thinking", "llm_response": "writing", "llm_tool_call": "choosing a tool",
+    "mcp_tool_call": "calling a tool", "mcp_tool_summary": "summarizing a tool result",
+    "tool_result": "reading a tool result", "final_analysis": "writing the analysis",
+    "executive_summary": "writing the executive summary", "error": "recovering from an error",
+}
+
+
+def _phase(session: AlertSession) -> str:
+    """What the session is doing now, from its latest timeline event."""
+    if session.status == SessionStatus.CANCELLING:
+        return "cancelling"
+    event = TimelineEvent.objects.filter(session=session).order_by("-created_at", "-id").first()
+    if event is None:
+        return "starting"
+    metadata = read_metadata(event.event_type, event.metadata)
+    if isinstance(metadata, MCPToolCallMetadata) and metadata.qualified_name:
+        return f"calling {metadata.qualified_name}"
+    return PHASES.get(event.event_type, event.event_type.replace("_", " "))
+
+
+def active_panels(active: dict[str, list[AlertSession]]) -> dict[str, list[AlertSession]]:
+    """The shared active/queued lists, each running session with its current stage and phase for its card."""
+    for session in active["active"]:
+        stage = Stage.objects.filter(session=session).exclude(kind=StageKind.CHAT).order_by("-index").first()
+        session.stage_name = stage.name if stage else ""
+        session.phase = _phase(session)
+    return active
 
 
 # ---- trace view ------------------------------------------------------------------------------------------------

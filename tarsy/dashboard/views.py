@@ -1,6 +1,7 @@
 """Dashboard pages (server-rendered) and the HTML fragments their scripts fetch to stay live.
 
-Pages read through selectors/presenters; every write (submit, cancel, chat) goes through the API.
+Pages read through tarsy.selectors (as the API does) and presenters; every write (submit, cancel, chat) goes
+through the API.
 """
 
 from __future__ import annotations
@@ -15,18 +16,28 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
-from tarsy.api.auth import request_author
 from tarsy.api.errors import json_error
+from tarsy.api.health import checks
 from tarsy.api.inputs import ascii_int
 from tarsy.config import get_config
+from tarsy.identity import request_author
 from tarsy.models import AlertSession, SessionStatus, Stage, StageKind, TimelineEvent
 from tarsy.pipeline.chat import chat_available
+from tarsy.selectors.filters import CREATED_WITHIN
+from tarsy.selectors.sessions import session_filter_options, sessions_active
+from tarsy.services.sessions import session_queue_position
+from tarsy.streaming.cursor import event_cursor
+from tarsy.streaming.publisher import SESSIONS_CHANNEL, session_channel
 
-from . import presenters, selectors
+from . import presenters
 from .access import dashboard_view
+from .history import history
 
 CANCELLABLE = (SessionStatus.PENDING, SessionStatus.IN_PROGRESS)
 MAX_FRAGMENT_EVENTS = 200  # one batch of completed events re-rendered per request
+SORTS = [("-created_at", "Newest first"), ("created_at", "Oldest first"), ("-duration", "Longest"),
+         ("duration", "Shortest"), ("-total_tokens", "Most tokens"), ("total_tokens", "Fewest tokens"),
+         ("status", "Status"), ("alert_type", "Alert type"), ("author", "Author")]
 VERSIONED_PACKAGES = ["Django", "djangorestframework", "celery", "channels", "uvicorn", "mcp", "google-genai",
                       "langchain-core", "pydantic"]
 
@@ -48,23 +59,17 @@ def _base(request, **extra):
 @require_GET
 @dashboard_view
 def sessions_page(request):
-    cursor = selectors.sessions_cursor()
-    filters = selectors.HistoryFilters.from_query(request.GET)
-    context = _base(request, cursor=cursor, filters=filters, page=selectors.history_page(filters),
-                    options=selectors.filter_options(), ranges=list(selectors.RANGES), sorts=_sort_labels(),
-                    query=_query_without_page(request), **selectors.active_sessions())
+    """Active and queued panels and the history table; the filters are the API's (same names, same meaning)."""
+    cursor = event_cursor(SESSIONS_CHANNEL)
+    context = _base(request, cursor=cursor, history=history(request.GET), options=session_filter_options(),
+                    created_within=list(CREATED_WITHIN), sorts=SORTS, query=_query_without_page(request),
+                    **presenters.active_panels(sessions_active()))
     fragment = request.GET.get("fragment")
     if fragment == "active":
         return render(request, "dashboard/_active.html", context)
     if fragment == "history":
         return render(request, "dashboard/_history.html", context)
     return render(request, "dashboard/sessions.html", context)
-
-
-def _sort_labels() -> list[tuple[str, str]]:
-    return [("-created_at", "Newest first"), ("created_at", "Oldest first"), ("-duration", "Longest"),
-            ("duration", "Shortest"), ("-total_tokens", "Most tokens"), ("total_tokens", "Fewest tokens"),
-            ("status", "Status"), ("alert_type", "Alert type")]
 
 
 def _query_without_page(request) -> str:
@@ -81,7 +86,7 @@ def _session_context(request, session: AlertSession, cursor: int) -> dict:
     stages = presenters.session_stage_groups(session)
     return _base(
         request, session=session, cursor=cursor, cancellable=session.status in CANCELLABLE,
-        position=selectors.queue_position(session), chat_available=chat_available(session),
+        position=session_queue_position(session), chat_available=chat_available(session),
         chat_running=Stage.objects.filter(session=session, kind=StageKind.CHAT,
                                           status__in=["pending", "active"]).exists(),
         alert_text=presenters.pretty_data(session.alert_data),
@@ -95,7 +100,7 @@ def _session_context(request, session: AlertSession, cursor: int) -> dict:
 @require_GET
 @dashboard_view
 def session_page(request, session_id):
-    cursor = selectors.session_cursor(session_id)
+    cursor = event_cursor(session_channel(session_id))
     session = _session(session_id)
     return render(request, "dashboard/session.html", _session_context(request, session, cursor))
 
@@ -176,8 +181,6 @@ def _is_uuid(value: str) -> bool:
 @require_GET
 @dashboard_view
 def system_page(request):
-    from tarsy.api.health import checks
-
     config = get_config()
     health = checks()
     return render(request, "dashboard/system.html", _base(

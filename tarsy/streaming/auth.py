@@ -10,8 +10,8 @@ from urllib.parse import parse_qs, urlparse
 
 from django.conf import settings
 
-from tarsy.api.auth import authorization_token, from_trusted_proxy, is_loopback
 from tarsy.config import get_config
+from tarsy.identity import authorization_token, from_trusted_proxy, is_loopback
 from tarsy.services.api_tokens import api_token_user
 
 

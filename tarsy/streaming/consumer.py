@@ -18,11 +18,12 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
-from django.db.models import Max
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from tarsy.models import AlertSession, Event
 
+from .auth import websocket_allowed
+from .cursor import event_cursor
 from .publisher import SESSIONS_CHANNEL, event_message, group_name
 
 CATCHUP_LIMIT = 200  # beyond this the client reloads over REST (catchup.overflow); ANCHORS: 200
@@ -62,8 +63,7 @@ def _catchup(channel: str, last_event_id: int) -> tuple[list[dict[str, Any]], bo
     """Events after the cursor, or overflow; the third value is the channel's latest event id."""
     rows = list(Event.objects.filter(channel=channel, id__gt=last_event_id).order_by("id")[: CATCHUP_LIMIT + 1])
     if len(rows) > CATCHUP_LIMIT:
-        latest = Event.objects.filter(channel=channel).aggregate(m=Max("id"))["m"] or 0
-        return [], True, latest
+        return [], True, event_cursor(channel)
     return [event_message(r) for r in rows], False, rows[-1].id if rows else last_event_id
 
 
@@ -82,8 +82,6 @@ def _channel_problem(channel: str) -> str | None:
 
 class EventsConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
-        from .auth import websocket_allowed
-
         self.channels_joined: set[str] = set()
         self._replayed: dict[str, set[int]] = {}  # ids a catch-up sent, so queued live copies are not repeated
         self._counted = False

@@ -34,7 +34,7 @@
   // Filters apply as they change (the URL keeps them, so a reload or a shared link shows the same view).
   const form = document.getElementById("filters");
   form.addEventListener("change", (e) => {
-    if (e.target.name === "q") return;
+    if (e.target.name === "search") return;
     form.requestSubmit();
   });
   form.addEventListener("submit", () => {
@@ -43,7 +43,7 @@
     }
     const size = form.elements.page_size;
     if (size && size.value === "25") size.disabled = true;
-    const sort = form.elements.sort;
-    if (sort && sort.value === "-created_at") sort.disabled = true;
+    const ordering = form.elements.ordering;
+    if (ordering && ordering.value === "-created_at") ordering.disabled = true;
   });
 })();

@@ -132,12 +132,18 @@ def test_undecodable_query_bytes_get_a_json_400_from_the_asgi_handler():
 
 
 @pytest.mark.parametrize("query, note", [
-    ("start=2024-02-30", "Start '2024-02-30' is not a valid date or date and time; it was ignored."),
-    ("end=garbage", "End 'garbage' is not a valid date or date and time; it was ignored."),
-    ("end=2024-02-30T25:00", "End '2024-02-30T25:00' is not a valid date or date and time; it was ignored."),
-    ("q=web%001", "The q filter contains characters that cannot be searched for; it was ignored."),
+    ("start_date=2024-02-30", "The start_date filter was ignored: Enter a valid date/time."),
+    ("end_date=garbage", "The end_date filter was ignored: Enter a valid date/time."),
+    ("end_date=2024-02-30T25:00", "The end_date filter was ignored: Enter a valid date/time."),
+    ("start_date=2030-01-02&end_date=2030-01-01",
+     "The end_date filter was ignored: end_date must not be before start_date"),
+    ("search=ab", "The search filter was ignored: Ensure this value has at least 3 characters (it has 2)."),
+    ("status=done", "The status filter was ignored: Select a valid choice. done is not one of the available choices."),
+    ("ordering=password", "The ordering filter was ignored: Select a valid choice. password is not one of the "
+                          "available choices."),
+    ("search=web%001", "The search filter contains characters that cannot be searched for; it was ignored."),
     ("alert_type=k%00", "The alert_type filter contains characters that cannot be searched for; it was ignored."),
-    ("chain=k%00", "The chain filter contains characters that cannot be searched for; it was ignored."),
+    ("chain_id=k%00", "The chain_id filter contains characters that cannot be searched for; it was ignored."),
     ("author=a%00", "The author filter contains characters that cannot be searched for; it was ignored."),
     ("page=%D9%A1%D9%A2", "Page '١٢' is not a whole number; 1 was used."),
     ("page_size=%C2%B2", "Page size '²' is not a whole number; 25 was used."),

@@ -85,6 +85,19 @@ def test_calls_within_the_window_share_one_worker_probe(broadcasts):
     assert broadcasts.count() == 1  # concurrent callers waited for the one probe in flight
 
 
+@pytest.mark.django_db
+def test_the_warnings_banner_shares_the_health_probe_and_its_window(broadcasts):
+    client = Client()
+    assert client.get("/health").json()["checks"]["workers"] == "degraded"
+    warnings = client.get("/api/v1/system/warnings").json()["warnings"]
+    assert {"category": "runtime", "message": "No live worker: alerts are queued but not investigated"} in warnings
+    assert broadcasts.count() == 1  # the banner used the probe /health had just made
+
+    web_health._probe.clear()  # a new window: the banner probes again rather than keep an answer of its own
+    client.get("/api/v1/system/warnings")
+    assert broadcasts.count() == 1
+
+
 @pytest.mark.django_db(transaction=True)
 def test_public_body_names_components_only_even_when_checks_fail_with_host_names(tmp_path, settings):
     config = write_config(tmp_path, tarsy={"mcp_servers": BROKEN_MCP})

@@ -1,4 +1,5 @@
-"""Dashboard pages rendered by Django (no browser): content, escaping, filters, access, big timelines."""
+"""Dashboard pages rendered by Django (the test client; no browser): content, escaping, filters, access, big
+timelines."""
 
 from __future__ import annotations
 
@@ -75,9 +76,9 @@ def test_history_filters_search_and_pagination_come_from_the_url():
     client = Client()
     page = client.get("/?alert_type=database&page_size=10").content.decode()
     assert page.count('<tr data-session-id=') == 10 and "Page 1 of 2" in page
-    found = client.get("/?q=needle").content.decode()
+    found = client.get("/?search=needle").content.decode()
     assert found.count('<tr data-session-id=') == 1 and "bob" in found
-    short = client.get("/?q=ne").content.decode()
+    short = client.get("/?search=ne").content.decode()
     assert "at least 3 characters" in short
     assert 'value="database" selected' in page
 

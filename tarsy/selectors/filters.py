@@ -1,19 +1,26 @@
-"""Session history filters: status (several), alert type, chain, author, text search, time range, ordering."""
+"""The session history filter, one for the API and the dashboard: status (several), alert type, chain, author,
+text search, creation time (range or recent window) and ordering. The API answers 400 for a value it cannot use;
+the dashboard drops that value and says so (tarsy.dashboard.history)."""
 
 from __future__ import annotations
 
-from datetime import UTC
+import re
+from datetime import UTC, datetime, time, timedelta
 
 import django_filters
 from django import forms
 from django.db import connection
 from django.db.models import DurationField, Exists, ExpressionWrapper, F, OuterRef, Q, QuerySet
+from django.utils import timezone
 from django_filters.fields import IsoDateTimeField
 
 from tarsy.models import AlertSession, SessionStatus, TimelineEvent
 
 MIN_SEARCH_CHARS = 3  # shorter terms match nearly everything and cost a full scan (ANCHORS)
-ORDERING_FIELDS = ("created_at", "status", "alert_type", "author", "duration")
+ORDERING_FIELDS = ("created_at", "status", "alert_type", "author", "duration", "total_tokens")
+CREATED_WITHIN = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7),
+                  "30d": timedelta(days=30)}
+_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 class _CommaMultipleChoiceField(forms.MultipleChoiceField):
@@ -54,20 +61,43 @@ def with_duration(queryset: QuerySet) -> QuerySet:
 
 
 class _UtcDateTimeField(IsoDateTimeField):
-    """ISO 8601, normalised to UTC: Python accepts offsets PostgreSQL refuses (beyond ±15:59)."""
+    """ISO 8601, normalised to UTC: Python accepts offsets PostgreSQL refuses (beyond ±15:59). A bare date
+    (what a date picker sends) means the start of that day, or its end for an upper bound (`day_end`)."""
+
+    def __init__(self, *args, day_end: bool = False, **kwargs):
+        self.day_end = day_end
+        super().__init__(*args, **kwargs)
 
     def to_python(self, value):
-        value = super().to_python(value)
-        if value is None:
-            return value
+        moment = super().to_python(value)
+        if moment is None:
+            return moment
+        if self.day_end and isinstance(value, str) and _DATE_ONLY.fullmatch(value.strip()):
+            moment = datetime.combine(moment.date(), time.max, tzinfo=moment.tzinfo)
         try:
-            return value.astimezone(UTC)
+            return moment.astimezone(UTC)
         except (OverflowError, ValueError):
             raise forms.ValidationError("Date and time out of range.") from None
 
 
 class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
     field_class = _UtcDateTimeField
+
+
+class SessionOrderingFilter(django_filters.OrderingFilter):
+    """Sessions without a duration (not finished) sort last either way; ties go newest first."""
+
+    def get_ordering_value(self, param):
+        if param.lstrip("-") == "duration":
+            return F("duration").desc(nulls_last=True) if param.startswith("-") else F("duration").asc(
+                nulls_last=True)
+        return super().get_ordering_value(param)
+
+    def filter(self, qs, value):
+        ordered = super().filter(qs, value)
+        if ordered is qs or any(param.lstrip("-") == "created_at" for param in value):
+            return ordered
+        return ordered.order_by(*ordered.query.order_by, "-created_at")
 
 
 class SessionFilter(django_filters.FilterSet):
@@ -79,18 +109,24 @@ class SessionFilter(django_filters.FilterSet):
     search = django_filters.CharFilter(method="filter_search", min_length=MIN_SEARCH_CHARS,
                                        help_text="Text in alert data, final analysis or timeline (≥ 3 characters)")
     start_date = UtcDateTimeFilter(field_name="created_at", lookup_expr="gte",
-                                                  help_text="Created at or after (ISO 8601)")
-    end_date = UtcDateTimeFilter(field_name="created_at", lookup_expr="lte",
-                                                help_text="Created at or before (ISO 8601)")
-    ordering = django_filters.OrderingFilter(fields=[(f, f) for f in ORDERING_FIELDS],
-                                             help_text="Sort key; prefix with '-' for descending")
+                                   help_text="Created at or after (ISO 8601; a date alone: from its start)")
+    end_date = UtcDateTimeFilter(field_name="created_at", lookup_expr="lte", day_end=True,
+                                 help_text="Created at or before (ISO 8601; a date alone: to its end)")
+    created_within = django_filters.ChoiceFilter(choices=[(k, k) for k in CREATED_WITHIN],
+                                                 method="filter_created_within",
+                                                 help_text="Created within the last hour, day, week or month")
+    ordering = SessionOrderingFilter(fields=[(f, f) for f in ORDERING_FIELDS],
+                                     help_text="Sort key; prefix with '-' for descending")
 
     class Meta:
         model = AlertSession
-        fields = ["status", "alert_type", "chain_id", "author", "search", "start_date", "end_date"]
+        fields = ["status", "alert_type", "chain_id", "author", "search", "start_date", "end_date", "created_within"]
 
     def filter_search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         return search_sessions(queryset, value.strip()) if value.strip() else queryset
+
+    def filter_created_within(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        return queryset.filter(created_at__gte=timezone.now() - CREATED_WITHIN[value])
 
     def is_valid(self) -> bool:
         valid = super().is_valid()

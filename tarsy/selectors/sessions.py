@@ -1,17 +1,17 @@
-"""Multi-row reads behind the API (selectors): lists, the active panel, timeline, debug records, summaries."""
+"""Session reads shared by the API and the dashboard: the history list, the active and queued sessions, filter
+options, a session with its stages, timeline, debug records, summary and chat."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Q, QuerySet
 
 from tarsy.models import (
     ACTIVE_SESSION_STATUSES,
     TERMINAL_EXEC_STATUSES,
     AlertSession,
     ChatUserMessage,
-    Event,
     LLMInteraction,
     MCPInteraction,
     SessionStatus,
@@ -19,37 +19,40 @@ from tarsy.models import (
     StageKind,
     TimelineEvent,
 )
-from tarsy.streaming.publisher import session_channel
 
 from .filters import ORDERING_FIELDS, with_duration
 
 
-def sessions_for_list():
-    return with_duration(AlertSession.objects.all()).order_by("-created_at")
+def sessions_list() -> QuerySet:
+    """Every (not deleted) session, newest first, with its duration; what `SessionFilter` narrows and orders."""
+    return with_duration(AlertSession.objects.defer("alert_data")).order_by("-created_at")
 
 
 def sessions_active() -> dict[str, list[AlertSession]]:
-    """Running sessions and the queue, oldest first; queue positions are 1-based."""
-    active = list(with_duration(AlertSession.objects.filter(status__in=ACTIVE_SESSION_STATUSES)).order_by("started_at"))
-    queued = list(with_duration(AlertSession.objects.filter(status=SessionStatus.PENDING)).order_by("created_at"))
+    """Running sessions and the queue, oldest first; queue positions are 1-based (`queue_position`)."""
+    rows = with_duration(AlertSession.objects.defer("alert_data"))
+    active = list(rows.filter(status__in=ACTIVE_SESSION_STATUSES).order_by("started_at"))
+    queued = list(rows.filter(status=SessionStatus.PENDING).order_by("created_at"))
     for position, session in enumerate(queued, start=1):
         session.queue_position = position
     return {"active": active, "queued": queued}
 
 
 def session_filter_options() -> dict[str, list[str]]:
+    """The values each history filter can take: those in use plus the configured alert types and chains."""
     from tarsy.config import get_config
 
     config = get_config()
-    rows = AlertSession.objects.all()
-    alert_types = set(rows.values_list("alert_type", flat=True).distinct()) | set(config.alert_types())
-    chain_ids = set(rows.values_list("chain_id", flat=True).distinct()) | set(config.chains)
-    authors = set(rows.exclude(author="").values_list("author", flat=True).distinct())
+    rows = AlertSession.objects.order_by()
+
+    def used(column: str) -> set[str]:
+        return set(filter(None, rows.values_list(column, flat=True).distinct()))
+
     return {
         "statuses": [s.value for s in SessionStatus],
-        "alert_types": sorted(alert_types),
-        "chain_ids": sorted(chain_ids),
-        "authors": sorted(authors),
+        "alert_types": sorted(used("alert_type") | set(config.alert_types())),
+        "chain_ids": sorted(used("chain_id") | set(config.chains)),
+        "authors": sorted(used("author")),
         "ordering": [*ORDERING_FIELDS, *(f"-{f}" for f in ORDERING_FIELDS)],
     }
 
@@ -57,11 +60,6 @@ def session_filter_options() -> dict[str, list[str]]:
 def session_detail(session: AlertSession) -> AlertSession:
     """The session with stages and executions prefetched in one go."""
     return AlertSession.objects.prefetch_related("stages__executions").get(id=session.id)
-
-
-def last_event_id(session: AlertSession) -> int:
-    """Read before the rows it accompanies, so a client catching up from it misses nothing."""
-    return Event.objects.filter(channel=session_channel(session.id)).aggregate(m=Max("id"))["m"] or 0
 
 
 def timeline_events(session: AlertSession) -> list[TimelineEvent]:

@@ -1,0 +1,68 @@
+"""Who is asking: the client's address, a trusted proxy's identity header, an API token header, the author name.
+
+Shared by the API's authentication (tarsy.api.auth), the WebSocket admission (tarsy.streaming.auth) and the
+dashboard, so none of them imports another's package for it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from tarsy.config import get_config
+
+DEFAULT_AUTHOR = "api-client"
+TOKEN_SCHEMES = ("token", "bearer")
+
+
+def client_ip(request) -> str:
+    """The connection's peer address, never X-Forwarded-For (which any client can write)."""
+    return request.META.get("REMOTE_ADDR", "") or ""
+
+
+def is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def from_trusted_proxy(request) -> bool:
+    address = client_ip(request)
+    trusted = get_config().system.trusted_proxies
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    for entry in trusted:
+        try:
+            if ip in ipaddress.ip_network(entry, strict=False):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def proxy_identity(request) -> str:
+    """X-Forwarded-User > X-Forwarded-Email, honoured only from a trusted proxy (or in mode none, which serves
+    loopback clients only). In token mode it names the author but never authenticates."""
+    mode = get_config().system.auth.mode
+    if mode != "none" and not from_trusted_proxy(request):
+        return ""
+    return (request.META.get("HTTP_X_FORWARDED_USER") or request.META.get("HTTP_X_FORWARDED_EMAIL") or "").strip()
+
+
+def request_author(request) -> str:
+    identity = proxy_identity(request)
+    if identity:
+        return identity
+    user = getattr(request, "user", None)
+    if user is not None and getattr(user, "is_authenticated", False):
+        return user.get_username()
+    return DEFAULT_AUTHOR
+
+
+def authorization_token(header: str) -> str | None:
+    """The token of an `Authorization: Token <t>` (or `Bearer <t>`) header; "" when that scheme has no token,
+    None when the header is absent or of another scheme."""
+    scheme, _, value = header.strip().partition(" ")
+    return value.strip() if scheme.lower() in TOKEN_SCHEMES else None
