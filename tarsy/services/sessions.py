@@ -9,6 +9,7 @@ from urllib.parse import urlparse
 from django.db import transaction
 from django.utils import timezone
 
+from agents.config.schema import AlertMaskingConfig
 from tarsy.config import get_config
 from tarsy.metrics import SESSIONS_SUBMITTED, SESSIONS_TERMINAL
 from tarsy.models import (
@@ -49,10 +50,29 @@ def publish_session_status(session: AlertSession, event_type: str = "session.sta
     publish(event_type, payload, session_id=session.id, channels=[session_channel(session.id), SESSIONS_CHANNEL])
 
 
-def _alert_text(data: Any) -> str:
+def _check_alert_size(text: str) -> None:
+    if len(text.encode("utf-8")) > MAX_ALERT_DATA_BYTES:
+        raise PayloadTooLarge(f"alert data exceeds {MAX_ALERT_DATA_BYTES} bytes", {"data": ["Too large."]})
+
+
+def _alert_text(data: Any, masking: AlertMaskingConfig) -> str:
+    """The alert as stored: masked in the shape it came, then as text. Alert data that cannot be masked is
+    refused, never stored unmasked; an unexpected masker failure propagates (a JSON 500, nothing stored)."""
+    from agents.mcp.masking import MaskingError, mask_alert_data
+
     if data is None or data == "" or data == {} or data == []:
         raise ValidationFailed("data is required", {"data": ["This field is required and must not be empty."]})
-    return data if isinstance(data, str) else json.dumps(data, indent=2, ensure_ascii=False)
+    if isinstance(data, str):
+        _check_alert_size(data)  # before masking: refusing is cheaper than masking megabytes first
+    try:
+        masked = mask_alert_data(data, masking)
+        text = masked if isinstance(masked, str) else json.dumps(masked, indent=2, ensure_ascii=False)
+    except MaskingError as exc:
+        raise ValidationFailed("alert data cannot be masked", {"data": [str(exc)]}) from exc
+    except RecursionError as exc:  # masking disabled: the encoder follows the nesting itself
+        raise ValidationFailed("alert data is nested too deeply", {"data": ["Nested too deeply."]}) from exc
+    _check_alert_size(text)
+    return text
 
 
 def _check_runbook(url: str, allowed: list[str]) -> None:
@@ -71,7 +91,6 @@ def session_submit(
     author: str = "api-client",
 ) -> AlertSession:
     """Validate an alert and queue it as a pending session; dispatch happens after commit."""
-    from agents.mcp.masking import mask_alert_data
     from agents.mcp.masking.boundary import mask_url
     from agents.mcp.selection import validate_mcp_selection
 
@@ -83,16 +102,13 @@ def session_submit(
         raise ValidationFailed(
             f"unknown alert type {alert_type!r}", {"alert_type": [f"Valid alert types: {', '.join(valid)}."]}
         )
-    text = _alert_text(data)
-    if len(text.encode("utf-8")) > MAX_ALERT_DATA_BYTES:
-        raise PayloadTooLarge(f"alert data exceeds {MAX_ALERT_DATA_BYTES} bytes", {"data": ["Too large."]})
+    masked = _alert_text(data, config.defaults.alert_masking)
     if runbook:
         _check_runbook(runbook, config.system.runbooks.allowed_domains)
     if mcp:
         problems = validate_mcp_selection(mcp, config)
         if problems:
             raise ValidationFailed("invalid MCP selection", {"mcp": problems})
-    masked = mask_alert_data(text, config.defaults.alert_masking)
     with transaction.atomic():
         session = AlertSession.objects.create(
             alert_data=masked, alert_type=alert_type, chain_id=chain_id, agent_type=chain_id,

@@ -1,10 +1,14 @@
 """Data masking for MCP tool results and alert data (DESIGN §7).
 
-Masking runs before anything reaches the LLM, the database or a browser. The
-structural Kubernetes Secret masker runs first, then the selected regex
+Masking runs before anything reaches the LLM, the database or a browser. Text is
+masked by the structural Kubernetes Secret masker first, then the selected regex
 patterns in a fixed order (specific shapes before generic base64), then the
-server's custom patterns. Tool results fail closed — a masking error withholds
-the whole result; alert data fails open — the alert must still be investigated.
+server's custom patterns. Structured alert data is walked instead (structured.py),
+so values are masked as they are, not as JSON-escaped text.
+
+Nothing fails open. A tool result that cannot be masked is withheld whole; alert
+data that cannot be masked raises (MaskingError for input too deep to read, any
+other error as itself) and the alert is refused: it is never stored unmasked.
 """
 
 from __future__ import annotations
@@ -12,11 +16,12 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from agents.config.schema import AlertMaskingConfig, CustomPattern, MaskingConfig
 
-from .kubernetes_secrets import SECRET_DATA_MASK, mask_kubernetes_secrets
+from .kubernetes_secrets import SECRET_DATA_MASK, MaskingError, mask_kubernetes_secrets
 from .patterns import (
     BUILTIN_PATTERNS,
     KUBERNETES_SECRET,
@@ -26,13 +31,16 @@ from .patterns import (
     known_groups,
     known_patterns,
 )
+from .structured import NESTED_VALUE_MASK, mask_structure
 
 __all__ = [
     "DEFAULT_PATTERN_GROUPS",
     "MASKING_FAILED_PLACEHOLDER",
+    "NESTED_VALUE_MASK",
     "PATTERN_GROUPS",
     "SECRET_DATA_MASK",
     "DataMasker",
+    "MaskingError",
     "known_groups",
     "known_patterns",
     "mask_alert_data",
@@ -54,6 +62,11 @@ class DataMasker:
 
     secrets: bool
     patterns: tuple[MaskPattern, ...]
+    # For structured data: (key regex, token) per selected pattern that masks values by their key name,
+    # rules for bare mapping values, and the token for secret-named container env values.
+    key_rules: tuple[tuple[re.Pattern[str], str], ...] = field(default=(), repr=False)
+    value_rules: tuple[Rule, ...] = field(default=(), repr=False)
+    env_token: str | None = None
 
     @classmethod
     def from_config(cls, cfg: MaskingConfig) -> DataMasker:
@@ -77,21 +90,47 @@ class DataMasker:
         names = _selected_names(cfg)
         builtin = tuple(p for name, p in BUILTIN_PATTERNS.items() if name in names)
         custom = tuple(_compile_custom(p) for p in cfg.custom_patterns)
-        return cls(secrets=KUBERNETES_SECRET in names, patterns=builtin + custom)
+        return cls(
+            secrets=KUBERNETES_SECRET in names,
+            patterns=builtin + custom,
+            key_rules=tuple((p.key, p.token) for p in builtin if p.key is not None),
+            value_rules=tuple(p.value_rule for p in builtin if p.value_rule is not None),
+            env_token=BUILTIN_PATTERNS["password"].token if "password" in names else None,
+        )
 
     @property
     def active(self) -> bool:
         return self.secrets or bool(self.patterns)
 
     def mask(self, text: str) -> str:
-        """Return `text` with every selected kind of secret replaced by its masking token."""
+        """Return `text` with every selected kind of secret replaced by its masking token.
+
+        Raises MaskingError for a Kubernetes Secret nested or escaped too deeply to mask with confidence."""
         if not text:
             return text
         if self.secrets:
             text = mask_kubernetes_secrets(text)
+        lowered = text.lower()
         for pattern in self.patterns:
-            text = pattern.apply(text)
+            text = pattern.apply(text, lowered)
         return text
+
+    def mask_value(self, text: str) -> str:
+        """`text` as the whole value of a mapping entry: masked as text, then as a bare value."""
+        text = self.mask(text)
+        for rule in self.value_rules:
+            if rule.regex.fullmatch(text):
+                text = rule.apply(text)
+        return text
+
+    def mask_data(self, data: Any) -> Any:
+        """Structured data (decoded JSON) in the same shape, masked; see structured.py."""
+        return mask_structure(self, data) if self.active else data
+
+    def key_token(self, key: str) -> str | None:
+        """The token that masks a value stored under `key`, if the key names a secret."""
+        tail = key[-100:]
+        return next((token for regex, token in self.key_rules if regex.search(tail)), None)
 
 
 _cache: dict[str, DataMasker] = {}
@@ -128,12 +167,12 @@ def mask_tool_result(text: str, cfg: MaskingConfig) -> str:
         return MASKING_FAILED_PLACEHOLDER
 
 
-def mask_alert_data(text: str, cfg: AlertMaskingConfig) -> str:
-    """Mask alert data with one pattern group; on a masker error keep the alert as is (fail open)."""
+def mask_alert_data(data: Any, cfg: AlertMaskingConfig) -> Any:
+    """Mask alert data with its pattern group, in the shape it came: text stays text, decoded JSON stays decoded.
+
+    Never returns data unmasked: input too deep to mask raises MaskingError (in structured data only that value
+    is masked whole instead), and any other masking failure propagates, so the alert is refused."""
     if not cfg.enabled:
-        return text
-    try:
-        return DataMasker.from_config(MaskingConfig(pattern_groups=[cfg.pattern_group])).mask(text)
-    except Exception:
-        logger.exception("masking alert data failed; the alert is used unmasked")
-        return text
+        return data
+    masker = DataMasker.from_config(MaskingConfig(pattern_groups=[cfg.pattern_group]))
+    return masker.mask(data) if isinstance(data, str) else masker.mask_data(data)

@@ -28,11 +28,11 @@ def test_kubeconfig_credentials_are_masked_with_their_kind(masker_for):
     assert "server: https://10.0.1.10:6443" in masked and "current-context: prod" in masked
 
 
-def test_kubernetes_group_masks_kubeconfig_ca_data_but_not_bearer_tokens(masker_for):
+def test_kubernetes_group_masks_kubeconfig_ca_data_and_bearer_tokens(masker_for):
     masked = masker_for("kubernetes").mask(KUBECONFIG)
 
     assert "__MASKED_CA_CERTIFICATE__" in masked
-    assert "kubeconfig-token-0123456789abcdefXYZ" in masked  # `token` belongs to the secrets group
+    assert "kubeconfig-token-0123456789abcdefXYZ" not in masked and "token: __MASKED_TOKEN__" in masked
 
 
 def test_pem_certificate_and_private_key_blocks(masker_for):
@@ -166,35 +166,28 @@ def test_tool_result_masking_fails_closed_when_a_custom_pattern_breaks():
     assert mask_tool_result("the secret is out", cfg) == MASKING_FAILED_PLACEHOLDER
 
 
-def test_alert_masking_fails_open_and_masks_with_its_group():
+def test_alert_masking_masks_with_its_group_and_never_fails_open():
     alert = "pod web failing; owner oncall@example.com; DB_PASSWORD=hunter2-prod"
 
     assert mask_alert_data(alert, AlertMaskingConfig(pattern_group="security")) == (
         "pod web failing; owner __MASKED_EMAIL__; DB_PASSWORD=__MASKED_PASSWORD__"
     )
-    assert mask_alert_data(alert, AlertMaskingConfig.model_construct(enabled=True, pattern_group="no-such-group")) \
-        == alert
+    with pytest.raises(ValueError, match="no-such-group"):  # the schema refuses it: unvalidated
+        mask_alert_data(alert, AlertMaskingConfig.model_construct(enabled=True, pattern_group="no-such-group"))
     assert mask_alert_data(alert, AlertMaskingConfig(enabled=False)) == alert
 
 
 def test_groups_follow_the_documented_composition():
+    credentials = {
+        "api_key", "password", "token", "secret_key", "private_key", "aws_access_key", "aws_secret_key",
+        "github_token", "slack_token",
+    }
     assert PATTERN_GROUPS["basic"] == ["api_key", "password"]
-    assert PATTERN_GROUPS["secrets"] == ["api_key", "password", "token"]
-    assert set(PATTERN_GROUPS["security"]) == {
-        "api_key",
-        "password",
-        "token",
-        "certificate",
-        "certificate_authority_data",
-        "email",
-        "ssh_key",
+    assert set(PATTERN_GROUPS["secrets"]) == credentials
+    assert set(PATTERN_GROUPS["security"]) == credentials | {
+        "certificate", "certificate_authority_data", "email", "ssh_key",
     }
-    assert set(PATTERN_GROUPS["kubernetes"]) == {
-        "kubernetes_secret",
-        "api_key",
-        "password",
-        "certificate_authority_data",
-    }
+    assert set(PATTERN_GROUPS["kubernetes"]) == credentials | {"kubernetes_secret", "certificate_authority_data"}
     assert set(PATTERN_GROUPS["all"]) == set(known_patterns())
     assert "cloud" in known_groups() and len(known_patterns()) == 16
 
