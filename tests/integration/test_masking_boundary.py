@@ -216,7 +216,7 @@ def test_mcp_start_errors_and_tool_arguments_are_masked_on_postgres(config_dir, 
 
     assert session.status == "completed", session.error_message
     assert _leaks(_stored(session), TOKEN) == {}
-    unavailable = TimelineEvent.objects.filter(session=session, event_type="error", metadata__server="leaky")
+    unavailable = TimelineEvent.objects.filter(session=session, event_type="error", metadata__server_name="leaky")
     assert unavailable and all("cannot log in to the cluster" in e.content and "__MASKED_" in e.content
                                for e in unavailable)
     echo = MCPInteraction.objects.get(session=session, tool="echo")

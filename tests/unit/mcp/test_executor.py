@@ -74,10 +74,10 @@ def test_a_call_records_its_event_interaction_and_result_in_order(shared_pool, r
     assert [(e.type, e.status) for e in recorder.events] == [("mcp_tool_call", "completed"),
                                                               ("tool_result", "completed")]
     started = recorder.events[0]
-    assert started.metadata["server"] == "tools" and started.metadata["tool"] == "add"
+    assert started.metadata["server_name"] == "tools" and started.metadata["tool_name"] == "add"
     assert started.metadata["arguments"] == {"a": 2, "b": 3} and started.content == "5"
-    assert recorder.events[1].metadata == {"server": "tools", "tool": "add", "is_error": False, "summarized": False,
-                                           "tool_call_id": "call-1"}
+    assert recorder.events[1].metadata == {"server_name": "tools", "tool_name": "add", "is_error": False,
+                                           "summarized": False, "tool_call_id": "call-1"}
     (record,) = recorder.mcp
     assert (record.server, record.tool, record.result, record.raw_size, record.success) == ("tools", "add", "5", 1,
                                                                                           True)
