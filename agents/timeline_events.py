@@ -67,12 +67,16 @@ def qualified_name(server: str | None, tool: str | None) -> str:
     return ".".join(part for part in (server, tool) if part)
 
 
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
 def _renamed_tool_keys(data: dict[str, Any]) -> dict[str, Any]:
     """Older rows: the executor wrote `server`/`tool`; the controllers `tool_name` as "server.tool"."""
     data = dict(data)
-    server = data.get("server_name") or data.pop("server", None) or ""
-    bare = data.pop("tool", None)
-    tool = data.get("tool_name") or ""
+    server = _text(data.get("server_name")) or _text(data.pop("server", None))
+    bare = _text(data.pop("tool", None))
+    tool = _text(data.get("tool_name"))
     if server and tool.startswith(f"{server}."):
         tool = tool[len(server) + 1:]
     elif not server and "." in tool:

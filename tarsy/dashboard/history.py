@@ -13,13 +13,11 @@ from django.core.paginator import Page, Paginator
 from django.http import QueryDict
 
 from tarsy.api.inputs import ascii_int, printable, text_problem
+from tarsy.api.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from tarsy.selectors.filters import SessionFilter
 from tarsy.selectors.sessions import sessions_list
 
-DEFAULT_PAGE_SIZE = 25  # ANCHORS: list page size default 25, max 100 (as the API)
-MAX_PAGE_SIZE = 100
 PREVIEW_CHARS = 180
-NOT_FILTERS = ("page", "page_size", "fragment")
 
 
 @dataclass

@@ -67,6 +67,8 @@ def test_reading_never_fails_on_a_bad_row():
     assert isinstance(metadata, MCPToolCallMetadata)
     assert (metadata.qualified_name, metadata.duration_ms) == ("k8s", None)
     assert read_metadata("mcp_tool_call", None).qualified_name == ""
+    assert read_metadata("tool_result", {"server": 7, "tool_name": ["x"], "tool": "pods_list"}).dump() == {
+        "server_name": "", "tool_name": "pods_list"}
     assert read_metadata("renamed_type", {"x": 1}).dump() == {}
     error = read_metadata("error", {"server": "k8s", "source": "mcp", "timeout": True})
     assert isinstance(error, ErrorMetadata) and (error.server_name, error.timeout) == ("k8s", True)
