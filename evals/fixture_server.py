@@ -29,16 +29,21 @@ class IdleExit:
     (~70 MB apiece); a scenario's calls come in a burst, and should one come later the MCP pool restarts the
     server, which answers the same (fixtures are stateless)."""
 
+    STARTUP_GRACE_S = 30.0  # start-up, initialize and the tool listing before the first call, on a loaded host
+
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.last = time.monotonic()
+        self.called = False
 
     def touch(self) -> None:
         self.last = time.monotonic()
+        self.called = True
 
     def start(self) -> None:
         def watch() -> None:
-            while time.monotonic() - self.last < self.seconds:
+            while time.monotonic() - self.last < (self.seconds if self.called
+                                                  else max(self.seconds, self.STARTUP_GRACE_S)):
                 time.sleep(min(5.0, self.seconds))
             os._exit(0)  # stdio transport: the client sees end of stream, as when a server stops
 
