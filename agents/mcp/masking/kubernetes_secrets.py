@@ -25,8 +25,8 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_right
-from itertools import accumulate
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 SECRET_DATA_MASK = "[MASKED_SECRET_DATA]"
 MAX_NESTING = 100
@@ -325,15 +325,16 @@ def _extent_end(doc: _Lines, index: int, column: int) -> int:
 
 def _mask_yaml_mapping(doc: _Lines, first: int, end: int, column: int) -> None:
     """Mask the children of `data:`/`stringData:` keys sitting at `column` in lines[first:end]."""
+    lines, spaces = doc.lines, doc.spaces
     i = first
     while i < end:
-        line = doc.lines[i]
-        at_column = doc.spaces[i] == column or (i == first and doc.spaces[i] < column)
-        if line is None or doc.blank[i] or not at_column or doc.key_column(i) != column:
+        line = lines[i]
+        if line is None or not line.startswith(_DATA_KEYS, column):
             i += 1
             continue
-        match = _DATA_KEY.match(line, column)
-        if not match:
+        opener = i == first and spaces[i] < column  # `- data:` opening a list item
+        match = _DATA_KEY.match(line, column) if spaces[i] == column or opener else None
+        if match is None or doc.key_column(i) != column:
             i += 1
             continue
         rest = match.group("rest").strip()

@@ -35,13 +35,14 @@ _VALUE = (
     r"""(?:\\++"(?P<v1>(?:[^"\\\r\n]++|\\++(?!"))*+)"""
     r"""|"(?P<v2>(?:[^"\\\r\n]++|\\.)*+)"""
     r"""|'(?P<v3>(?:[^'\r\n]++|'')*+)"""
-    r"""|(?P<v4>(?:[^\s"'\\,;&{}\[\]]++|\\++(?!"))++))"""
+    r"""|(?![|>][-+0-9]{0,2}[ \t]*+(?:#[^\r\n]*+)?(?:\r?\n|\Z))"""  # a YAML block scalar: see _keyed_block
+    r"""(?P<v4>(?:[^\s"'\\,;&{}\[\]]++|\\++(?!"))++))"""
 )
 # Key words, each matched where the key ends (right before its separator), case-insensitively: (word regex
 # starting with a letter, whether the word must not follow a letter: `DB_PASS` is a password key, `bypass` not).
 Words = tuple[tuple[str, bool], ...]
 _PASSWORD_WORDS: Words = (("password", False), ("passwd", False), ("passphrase", False), ("pass", True), ("pwd", True))
-_TOKEN_WORDS: Words = (("token", False), ("jwt", True), ("bearer", True), ("auth", True))
+_TOKEN_WORDS: Words = (("token", False), ("jwt", True), ("bearer", True), ("auth", True), ("cookie", True))
 _API_KEY_WORDS: Words = ((r"api[_\-.]?key", False),)
 _SECRET_WORDS: Words = ((r"secret(?:[_\-.]?(?:access[_\-.]?)?key)?", False), (r"credentials?", False))
 _PRIVATE_KEY_WORDS: Words = ((r"private[_\-.]?key", False), ("privkey", False))
@@ -191,6 +192,30 @@ def _keyed(words: Words, token: str, triggers: tuple[str, ...]) -> Rule:
     return _rule(rf"{_in_text(words)}{_SEP}{_VALUE}", token, triggers=triggers)
 
 
+def _block_token(token: str) -> Callable[[str], str]:
+    """The token for a multi-line value: one line, at the value's indentation, keeping its line break."""
+
+    def replace(block: str) -> str:
+        first = next((line for line in block.splitlines() if line.strip()), "")
+        return first[: len(first) - len(first.lstrip(" \t"))] + token + ("\n" if block.endswith("\n") else "")
+
+    return replace
+
+
+def _keyed_block(words: Words, token: str, triggers: tuple[str, ...]) -> Rule:
+    """A YAML key ending in `words` whose value sits on the more-indented lines below it: a block scalar
+    (`password: |`) or a plain scalar continued there. A nested mapping below the key (`password:` then
+    `  secretKeyRef: …`) is structure, not a value, and stays."""
+    return _rule(
+        rf"(?m)^(?P<ind>[ \t]*+)(?:-[ \t]++)?(?:[^\s:#\-][^\r\n:]*?)?{_in_text(words)}{_CLOSE_Q}[ \t]*+:"
+        rf"(?:[ \t]*+[|>][-+0-9]{{0,2}}|(?=[ \t]*+\r?\n(?P=ind)[ \t]++(?![^\r\n]*?:(?:[ \t]|\r?$))))"
+        rf"[ \t]*+(?:#[^\r\n]*+)?\r?\n"
+        rf"(?P<v>(?:[ \t]*+\r?\n|(?P=ind)[ \t]++[^\r\n]++(?:\r?\n|\Z))*+)",
+        _block_token(token),
+        triggers=triggers,
+    )
+
+
 def _flag(keys: str, token: str, triggers: tuple[str, ...]) -> Rule:
     """Command-line flags: `--token xxx`, `--token=xxx`, `--db-password 'x y'`, any value length."""
     return _rule(
@@ -267,6 +292,7 @@ BUILTIN_PATTERNS: dict[str, MaskPattern] = {
                 _PEM,
                 _kubeconfig_field("client-key-data", "__MASKED_PRIVATE_KEY__"),
                 _keyed(_PRIVATE_KEY_WORDS, "__MASKED_PRIVATE_KEY__", ("private", "privkey")),
+                _keyed_block(_PRIVATE_KEY_WORDS, "__MASKED_PRIVATE_KEY__", ("private", "privkey")),
             ),
             key=_at_end(_PRIVATE_KEY_WORDS),
             token="__MASKED_PRIVATE_KEY__",
@@ -352,7 +378,8 @@ BUILTIN_PATTERNS: dict[str, MaskPattern] = {
                     rf"{_in_text((('bearer', True),))}[ \t]++(?P<v>[A-Za-z0-9_\-.~+/]{{20,}}+=*+)", "__MASKED_TOKEN__",
                     triggers=("bearer",),
                 ),
-                _keyed(_TOKEN_WORDS, "__MASKED_TOKEN__", ("token", "jwt", "bearer", "auth")),
+                _keyed(_TOKEN_WORDS, "__MASKED_TOKEN__", ("token", "jwt", "bearer", "auth", "cookie")),
+                _keyed_block(_TOKEN_WORDS, "__MASKED_TOKEN__", ("token", "jwt", "bearer", "auth", "cookie")),
                 _flag(r"token|bearer|jwt", "__MASKED_TOKEN__", ("token", "jwt", "bearer")),
             ),
             key=_at_end(_TOKEN_WORDS, (("authorization", False),)),
@@ -362,6 +389,7 @@ BUILTIN_PATTERNS: dict[str, MaskPattern] = {
             "api_key",
             (
                 _keyed(_API_KEY_WORDS, "__MASKED_API_KEY__", ("api",)),
+                _keyed_block(_API_KEY_WORDS, "__MASKED_API_KEY__", ("api",)),
                 _flag(r"api[-_]?key", "__MASKED_API_KEY__", ("api",)),
             ),
             key=_at_end(_API_KEY_WORDS),
@@ -371,6 +399,7 @@ BUILTIN_PATTERNS: dict[str, MaskPattern] = {
             "secret_key",
             (
                 _keyed(_SECRET_WORDS, "__MASKED_SECRET_KEY__", ("secret", "credential")),
+                _keyed_block(_SECRET_WORDS, "__MASKED_SECRET_KEY__", ("secret", "credential")),
                 _flag(r"secret", "__MASKED_SECRET_KEY__", ("secret",)),
             ),
             key=_at_end(_SECRET_WORDS),
@@ -380,6 +409,7 @@ BUILTIN_PATTERNS: dict[str, MaskPattern] = {
             "password",
             (
                 _keyed(_PASSWORD_WORDS, "__MASKED_PASSWORD__", ("pass", "pwd")),
+                _keyed_block(_PASSWORD_WORDS, "__MASKED_PASSWORD__", ("pass", "pwd")),
                 _flag(r"password|passwd|pass|pwd", "__MASKED_PASSWORD__", ("pass", "pwd")),
                 # Container env entries: `name: DB_PASS` then `value: …` (YAML block or flow, or JSON).
                 _rule(
@@ -389,6 +419,13 @@ BUILTIN_PATTERNS: dict[str, MaskPattern] = {
                     triggers=("value",),
                 ),
                 UrlCredentialRule("__MASKED_PASSWORD__"),
+                # `curl -u user:password`, `--user=user:password` (a numeric `-u 1000:1000` is a uid:gid).
+                _rule(
+                    r"-(?<![\w-]-)(?:u|-user)(?:[ \t]++|=)[\"']?[^\s:\"'@/]{1,256}+:(?!\d++(?:[\s\"']|$))"
+                    r"(?P<v>[^\s\"']++)",
+                    "__MASKED_PASSWORD__",
+                    triggers=("-u",),
+                ),
             ),
             key=_at_end(_PASSWORD_WORDS),
             token="__MASKED_PASSWORD__",
@@ -431,7 +468,7 @@ _SECRETS = [
 PATTERN_GROUPS: dict[str, list[str]] = {
     "basic": _BASIC,
     "secrets": _SECRETS,
-    "security": [*_SECRETS, "certificate", "certificate_authority_data", "email", "ssh_key"],
+    "security": [KUBERNETES_SECRET, *_SECRETS, "certificate", "certificate_authority_data", "email", "ssh_key"],
     "kubernetes": [KUBERNETES_SECRET, *_SECRETS, "certificate_authority_data"],
     "cloud": ["aws_access_key", "aws_secret_key", "github_token", "slack_token"],
     "all": [KUBERNETES_SECRET, *BUILTIN_PATTERNS],

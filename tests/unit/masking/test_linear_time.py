@@ -41,6 +41,10 @@ ADVERSARIAL = {
     "email-domain-labels": "x@a.a.a.a.a.a.a.a.a.a.a.a-",
     "url-at-signs": "x://u:p@@@@@@@@@",
     "digits-colons": "1:2:3:",
+    "yaml-block-keys": "  password: |\n",
+    "yaml-key-lines": "x password" * 8 + ":\n   a\n",
+    "curl-user": "-u a:",
+    "many-keys": "token: password: api_key: secret: cookie: private_key: ",
 }
 
 

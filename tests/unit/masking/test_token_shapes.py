@@ -38,6 +38,11 @@ CASES = {
     "k8s env key": ("- name: SIGNING_KEY\n  value: k3y-material\n", "k3y-material", "SIGNING_KEY"),
     "k8s env secret crlf": ("- name: OAUTH_SECRET\r\n  value: 0auth-s3cret\r\n", "0auth-s3cret", "OAUTH_SECRET"),
     "k8s env json": (json.dumps({"env": [{"name": "REDIS_PASS", "value": "r3d1s"}]}), "r3d1s", "REDIS_PASS"),
+    "curl user": ("curl -u admin:s3cr3tC https://api.shop.io\n", "s3cr3tC", "-u admin:"),
+    "cookie header": ("Cookie: session=9f8e7d6c5b\n", "9f8e7d6c5b", "Cookie: "),
+    "block scalar": ("db:\n  password: |\n    first line\n    second line\n  host: orders-db\n",
+                     "second line", "  host: orders-db\n"),
+    "plain scalar below key": ("auth:\n  token:\n    c2VjcmV0LXRva2Vu\n  user: ci\n", "c2VjcmV0LXRva2Vu", "user: ci"),
 }
 
 
@@ -61,3 +66,15 @@ def test_url_host_and_path_stay_readable(default_masker):
     masked = default_masker.mask("connecting to postgres://orders:p@ss@orders-db.shop.svc:5432/orders?sslmode=require")
 
     assert masked == "connecting to postgres://orders:__MASKED_PASSWORD__@orders-db.shop.svc:5432/orders?sslmode=require"
+
+
+def test_a_mapping_below_a_secret_named_key_is_structure_and_stays(default_masker):
+    text = "env:\n  password:\n    secretKeyRef:\n      name: db\n      key: password\n"
+
+    assert default_masker.mask(text) == text
+
+
+def test_uid_gid_after_u_is_not_a_password(default_masker):
+    text = "docker run -u 1000:1000 web\n"
+
+    assert default_masker.mask(text) == text

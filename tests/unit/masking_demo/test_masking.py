@@ -185,7 +185,7 @@ def test_groups_follow_the_documented_composition():
     assert PATTERN_GROUPS["basic"] == ["api_key", "password"]
     assert set(PATTERN_GROUPS["secrets"]) == credentials
     assert set(PATTERN_GROUPS["security"]) == credentials | {
-        "certificate", "certificate_authority_data", "email", "ssh_key",
+        "kubernetes_secret", "certificate", "certificate_authority_data", "email", "ssh_key",
     }
     assert set(PATTERN_GROUPS["kubernetes"]) == credentials | {"kubernetes_secret", "certificate_authority_data"}
     assert set(PATTERN_GROUPS["all"]) == set(known_patterns())
