@@ -16,6 +16,8 @@ from django_filters.fields import IsoDateTimeField
 
 from tarsy.models import AlertSession, SessionStatus, TimelineEvent
 
+# GIN index on the timeline's `to_tsvector('simple', content)` (migration 0003; the expression SearchVector builds).
+TIMELINE_SEARCH_INDEX = "timeline_content_search"
 MIN_SEARCH_CHARS = 3  # shorter terms match nearly everything and cost a full scan (ANCHORS)
 ORDERING_FIELDS = ("created_at", "status", "alert_type", "author", "duration", "total_tokens")
 CREATED_WITHIN = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7),
@@ -40,6 +42,8 @@ def search_sessions(queryset: QuerySet, term: str) -> QuerySet:
 
     PostgreSQL: full-text (websearch syntax, `simple` dictionary so identifiers like pod names survive) plus a
     substring match on the session's own text; other databases (embedded SQLite): substring match everywhere.
+    The timeline match is one uncorrelated `IN` over TIMELINE_SEARCH_INDEX: correlated per session, PostgreSQL
+    probes the index once per session, which for a common word costs seconds.
     """
     own_text = Q(alert_data__icontains=term) | Q(final_analysis__icontains=term) | Q(
         executive_summary__icontains=term)
@@ -48,9 +52,9 @@ def search_sessions(queryset: QuerySet, term: str) -> QuerySet:
 
         query = SearchQuery(term, config="simple", search_type="websearch")
         in_timeline = TimelineEvent.objects.annotate(vector=SearchVector("content", config="simple")).filter(
-            session_id=OuterRef("pk"), vector=query)
+            vector=query).values("session_id")
         vector = SearchVector("alert_data", "final_analysis", "executive_summary", config="simple")
-        return queryset.annotate(_search=vector).filter(own_text | Q(_search=query) | Exists(in_timeline))
+        return queryset.annotate(_search=vector).filter(own_text | Q(_search=query) | Q(id__in=in_timeline))
     in_timeline = TimelineEvent.objects.filter(session_id=OuterRef("pk"), content__icontains=term)
     return queryset.filter(own_text | Exists(in_timeline))
 
