@@ -95,13 +95,19 @@ class Rule:
         return self.regex.sub(self._replace, text)
 
     def _replace(self, match: re.Match[str]) -> str:
-        group = next((g for g in self._value_groups if match.start(g) != -1), 0)
-        value = match.group(group)
-        if not value or value.startswith(MASK_PREFIXES) or (self.accept is not None and not self.accept(value)):
+        group = 0
+        for candidate in self._value_groups:
+            if match.start(candidate) != -1:
+                group = candidate
+                break
+        start, end = match.span(group)
+        text = match.string
+        if start == end or text.startswith(MASK_PREFIXES, start) or (
+            self.accept is not None and not self.accept(text[start:end])
+        ):
             return match.group(0)
-        token = self.replacement if isinstance(self.replacement, str) else self.replacement(value)
-        whole, start = match.group(0), match.start()
-        return whole[: match.start(group) - start] + token + whole[match.end(group) - start:]
+        token = self.replacement if isinstance(self.replacement, str) else self.replacement(text[start:end])
+        return text[match.start(): start] + token + text[end: match.end()]
 
 
 class UrlCredentialRule:

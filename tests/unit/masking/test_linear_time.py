@@ -1,8 +1,9 @@
 """Masking time grows linearly with input size, on inputs built to make backtracking regexes go quadratic.
 
 Bounds are the issue's (1 MB in under 1 s with every pattern, 1 MB / 100 KB time ratio at most 15) and are
-loose on purpose: each time is the best of two runs, and 100 KB times under 20 ms count as 20 ms in the ratio
-(timer and scheduler noise dominate there; a quadratic input fast at 100 KB still fails the 1 s bound at 1 MB).
+loose on purpose: each time is the best of two runs, an input outside the bounds is measured once more before it
+fails, and 100 KB times under 20 ms count as 20 ms in the ratio (timer and scheduler noise dominate there; a
+quadratic input fast at 100 KB still fails the 1 s bound at 1 MB).
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ def measure(name: str) -> tuple[float, float]:
 @pytest.mark.parametrize("name", sorted(ADVERSARIAL))
 def test_adversarial_input_masks_in_linear_time(name):
     small, large = measure(name)
+    if large >= 1.0 or large / max(small, RATIO_FLOOR_S) > 15:
+        small, large = measure(name)  # once more: on a shared 2-core box a 1 MB run is often preempted
 
     assert large < 1.0, f"{name}: 1 MB took {large:.3f}s"
     assert large / max(small, RATIO_FLOOR_S) <= 15, f"{name}: 100 KB {small:.4f}s, 1 MB {large:.4f}s"
