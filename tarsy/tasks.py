@@ -1,14 +1,17 @@
-"""Celery tasks: thin adapters — ids in, one pipeline call, the next step enqueued on commit — and `enact`,
-which turns decisions (tarsy.pipeline.decisions) into tasks.
+"""Celery tasks: thin adapters — ids in, one pipeline call — and `enact`, the one place a decision becomes a task.
 
-All are idempotent by state guard (`acks_late` + `reject_on_worker_lost` make
-redelivery safe). Results are ignored: the database is the result.
+The pipeline and the services decide what happens next as values (tarsy.pipeline.decisions) and hand them to
+`enact_on_commit`; `enact`, registered at startup (tarsy.celery.install_enactor), queues them after the commit.
+Nothing else under tarsy/ imports this module. All tasks are idempotent by state guard (`acks_late` +
+`reject_on_worker_lost` make redelivery safe). Results are ignored: the database is the result.
+
+Imports of the pipeline are local: Celery imports this module with the `tarsy` package, before Django's apps
+are ready.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 
 from celery import shared_task
@@ -30,6 +33,8 @@ MAX_DB_RETRY_DELAY_S = 30
 
 def enact(decisions: list[Enqueued]) -> None:
     """Queue each decision as its task, in order (called after the deciding transaction committed)."""
+    from tarsy.pipeline.dispatch import request_dispatch
+
     for decision in decisions:
         if isinstance(decision, RunIteration):
             enqueue_iteration(decision.execution_id, decision.iteration, decision.timeout)
@@ -38,7 +43,7 @@ def enact(decisions: list[Enqueued]) -> None:
         elif isinstance(decision, ReapSession):
             reap_session.delay(decision.session_id)
         elif isinstance(decision, DispatchSessions):
-            request_dispatch()
+            request_dispatch(send=dispatch_sessions.delay)
         else:
             raise TypeError(f"cannot enqueue {decision!r}")
 
@@ -63,35 +68,6 @@ def dispatch_sessions(self) -> None:
         dispatch_pending()
     except TRANSIENT_DB_ERRORS as exc:
         _retry_after_db_error(self, exc)
-
-
-DISPATCH_COALESCE_S = 0.05
-_dispatch_lock = threading.Lock()
-_dispatch_timer: threading.Timer | None = None
-
-
-def request_dispatch() -> None:
-    """Have pending sessions dispatched within DISPATCH_COALESCE_S. Alerts arriving together share one
-    dispatch task: a burst of intake would otherwise queue a task per alert, each publish costing the web
-    process and each task claiming under the same advisory lock. Call it after the session row commits:
-    should this process die before the timer fires, the sweeper dispatches what is pending."""
-    global _dispatch_timer
-    with _dispatch_lock:
-        if _dispatch_timer is not None:
-            return
-        _dispatch_timer = threading.Timer(DISPATCH_COALESCE_S, _send_dispatch)
-        _dispatch_timer.daemon = True
-        _dispatch_timer.start()
-
-
-def _send_dispatch() -> None:
-    global _dispatch_timer
-    with _dispatch_lock:
-        _dispatch_timer = None  # an alert committed from now on asks for a dispatch of its own
-    try:
-        dispatch_sessions.delay()
-    except Exception:  # the broker is away: the sweeper dispatches pending sessions once it is back
-        log.warning("could not queue a dispatch; the sweeper will", exc_info=True)
 
 
 @shared_task(name="tarsy.tasks.run_iteration", **_RELIABLE)

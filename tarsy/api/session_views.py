@@ -7,9 +7,9 @@ from rest_framework import generics, status
 from rest_framework.response import Response
 
 from tarsy.identity import request_author
-from tarsy.pipeline import chat as chat_service
 from tarsy.selectors import sessions as selectors
 from tarsy.selectors.filters import SessionFilter
+from tarsy.services import chats as chat_service
 from tarsy.services import sessions as session_service
 from tarsy.streaming.cursor import event_cursor
 from tarsy.streaming.publisher import session_channel

@@ -1,33 +1,29 @@
-"""Claim pending sessions without ever exceeding `queue.max_concurrent_sessions` across all workers."""
+"""Claim pending sessions without ever exceeding `queue.max_concurrent_sessions` across all workers, and
+coalesce the requests for a dispatch that alert intake makes."""
 
 from __future__ import annotations
 
 import logging
 import os
 import socket
+import threading
+from collections.abc import Callable
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from tarsy.config import get_config
-from tarsy.models import ACTIVE_SESSION_STATUSES, AlertSession, SessionStatus
-
-from .stages import stage_start_chain
+from tarsy.services import sessions, stages
 
 log = logging.getLogger(__name__)
 
-_DISPATCH_LOCK_KEY = 7_100_001  # PostgreSQL advisory lock serialising count-then-claim across workers
+DISPATCH_COALESCE_S = 0.05
+_dispatch_lock = threading.Lock()
+_dispatch_timer: threading.Timer | None = None
 
 
 def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _serialise_dispatchers() -> None:
-    # SQLite (embedded) runs IMMEDIATE transactions, which are already serial.
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_DISPATCH_LOCK_KEY])
 
 
 def dispatch_pending() -> list[str]:
@@ -35,29 +31,41 @@ def dispatch_pending() -> list[str]:
     cap = get_config().queue.max_concurrent_sessions
     started: list[str] = []
     with transaction.atomic():
-        _serialise_dispatchers()
-        active = AlertSession.objects.filter(status__in=ACTIVE_SESSION_STATUSES).count()
-        free = cap - active
+        sessions.sessions_lock_dispatch()
+        free = cap - sessions.sessions_active_count()
         if free <= 0:
             return started
-        pending = list(
-            AlertSession.objects.select_for_update(skip_locked=True)
-            .filter(status=SessionStatus.PENDING)
-            .order_by("created_at")[:free]
-        )
         now = timezone.now()
-        for session in pending:
-            claimed = AlertSession.objects.filter(id=session.id, status=SessionStatus.PENDING).update(
-                status=SessionStatus.IN_PROGRESS, worker_id=worker_id(), started_at=now, last_heartbeat_at=now
-            )
-            if not claimed:
+        for session in sessions.sessions_pending_oldest(limit=free):
+            if not sessions.session_claim(session=session, worker_id=worker_id(), now=now):
                 continue
-            session.refresh_from_db()
-            from tarsy.services.sessions import publish_session_status
-
-            publish_session_status(session)
-            stage_start_chain(session, 0)
+            stages.stage_start_chain(session=session, chain_stage_index=0)
             started.append(str(session.id))
     if started:
         log.info("dispatched %d session(s): %s", len(started), ", ".join(started))
     return started
+
+
+def request_dispatch(*, send: Callable[[], object]) -> None:
+    """Have pending sessions dispatched within DISPATCH_COALESCE_S: `send` queues the dispatch task (tarsy.tasks
+    passes it). Alerts arriving together share one dispatch task: a burst of intake would otherwise queue a task
+    per alert, each publish costing the web process and each task claiming under the same advisory lock. Call it
+    after the session row commits: should this process die before the timer fires, the sweeper dispatches what
+    is pending."""
+    global _dispatch_timer
+    with _dispatch_lock:
+        if _dispatch_timer is not None:
+            return
+        _dispatch_timer = threading.Timer(DISPATCH_COALESCE_S, _send_dispatch, args=(send,))
+        _dispatch_timer.daemon = True
+        _dispatch_timer.start()
+
+
+def _send_dispatch(send: Callable[[], object]) -> None:
+    global _dispatch_timer
+    with _dispatch_lock:
+        _dispatch_timer = None  # an alert committed from now on asks for a dispatch of its own
+    try:
+        send()
+    except Exception:  # the broker is away: the sweeper dispatches pending sessions once it is back
+        log.warning("could not queue a dispatch; the sweeper will", exc_info=True)

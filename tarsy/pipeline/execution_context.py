@@ -2,6 +2,7 @@
 
 Any worker process can run any step: nothing here depends on memory of an
 earlier step except per-process caches (providers, MCP sessions, runbooks).
+The rows are read through tarsy.services.
 """
 
 from __future__ import annotations
@@ -21,16 +22,9 @@ from agents.prompts.stage_context import (
 )
 from agents.runbooks import fetch_runbook
 from tarsy.config import get_config
-from tarsy.models import AgentExecution, AlertSession, ExecStatus, Stage, StageKind, TimelineEvent
+from tarsy.models import AgentExecution, AlertSession, Stage, StageKind
+from tarsy.services import chats, stages, timeline
 from tarsy.services.recorder import DbRecorder
-
-from .chat import chat_history
-
-# Event types a later reader (synthesis, chat) needs; summaries of the session itself are left out.
-_INVESTIGATION_EVENT_TYPES = (
-    "llm_thinking", "llm_response", "llm_tool_call", "mcp_tool_call", "tool_result", "mcp_tool_summary",
-    "final_analysis", "error", "code_execution", "google_search_result", "url_context_result",
-)
 
 
 class NoTools:
@@ -62,41 +56,35 @@ def session_deadline(session: AlertSession) -> float | None:
 
 
 def _investigation(execution: AgentExecution) -> AgentInvestigation:
-    events = TimelineEvent.objects.filter(execution=execution, event_type__in=_INVESTIGATION_EVENT_TYPES)
     return AgentInvestigation(
         name=execution.agent_name, status=execution.status, provider=execution.llm_provider,
-        strategy=execution.iteration_strategy,
-        events=[{"event_type": e.event_type, "content": e.content, "metadata": e.metadata} for e in events],
+        strategy=execution.iteration_strategy, events=timeline.timeline_investigation_events(execution_id=execution.id),
         final_analysis=execution.final_analysis, error=execution.error_message,
     )
 
 
 def previous_stage_context(stage: Stage) -> str:
     """Analyses of the earlier completed stages the next stage builds on (synthesis replaces its parallel stage)."""
-    earlier = Stage.objects.filter(session_id=stage.session_id, index__lt=stage.index, status=ExecStatus.COMPLETED,
-                                   kind__in=[StageKind.INVESTIGATION, StageKind.SYNTHESIS]).order_by("index")
-    parts = [format_stage_analysis(s.name, s.final_analysis) for s in earlier
+    parts = [format_stage_analysis(s.name, s.final_analysis) for s in stages.stages_completed_before(stage=stage)
              if s.final_analysis and not (s.kind == StageKind.INVESTIGATION and s.parallel_type)]
     return "\n\n".join(parts)
 
 
 def parallel_results(stage: Stage) -> str:
-    parallel = Stage.objects.filter(session_id=stage.session_id, index__lt=stage.index,
-                                    kind=StageKind.INVESTIGATION).order_by("-index").first()
+    parallel = stages.stage_parallel_before(stage=stage)
     if parallel is None:
         return ""
     return format_parallel_investigations(parallel.name, [_investigation(e) for e in parallel.executions.all()])
 
 
 def chat_context(stage: Stage) -> ChatContext:
-    session = stage.session
-    stages = Stage.objects.filter(session=session).exclude(kind=StageKind.CHAT).order_by("index")
     investigation = format_investigation_for_chat(
-        [(s.name, [_investigation(e) for e in s.executions.all()]) for s in stages]
+        [(s.name, [_investigation(e) for e in s.executions.all()])
+         for s in stages.stages_of_session(session_id=stage.session_id)]
     )
     message = stage.chat_message
-    return ChatContext(investigation=investigation, history=chat_history(session, before=message),
-                       question=message.content if message else "")
+    history = chats.chat_history(session_id=stage.session_id, before_message_id=message.id if message else None)
+    return ChatContext(investigation=investigation, history=history, question=message.content if message else "")
 
 
 def build_execution_context(execution: AgentExecution, iteration: int, recorder: DbRecorder) -> ExecutionContext:

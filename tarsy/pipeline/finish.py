@@ -1,4 +1,7 @@
-"""Close a session: final analysis from the last completed stage, executive summary, terminal status."""
+"""Close a session: final analysis from the last completed stage, executive summary, terminal status.
+
+Decides the session's outcome from its stages; the writes go through tarsy.services.
+"""
 
 from __future__ import annotations
 
@@ -7,24 +10,14 @@ import time
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 
 from agents.context import LLMInteractionRecord
 from agents.llm.registry import backend_for, get_provider
 from agents.llm.types import LLMRequest, LLMResponse
 from agents.mcp.masking.boundary import mask_text
 from tarsy.config import get_config
-from tarsy.models import (
-    TERMINAL_EXEC_STATUSES,
-    AgentExecution,
-    AlertSession,
-    ExecStatus,
-    SessionStatus,
-    Stage,
-    StageKind,
-)
-from tarsy.services import interactions, timeline
-from tarsy.services.sessions import session_set_status
+from tarsy.models import TERMINAL_EXEC_STATUSES, AlertSession, ExecStatus, SessionStatus, StageKind
+from tarsy.services import interactions, sessions, stages, timeline
 
 log = logging.getLogger(__name__)
 
@@ -37,46 +30,36 @@ _STAGE_TO_SESSION = {
 }
 
 
-def stop_session_work(*, session_id: Any, status: str, error: str) -> None:
-    """Mark every unfinished execution and stage of the session with `status` (cancel / timeout)."""
-    now = timezone.now()
-    AgentExecution.objects.filter(session_id=session_id).exclude(status__in=TERMINAL_EXEC_STATUSES).update(
-        status=status, error_message=error, completed_at=now, lease_expires_at=None
-    )
-    Stage.objects.filter(session_id=session_id).exclude(status__in=TERMINAL_EXEC_STATUSES).update(
-        status=status, error_message=error, completed_at=now
-    )
-
-
 def session_finish(*, session_id: Any) -> None:
-    session = AlertSession.all_objects.filter(id=session_id).first()
+    """Idempotent: a session not (or no longer) running, or with a stage still open, is left as it is."""
+    session = sessions.session_find(session_id=session_id)
     if session is None:
         return
     if session.status == SessionStatus.CANCELLING:
         with transaction.atomic():
-            stop_session_work(session_id=session.id, status=ExecStatus.CANCELLED, error="Cancelled by user")
-            session_set_status(session_id=session.id, status=SessionStatus.CANCELLED,
-                               from_statuses=(SessionStatus.CANCELLING,), error_message="Cancelled by user")
+            sessions.session_work_stop(session_id=session.id, status=ExecStatus.CANCELLED, error="Cancelled by user")
+            sessions.session_set_status(session_id=session.id, status=SessionStatus.CANCELLED,
+                                        from_statuses=(SessionStatus.CANCELLING,), error_message="Cancelled by user")
         return
     if session.status != SessionStatus.IN_PROGRESS:
         return
-    stages = list(Stage.objects.filter(session=session).exclude(kind=StageKind.CHAT).order_by("index"))
-    if not stages or any(s.status not in TERMINAL_EXEC_STATUSES for s in stages):
+    closed = stages.stages_of_session(session_id=session.id)
+    if not closed or any(s.status not in TERMINAL_EXEC_STATUSES for s in closed):
         return  # not done yet (a duplicate or early call)
-    last = stages[-1]
-    completed = [s for s in stages if s.status == ExecStatus.COMPLETED and s.final_analysis
+    last = closed[-1]
+    completed = [s for s in closed if s.status == ExecStatus.COMPLETED and s.final_analysis
                  and not (s.kind == StageKind.INVESTIGATION and s.parallel_type)]
     final_analysis = completed[-1].final_analysis if completed else ""
     if last.status == ExecStatus.COMPLETED:
         summary, summary_error = _executive_summary(session, final_analysis)
-        session_set_status(session_id=session.id, status=SessionStatus.COMPLETED,
-                           from_statuses=(SessionStatus.IN_PROGRESS,), final_analysis=final_analysis,
-                           executive_summary=summary, executive_summary_error=summary_error)
+        sessions.session_set_status(session_id=session.id, status=SessionStatus.COMPLETED,
+                                    from_statuses=(SessionStatus.IN_PROGRESS,), final_analysis=final_analysis,
+                                    executive_summary=summary, executive_summary_error=summary_error)
     else:
         status = _STAGE_TO_SESSION.get(last.status, SessionStatus.FAILED)
-        session_set_status(session_id=session.id, status=status, from_statuses=(SessionStatus.IN_PROGRESS,),
-                           final_analysis=final_analysis,
-                           error_message=f"Stage {last.name!r} {last.status}: {last.error_message}"[:4000])
+        sessions.session_set_status(session_id=session.id, status=status, from_statuses=(SessionStatus.IN_PROGRESS,),
+                                    final_analysis=final_analysis,
+                                    error_message=f"Stage {last.name!r} {last.status}: {last.error_message}"[:4000])
 
 
 def _executive_summary(session: AlertSession, final_analysis: str) -> tuple[str, str]:

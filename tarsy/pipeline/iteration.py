@@ -1,44 +1,33 @@
-"""One agent iteration as one task: guard, discard an interrupted attempt, step, record, enqueue the next.
+"""One agent iteration as one task: guard, discard an interrupted attempt, step, record, decide what follows.
 
 Idempotent by state: `iterations_completed` says which iterations are done and a
 lease says a task is working on the current one, so a redelivered or duplicated
 task does nothing, and a resumed one first removes what its crashed predecessor
-wrote (no duplicate rows).
+wrote (no duplicate rows). The writes are tarsy.services.executions'; the next
+iteration is a decision handed to the enactor on commit.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from datetime import timedelta
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
-from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
-from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from agents.mcp.masking.boundary import mask_text
 from controllers.base import StepOutcome, StepStatus, timeout_outcome
 from controllers.registry import controller_for
 from tarsy.metrics import ITERATION_SECONDS
-from tarsy.models import (
-    AgentExecution,
-    AlertSession,
-    ExecStatus,
-    LLMInteraction,
-    MCPInteraction,
-    Message,
-    SessionStatus,
-    StageKind,
-    TimelineEvent,
-)
-from tarsy.services import interactions, timeline
-from tarsy.services.recorder import HEARTBEAT_INTERVAL_S, DbRecorder
+from tarsy.models import AgentExecution, ExecStatus, SessionStatus, StageKind
+from tarsy.services import executions
+from tarsy.services.recorder import DbRecorder
 
+from .decisions import EndExecution, RunIteration, enact_on_commit
 from .execution_context import build_execution_context, session_deadline
-from .stages import execution_mark_terminal
+from .stages import execution_end
 
 log = logging.getLogger(__name__)
 
@@ -48,15 +37,6 @@ _OUTCOME_TO_STATUS = {
     StepStatus.TIMED_OUT: ExecStatus.TIMED_OUT,
     StepStatus.CANCELLED: ExecStatus.CANCELLED,
 }
-
-
-def _discard_attempt(execution_id: Any, iteration: int) -> None:
-    Message.objects.filter(execution_id=execution_id, iteration=iteration).delete()
-    calls = LLMInteraction.objects.filter(execution_id=execution_id, iteration=iteration)
-    interactions.token_totals_subtract(execution_id=execution_id, rows=list(calls))
-    calls.delete()
-    MCPInteraction.objects.filter(execution_id=execution_id, iteration=iteration).delete()
-    timeline.timeline_events_discard_iteration(execution_id=execution_id, iteration=iteration)
 
 
 def _stop_status(execution: AgentExecution) -> tuple[str, str] | None:
@@ -74,53 +54,41 @@ def _stop_status(execution: AgentExecution) -> tuple[str, str] | None:
     return None
 
 
-# Read with the claim: the recorder numbers this iteration's timeline events without a lookup of its own.
-_LAST_EVENT_SEQUENCE = Subquery(TimelineEvent.objects.filter(execution_id=OuterRef("pk"))
-                                .order_by("-sequence_number").values("sequence_number")[:1])
+def _nothing_to_do(execution: AgentExecution | None, execution_id: Any, iteration: int) -> bool:
+    """A finished execution, an iteration already done or out of order, or one another task holds."""
+    if execution is None or execution.is_terminal or execution.iterations_completed >= iteration:
+        return True
+    if iteration != execution.iterations_completed + 1:
+        log.warning("execution %s: iteration %s out of order (completed %s)", execution_id, iteration,
+                    execution.iterations_completed)
+        return True
+    lease = execution.lease_expires_at
+    # Another task holds this iteration; the sweeper takes over if it dies.
+    return execution.current_iteration == iteration and lease is not None and lease > timezone.now()
 
 
 def iteration_begin(execution_id: Any, iteration: int) -> AgentExecution | None:
     """Claim iteration `iteration` of the execution, or return None when this task has nothing to do."""
     with transaction.atomic():
-        claimed = list(AgentExecution.objects.select_for_update(of=("self",)).select_related("stage", "session")
-                       .annotate(last_event_sequence=_LAST_EVENT_SEQUENCE).filter(id=execution_id)
-                       .order_by())  # by primary key: no ORDER BY, as .first() would add
-        execution = claimed[0] if claimed else None
-        if execution is None or execution.is_terminal or execution.iterations_completed >= iteration:
-            return None
-        if iteration != execution.iterations_completed + 1:
-            log.warning("execution %s: iteration %s out of order (completed %s)", execution_id, iteration,
-                        execution.iterations_completed)
+        execution = executions.execution_lock_for_iteration(execution_id=execution_id)
+        if _nothing_to_do(execution, execution_id, iteration):
             return None
         now = timezone.now()
-        if execution.current_iteration == iteration and execution.lease_expires_at and execution.lease_expires_at > now:
-            return None  # another task holds this iteration; the sweeper takes over if it dies
         stop = _stop_status(execution)
         execution.next_event_sequence = (execution.last_event_sequence or 0) + 1
         if stop is None and execution.current_iteration == iteration:
-            _discard_attempt(execution.id, iteration)
+            executions.iteration_discard(execution_id=execution.id, iteration=iteration)
             execution.next_event_sequence = None  # numbering continues after what is left: the recorder looks it up
         if stop is None:
-            lease = execution.iteration_timeout_s + settings.ITERATION_HARD_LIMIT_GRACE_S
-            execution.current_iteration = iteration
-            execution.status = ExecStatus.ACTIVE
-            execution.started_at = execution.started_at or now
-            execution.last_heartbeat_at = now
-            execution.lease_expires_at = now + timedelta(seconds=lease)
-            execution.save(update_fields=["current_iteration", "status", "started_at", "last_heartbeat_at",
-                                          "lease_expires_at"])
-            beat = execution.session.last_heartbeat_at
-            if beat is None or (now - beat).total_seconds() >= HEARTBEAT_INTERVAL_S:
-                AlertSession.all_objects.filter(id=execution.session_id).update(last_heartbeat_at=now)
+            executions.execution_claim_iteration(execution=execution, iteration=iteration, now=now)
             return execution
-    execution_mark_terminal(execution_id=execution_id, status=stop[0], error=stop[1])
+    execution_end(execution_id=execution_id, status=stop[0], error=stop[1])
     return None
 
 
 def iteration_release(execution_id: Any, iteration: int) -> None:
     """Give up the lease of an unfinished iteration so a retried task can claim it at once."""
-    AgentExecution.objects.filter(id=execution_id, current_iteration=iteration,
-                                  iterations_completed__lt=iteration).update(lease_expires_at=None)
+    executions.execution_lease_release(execution_id=execution_id, iteration=iteration)
 
 
 def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
@@ -160,25 +128,31 @@ def _state(execution: AgentExecution):
                           last_interaction_failed=execution.last_interaction_failed)
 
 
+def next_after_iteration(execution_id: Any, iteration: int, outcome: StepOutcome,
+                         timeout: float) -> RunIteration | EndExecution:
+    """A step that continues runs the next iteration (`timeout`: its limit, 0 for the default); any other
+    outcome ends the execution with the outcome's status."""
+    if outcome.status is StepStatus.CONTINUE:
+        return RunIteration(str(execution_id), iteration + 1, timeout)
+    return EndExecution(str(execution_id), _OUTCOME_TO_STATUS[outcome.status], error=outcome.error,
+                        final_analysis=outcome.final_analysis)
+
+
 def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome, timeout: float = 0.0,
                      recorder: DbRecorder | None = None) -> None:
-    """Mark the iteration done (once); enqueue the next one or end the execution. `timeout`: the next task's
-    limit (0: the configured default). The recorder's last batch commits with the completion: an iteration
-    is either done with everything it recorded, or not done at all."""
-    from tarsy.tasks import enqueue_iteration
-
+    """Mark the iteration done (once), then carry out what follows it. The recorder's last batch commits with
+    the completion: an iteration is either done with everything it recorded, or not done at all."""
     with transaction.atomic():
-        updated = AgentExecution.objects.filter(id=execution_id, iterations_completed=iteration - 1).update(
-            iterations_completed=iteration, consecutive_timeouts=outcome.consecutive_timeouts,
-            last_interaction_failed=outcome.last_interaction_failed, last_heartbeat_at=timezone.now(),
-            lease_expires_at=None, **(recorder.execution_token_changes() if recorder else {}),
-        )
-        if not updated:
+        if not executions.iteration_complete(
+                execution_id=execution_id, iteration=iteration, consecutive_timeouts=outcome.consecutive_timeouts,
+                last_interaction_failed=outcome.last_interaction_failed,
+                token_changes=recorder.execution_token_changes() if recorder else {}):
             return
         if recorder is not None:
             recorder.flush(execution_totals=False)  # the UPDATE above added the execution's tokens
-        if outcome.status is StepStatus.CONTINUE:
-            transaction.on_commit(lambda: enqueue_iteration(str(execution_id), iteration + 1, timeout))
+        decision = next_after_iteration(execution_id, iteration, outcome, timeout)
+        if isinstance(decision, RunIteration):
+            enact_on_commit([decision])
             return
-        execution_mark_terminal(execution_id=execution_id, status=_OUTCOME_TO_STATUS[outcome.status],
-                                error=outcome.error, final_analysis=outcome.final_analysis)
+        execution_end(execution_id=decision.execution_id, status=decision.status, error=decision.error,
+                      final_analysis=decision.final_analysis)

@@ -1,4 +1,4 @@
-"""Retention: soft-delete old sessions, hard-delete old catch-up events."""
+"""Retention: soft-delete old finished sessions, hard-delete old catch-up events (ages from the configuration)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,12 @@ from datetime import timedelta
 from django.utils import timezone
 
 from tarsy.config import get_config
-from tarsy.models import TERMINAL_SESSION_STATUSES, AlertSession, Event
+from tarsy.services import events, sessions
 
 
 def retention_apply() -> dict[str, int]:
     retention = get_config().system.retention
     now = timezone.now()
-    soft = AlertSession.objects.filter(
-        created_at__lt=now - timedelta(days=retention.session_retention_days), status__in=TERMINAL_SESSION_STATUSES
-    ).update(deleted_at=now)
-    events, _ = Event.objects.filter(created_at__lt=now - timedelta(seconds=retention.event_ttl)).delete()
-    return {"sessions_soft_deleted": soft, "events_deleted": events}
+    soft = sessions.sessions_expire(created_before=now - timedelta(days=retention.session_retention_days), now=now)
+    deleted = events.events_delete(created_before=now - timedelta(seconds=retention.event_ttl))
+    return {"sessions_soft_deleted": soft, "events_deleted": deleted}

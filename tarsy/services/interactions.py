@@ -98,3 +98,11 @@ def mcp_interaction_record(
         success=record.success,
         error_message=record.error_message,
     )
+
+
+def interactions_discard_iteration(*, execution_id: Any, iteration: int) -> None:
+    """An interrupted attempt's LLM and MCP records go, and its calls' tokens leave the totals."""
+    calls = LLMInteraction.objects.filter(execution_id=execution_id, iteration=iteration)
+    token_totals_subtract(execution_id=execution_id, rows=list(calls))
+    calls.delete()
+    MCPInteraction.objects.filter(execution_id=execution_id, iteration=iteration).delete()

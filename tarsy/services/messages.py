@@ -50,3 +50,8 @@ def messages_append(
             for i, msg in enumerate(messages)
         ]
     )
+
+
+def messages_discard_iteration(*, execution_id: Any, iteration: int) -> None:
+    """An interrupted attempt's messages: the re-run writes the iteration's messages again."""
+    Message.objects.filter(execution_id=execution_id, iteration=iteration).delete()

@@ -1,12 +1,13 @@
-"""Alert sessions: submission, status transitions (compare-and-set), cancellation, soft delete."""
+"""Alert sessions: submission, claim, status transitions (compare-and-set), cancellation, soft delete, retention."""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlparse
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from agents.config.schema import AlertMaskingConfig
@@ -14,14 +15,18 @@ from tarsy.config import get_config
 from tarsy.metrics import SESSIONS_SUBMITTED, SESSIONS_TERMINAL
 from tarsy.models import (
     ACTIVE_SESSION_STATUSES,
+    TERMINAL_EXEC_STATUSES,
     TERMINAL_SESSION_STATUSES,
     AgentExecution,
     AlertSession,
     ExecStatus,
     SessionStatus,
+    Stage,
 )
+from tarsy.pipeline.decisions import DispatchSessions, ReapSession, enact_on_commit
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 
+from . import executions, stages
 from .errors import Conflict, NotFound, PayloadTooLarge, ValidationFailed
 
 MAX_ALERT_DATA_BYTES = 1024 * 1024  # larger alerts are refused with 413 (ANCHORS: 1 MB)
@@ -115,9 +120,7 @@ def session_submit(
             runbook_url=mask_url(runbook) if runbook else "", mcp_selection=mcp or None, author=author[:255],
         )
         publish_session_status(session)
-        from tarsy.tasks import request_dispatch
-
-        transaction.on_commit(request_dispatch)
+        enact_on_commit([DispatchSessions()])
     SESSIONS_SUBMITTED.labels(alert_type).inc()
     return session
 
@@ -160,9 +163,7 @@ def session_cancel(*, session_id: Any) -> AlertSession:
         changed = session_set_status(session_id=session.id, status=SessionStatus.CANCELLING,
                                      from_statuses=(SessionStatus.IN_PROGRESS,))
         if changed:
-            from tarsy.tasks import reap_session
-
-            transaction.on_commit(lambda: reap_session.delay(str(session.id)))
+            enact_on_commit([ReapSession(str(session.id))])
             return changed
     if session.is_terminal and _cancel_running_chat(session):
         return session
@@ -170,17 +171,15 @@ def session_cancel(*, session_id: Any) -> AlertSession:
 
 
 def _cancel_running_chat(session: AlertSession) -> bool:
-    """On a finished session, cancel means: stop the chat reply in flight, if any."""
-    from tarsy.pipeline.stages import execution_mark_terminal
-
-    running = AgentExecution.objects.filter(
-        session=session, stage__kind="chat", status__in=[ExecStatus.PENDING, ExecStatus.ACTIVE]
-    )
-    found = False
-    for execution in running:
-        found = True
-        execution_mark_terminal(execution_id=execution.id, status=ExecStatus.CANCELLED, error="Cancelled by user")
-    return found
+    """On a finished session, cancel means: stop the chat reply in flight, if any. The running step sees its
+    execution cancelled and stops; closing a chat stage answers the chat, nothing follows it."""
+    running = executions.executions_running_chat(session_id=session.id)
+    for execution_id in running:
+        stage_id = executions.execution_mark_terminal(execution_id=execution_id, status=ExecStatus.CANCELLED,
+                                                      error="Cancelled by user")
+        if stage_id is not None:
+            stages.stage_join(stage_id=stage_id)
+    return bool(running)
 
 
 @transaction.atomic
@@ -196,3 +195,86 @@ def session_queue_position(session: AlertSession) -> int | None:
     if session.status != SessionStatus.PENDING:
         return None
     return AlertSession.objects.filter(status=SessionStatus.PENDING, created_at__lt=session.created_at).count() + 1
+
+
+def session_find(*, session_id: Any) -> AlertSession | None:
+    """The session, soft-deleted or not; None when there is none."""
+    return AlertSession.all_objects.filter(id=session_id).first()
+
+
+def session_lock(*, session_id: Any) -> AlertSession:
+    """The session under its row lock (call inside a transaction)."""
+    return AlertSession.all_objects.select_for_update().get(id=session_id)
+
+
+def session_touch(*, session_id: Any) -> None:
+    """A fresh heartbeat: the sweeper leaves the session alone for another orphan threshold."""
+    AlertSession.all_objects.filter(id=session_id).update(last_heartbeat_at=timezone.now())
+
+
+# ---- dispatch ------------------------------------------------------------------------------------------------
+
+_DISPATCH_LOCK_KEY = 7_100_001  # PostgreSQL advisory lock serialising count-then-claim across workers
+
+
+def sessions_lock_dispatch() -> None:
+    """Serialise dispatchers until the transaction ends: counting free slots and claiming must be atomic.
+    SQLite (embedded) runs IMMEDIATE transactions, which are already serial."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_DISPATCH_LOCK_KEY])
+
+
+def sessions_active_count() -> int:
+    return AlertSession.objects.filter(status__in=ACTIVE_SESSION_STATUSES).count()
+
+
+def sessions_pending_oldest(*, limit: int) -> list[AlertSession]:
+    """Up to `limit` pending sessions, oldest first, locked (skipping those another dispatcher holds)."""
+    return list(AlertSession.objects.select_for_update(skip_locked=True).filter(status=SessionStatus.PENDING)
+                .order_by("created_at")[:limit])
+
+
+def session_claim(*, session: AlertSession, worker_id: str, now: datetime) -> bool:
+    """Compare-and-set pending → in_progress for `worker_id`; `session` is refreshed and its status published."""
+    claimed = AlertSession.objects.filter(id=session.id, status=SessionStatus.PENDING).update(
+        status=SessionStatus.IN_PROGRESS, worker_id=worker_id, started_at=now, last_heartbeat_at=now
+    )
+    if not claimed:
+        return False
+    session.refresh_from_db()
+    publish_session_status(session)
+    return True
+
+
+# ---- ending work, sweeping, retention ------------------------------------------------------------------------
+
+def session_work_stop(*, session_id: Any, status: str, error: str) -> None:
+    """Mark every unfinished execution and stage of the session with `status` (cancel / timeout)."""
+    now = timezone.now()
+    AgentExecution.objects.filter(session_id=session_id).exclude(status__in=TERMINAL_EXEC_STATUSES).update(
+        status=status, error_message=error, completed_at=now, lease_expires_at=None
+    )
+    Stage.objects.filter(session_id=session_id).exclude(status__in=TERMINAL_EXEC_STATUSES).update(
+        status=status, error_message=error, completed_at=now
+    )
+
+
+def sessions_running_since(*, before: datetime) -> list[AlertSession]:
+    """In-progress sessions started before `before` (candidates for the session timeout)."""
+    return list(AlertSession.all_objects.filter(status=SessionStatus.IN_PROGRESS, started_at__lt=before))
+
+
+def sessions_cancelling() -> list[Any]:
+    return list(AlertSession.all_objects.filter(status=SessionStatus.CANCELLING).values_list("id", flat=True))
+
+
+def sessions_silent_since(*, before: datetime) -> list[AlertSession]:
+    """In-progress sessions without a heartbeat since `before`."""
+    return list(AlertSession.all_objects.filter(status=SessionStatus.IN_PROGRESS, last_heartbeat_at__lt=before))
+
+
+def sessions_expire(*, created_before: datetime, now: datetime) -> int:
+    """Soft-delete finished sessions created before the cutoff; returns how many."""
+    return AlertSession.objects.filter(created_at__lt=created_before, status__in=TERMINAL_SESSION_STATUSES).update(
+        deleted_at=now)

@@ -120,3 +120,16 @@ def timeline_events_discard_iteration(*, execution_id: Any, iteration: int) -> i
         publish("timeline_event.completed", payload, session_id=event.session_id)
     TimelineEvent.objects.filter(id__in=[e.id for e in events]).delete()
     return len(events)
+
+
+# Event types a later reader (synthesis, chat) needs; summaries of the session itself are left out.
+INVESTIGATION_EVENT_TYPES = (
+    "llm_thinking", "llm_response", "llm_tool_call", "mcp_tool_call", "tool_result", "mcp_tool_summary",
+    "final_analysis", "error", "code_execution", "google_search_result", "url_context_result",
+)
+
+
+def timeline_investigation_events(*, execution_id: Any) -> list[dict[str, Any]]:
+    """What an execution did, for a later reader: its events' type, content and metadata, in stored order."""
+    events = TimelineEvent.objects.filter(execution_id=execution_id, event_type__in=INVESTIGATION_EVENT_TYPES)
+    return [{"event_type": e.event_type, "content": e.content, "metadata": e.metadata} for e in events]

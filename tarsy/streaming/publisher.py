@@ -26,6 +26,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 
 from tarsy.models import Event
+from tarsy.services.events import events_store
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +113,8 @@ def publish(event_type: str, payload: dict[str, Any], *, session_id: Any = None,
     batch = _batch.get()
     if batch is not None:
         batch.extend(rows)
-    else:  # one INSERT for every channel's row (PostgreSQL and SQLite return the ids the catch-up cursor needs)
-        Event.objects.bulk_create(rows)
+    else:  # one INSERT for every channel's row
+        events_store(rows=rows)
 
     def _after_commit() -> None:
         for row in rows:
@@ -134,7 +135,7 @@ def batched_events() -> Iterator[None]:
     finally:
         _batch.reset(token)
     if rows:
-        Event.objects.bulk_create(rows)
+        events_store(rows=rows)
 
 
 def publish_transient(event_type: str, payload: dict[str, Any], *, session_id: Any) -> None:

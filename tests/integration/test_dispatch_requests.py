@@ -10,8 +10,8 @@ from django.conf import settings
 from django.db import transaction
 
 from tarsy.models import AlertSession, SessionStatus
+from tarsy.pipeline.dispatch import DISPATCH_COALESCE_S
 from tarsy.services.sessions import session_submit
-from tarsy.tasks import DISPATCH_COALESCE_S
 from tests.support.processes import wait_for
 from tests.support.sessions import wait_terminal
 

@@ -14,7 +14,7 @@ from tarsy.models import (
     Stage,
     TimelineEvent,
 )
-from tarsy.pipeline.chat import chat_submit
+from tarsy.services.chats import chat_submit
 from tarsy.services.errors import Conflict
 from tarsy.services.sessions import session_cancel, session_submit
 from tests.support.processes import wait_for

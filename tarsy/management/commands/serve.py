@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import secrets
 import signal
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from tarsy.config import ConfigError, get_config
+from tarsy.services.users import admin_user_create_first
 
 
 class Command(BaseCommand):
@@ -80,9 +79,7 @@ class Command(BaseCommand):
 
     def _admin_login(self) -> list[str]:
         """First start: create `admin` with a random password, printed once."""
-        user_model = get_user_model()
-        if user_model.objects.filter(is_superuser=True).exists():
+        password = admin_user_create_first()
+        if password is None:
             return ["  Admin login: an admin user exists (reset: python manage.py changepassword admin)"]
-        password = secrets.token_urlsafe(12)
-        user_model.objects.create_superuser("admin", "", password)
         return [f"  Admin login: admin / {password}   (shown once; change: python manage.py changepassword admin)"]

@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from tarsy.models import AgentExecution, Chat, ChatUserMessage, Stage
-from tarsy.pipeline.stages import execution_mark_terminal
+from tarsy.pipeline.stages import execution_end
 from tests.support.configdir import write_config
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(30)]
@@ -97,7 +97,7 @@ def test_chat_question_reply_and_one_at_a_time(api, investigated):
     assert running["reply_running"] is True
     assert [(m["role"], m["status"]) for m in running["messages"]] == [("user", "submitted"), ("assistant", "active")]
     execution = AgentExecution.objects.get(stage_id=stage_id)
-    execution_mark_terminal(execution_id=execution.id, status="completed", final_analysis="The one named web-cfg.")
+    execution_end(execution_id=execution.id, status="completed", final_analysis="The one named web-cfg.")
     done = api.get(f"/api/v1/sessions/{session.id}/chat/messages").json()
     assert done["reply_running"] is False
     assert [(m["role"], m["content"], m["author"]) for m in done["messages"]] == [

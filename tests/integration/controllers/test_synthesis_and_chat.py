@@ -6,8 +6,8 @@ import pytest
 
 from controllers.base import StepStatus
 from tarsy.models import AgentExecution, Stage, TimelineEvent
-from tarsy.pipeline.chat import chat_submit
 from tarsy.pipeline.finish import session_finish
+from tarsy.services.chats import chat_submit
 
 from .conftest import (
     PARALLEL_ALERT_TYPE,

@@ -1,0 +1,130 @@
+"""Agent executions: the iteration claim and its lease, completion, terminal status, resumes.
+
+Every write is a compare-and-set on the row (or runs under its row lock), so a duplicated or redelivered
+task changes nothing. What the state means for what happens next is decided in tarsy.pipeline.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, OuterRef, Q, Subquery
+from django.utils import timezone
+
+from tarsy.models import (
+    TERMINAL_EXEC_STATUSES,
+    AgentExecution,
+    AlertSession,
+    ExecStatus,
+    SessionStatus,
+    StageKind,
+    TimelineEvent,
+)
+
+from . import interactions, messages, timeline
+from .recorder import HEARTBEAT_INTERVAL_S
+
+# Read with the claim: the recorder numbers this iteration's timeline events without a lookup of its own.
+_LAST_EVENT_SEQUENCE = Subquery(TimelineEvent.objects.filter(execution_id=OuterRef("pk"))
+                                .order_by("-sequence_number").values("sequence_number")[:1])
+
+
+def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
+    """The execution under its row lock (call inside a transaction), with its stage and session and its last
+    timeline sequence number (`last_event_sequence`), in one statement."""
+    claimed = list(AgentExecution.objects.select_for_update(of=("self",)).select_related("stage", "session")
+                   .annotate(last_event_sequence=_LAST_EVENT_SEQUENCE).filter(id=execution_id)
+                   .order_by())  # by primary key: no ORDER BY, as .first() would add
+    return claimed[0] if claimed else None
+
+
+def iteration_discard(*, execution_id: Any, iteration: int) -> None:
+    """Remove what an interrupted attempt of this iteration wrote, before it runs again (no duplicate rows)."""
+    messages.messages_discard_iteration(execution_id=execution_id, iteration=iteration)
+    interactions.interactions_discard_iteration(execution_id=execution_id, iteration=iteration)
+    timeline.timeline_events_discard_iteration(execution_id=execution_id, iteration=iteration)
+
+
+def execution_claim_iteration(*, execution: AgentExecution, iteration: int, now: datetime) -> None:
+    """Hold `iteration` under a lease for one task; stamps both heartbeats (the session's only when due).
+    `execution` comes from execution_lock_for_iteration, in the same transaction."""
+    lease = execution.iteration_timeout_s + settings.ITERATION_HARD_LIMIT_GRACE_S
+    execution.current_iteration = iteration
+    execution.status = ExecStatus.ACTIVE
+    execution.started_at = execution.started_at or now
+    execution.last_heartbeat_at = now
+    execution.lease_expires_at = now + timedelta(seconds=lease)
+    execution.save(update_fields=["current_iteration", "status", "started_at", "last_heartbeat_at",
+                                  "lease_expires_at"])
+    beat = execution.session.last_heartbeat_at
+    if beat is None or (now - beat).total_seconds() >= HEARTBEAT_INTERVAL_S:
+        AlertSession.all_objects.filter(id=execution.session_id).update(last_heartbeat_at=now)
+
+
+def execution_lease_release(*, execution_id: Any, iteration: int) -> None:
+    """Give up the lease of an unfinished iteration so a retried task can claim it at once."""
+    AgentExecution.objects.filter(id=execution_id, current_iteration=iteration,
+                                  iterations_completed__lt=iteration).update(lease_expires_at=None)
+
+
+def iteration_complete(*, execution_id: Any, iteration: int, consecutive_timeouts: int,
+                       last_interaction_failed: bool, token_changes: dict[str, Any]) -> bool:
+    """Compare-and-set: iteration `iteration` is done (once), its lease released; `token_changes` adds the
+    iteration's tokens in the same statement. False when another task already completed it."""
+    return bool(AgentExecution.objects.filter(id=execution_id, iterations_completed=iteration - 1).update(
+        iterations_completed=iteration, consecutive_timeouts=consecutive_timeouts,
+        last_interaction_failed=last_interaction_failed, last_heartbeat_at=timezone.now(),
+        lease_expires_at=None, **token_changes,
+    ))
+
+
+def execution_mark_terminal(*, execution_id: Any, status: str, error: str = "", final_analysis: str = "") -> int | None:
+    """Compare-and-set to a terminal status. Returns the execution's stage id, or None when it was already
+    terminal (someone else ended it)."""
+    updated = AgentExecution.objects.filter(id=execution_id).exclude(status__in=TERMINAL_EXEC_STATUSES).update(
+        status=status, error_message=error, final_analysis=final_analysis, completed_at=timezone.now(),
+        lease_expires_at=None,
+    )
+    if not updated:
+        return None
+    return AgentExecution.objects.filter(id=execution_id).values_list("stage_id", flat=True).get()
+
+
+def executions_idle(*, session_id: Any, now: datetime) -> list[Any]:
+    """Ids of the session's unfinished executions that no task holds (no lease, or an expired one)."""
+    idle = AgentExecution.objects.filter(session_id=session_id).exclude(status__in=TERMINAL_EXEC_STATUSES).filter(
+        Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+    return list(idle.values_list("id", flat=True))
+
+
+def executions_unfinished_exist(*, session_id: Any) -> bool:
+    return AgentExecution.objects.filter(session_id=session_id).exclude(status__in=TERMINAL_EXEC_STATUSES).exists()
+
+
+def executions_running_chat(*, session_id: Any) -> list[Any]:
+    """Ids of the session's chat executions still pending or running."""
+    return list(AgentExecution.objects.filter(session_id=session_id, stage__kind=StageKind.CHAT,
+                                              status__in=[ExecStatus.PENDING, ExecStatus.ACTIVE])
+                .values_list("id", flat=True))
+
+
+def executions_orphaned(*, now: datetime, stale: datetime) -> list[AgentExecution]:
+    """Unfinished executions of live sessions (and chats) whose task is gone: a lease that ran out (the task
+    died mid-iteration), or no lease and no sign of life since `stale` (a queued task got lost)."""
+    live = Q(session__status=SessionStatus.IN_PROGRESS) | Q(stage__kind=StageKind.CHAT)
+    running = AgentExecution.objects.filter(live).exclude(status__in=TERMINAL_EXEC_STATUSES)
+    crashed = running.filter(lease_expires_at__lt=now)
+    lost = running.filter(lease_expires_at__isnull=True).filter(
+        Q(last_heartbeat_at__lt=stale) | Q(last_heartbeat_at__isnull=True, created_at__lt=stale))
+    return list(crashed) + list(lost)
+
+
+def execution_resume_mark(*, execution: AgentExecution, now: datetime) -> bool:
+    """Count a resume (compare-and-set on the count the caller read). Clearing the lease lets the re-enqueued
+    task claim the iteration, and stops the next sweep from resuming it again before it had a chance to start."""
+    with transaction.atomic():
+        return bool(AgentExecution.objects.filter(id=execution.id, resume_count=execution.resume_count).update(
+            resume_count=F("resume_count") + 1, last_heartbeat_at=now, lease_expires_at=None))
