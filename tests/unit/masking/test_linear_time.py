@@ -1,9 +1,9 @@
 """Masking time grows linearly with input size, on inputs built to make backtracking regexes go quadratic.
 
 Bounds are the issue's (1 MB in under 1 s with every pattern, 1 MB / 100 KB time ratio at most 15) and are
-loose on purpose: each time is the best of two runs, an input outside the bounds is measured once more before it
-fails, and 100 KB times under 20 ms count as 20 ms in the ratio (timer and scheduler noise dominate there; a
-quadratic input fast at 100 KB still fails the 1 s bound at 1 MB).
+loose on purpose: each time is the best of two runs, an input outside the bounds is measured again (up to three
+times) before it fails, and 100 KB times under 30 ms count as 30 ms in the ratio (scheduler noise dominates
+there; a quadratic input that fast at 100 KB still fails the 1 s bound at 1 MB).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from agents.config.schema import MaskingConfig
 from agents.mcp.masking import DataMasker, MaskingError
 
 ONE_MB = 1_000_000
-RATIO_FLOOR_S = 0.02
+RATIO_FLOOR_S = 0.03
+ATTEMPTS = 3
 
 # name -> the repeated unit (the input is the unit repeated to the wanted size)
 ADVERSARIAL = {
@@ -75,9 +76,10 @@ def measure(name: str) -> tuple[float, float]:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("name", sorted(ADVERSARIAL))
 def test_adversarial_input_masks_in_linear_time(name):
-    small, large = measure(name)
-    if large >= 1.0 or large / max(small, RATIO_FLOOR_S) > 15:
-        small, large = measure(name)  # once more: on a shared 2-core box a 1 MB run is often preempted
+    for _ in range(ATTEMPTS):  # on a shared 2-core box a 1 MB run is often preempted: measure again
+        small, large = measure(name)
+        if large < 1.0 and large / max(small, RATIO_FLOOR_S) <= 15:
+            break
 
     assert large < 1.0, f"{name}: 1 MB took {large:.3f}s"
     assert large / max(small, RATIO_FLOOR_S) <= 15, f"{name}: 100 KB {small:.4f}s, 1 MB {large:.4f}s"
