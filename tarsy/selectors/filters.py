@@ -10,14 +10,16 @@ from datetime import UTC, datetime, time, timedelta
 import django_filters
 from django import forms
 from django.db import connection
-from django.db.models import DurationField, Exists, ExpressionWrapper, F, OuterRef, Q, QuerySet
+from django.db.models import BooleanField, DurationField, Exists, ExpressionWrapper, F, OuterRef, Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from django_filters.fields import IsoDateTimeField
 
 from tarsy.models import AlertSession, SessionStatus, TimelineEvent
 
-# GIN index on the timeline's `to_tsvector('simple', content)` (migration 0003; the expression SearchVector builds).
-TIMELINE_SEARCH_INDEX = "timeline_content_search"
+# PostgreSQL: each timeline event's stored, GIN-indexed `to_tsvector('simple', content)` (migration 0003).
+# Unqualified: Django aliases the subquery's table, the only one in its scope with the column.
+_TIMELINE_MATCH = "search_vector @@ websearch_to_tsquery('simple', %s)"
 MIN_SEARCH_CHARS = 3  # shorter terms match nearly everything and cost a full scan (ANCHORS)
 ORDERING_FIELDS = ("created_at", "status", "alert_type", "author", "duration", "total_tokens")
 CREATED_WITHIN = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7),
@@ -42,19 +44,20 @@ def search_sessions(queryset: QuerySet, term: str) -> QuerySet:
 
     PostgreSQL: full-text (websearch syntax, `simple` dictionary so identifiers like pod names survive) plus a
     substring match on the session's own text; other databases (embedded SQLite): substring match everywhere.
-    The timeline match is one uncorrelated `IN` over TIMELINE_SEARCH_INDEX: correlated per session, PostgreSQL
-    probes the index once per session, which for a common word costs seconds.
+    The timeline is matched on its stored vectors with one uncorrelated `IN`: correlated per session,
+    PostgreSQL probes the index once per session, which for a common word costs seconds.
     """
     own_text = Q(alert_data__icontains=term) | Q(final_analysis__icontains=term) | Q(
         executive_summary__icontains=term)
     if connection.vendor == "postgresql":
         from django.contrib.postgres.search import SearchQuery, SearchVector
 
-        query = SearchQuery(term, config="simple", search_type="websearch")
-        in_timeline = TimelineEvent.objects.annotate(vector=SearchVector("content", config="simple")).filter(
-            vector=query).values("session_id")
+        in_timeline = TimelineEvent.objects.alias(
+            matched=RawSQL(_TIMELINE_MATCH, (term,), output_field=BooleanField())).filter(matched=True)
         vector = SearchVector("alert_data", "final_analysis", "executive_summary", config="simple")
-        return queryset.annotate(_search=vector).filter(own_text | Q(_search=query) | Q(id__in=in_timeline))
+        query = SearchQuery(term, config="simple", search_type="websearch")
+        return queryset.alias(_search=vector).filter(
+            own_text | Q(_search=query) | Q(id__in=in_timeline.values("session_id")))
     in_timeline = TimelineEvent.objects.filter(session_id=OuterRef("pk"), content__icontains=term)
     return queryset.filter(own_text | Exists(in_timeline))
 

@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from tarsy.models import AlertSession, TimelineEvent
-from tarsy.selectors.filters import TIMELINE_SEARCH_INDEX, SessionFilter
+from tarsy.selectors.filters import SessionFilter
 from tarsy.selectors.sessions import sessions_list
 from tarsy.services import sessions as session_service
 from tarsy.services import timeline
@@ -115,17 +115,24 @@ def test_search_is_full_text_on_both(sessions):
     assert set(_page_ids(either)) == {str(sessions[i].id) for i in (0, 1, 4)}
 
 
-def test_the_timeline_search_reads_its_index(sessions):
-    """The index matches the expression the search builds (planned with sequential scans off: with five
-    sessions the planner would rightly scan)."""
-    query = SessionFilter({"search": "ingress"}, queryset=sessions_list()).qs
+@pytest.mark.parametrize("term, found", [("ingress", 2), ("volume", 0)], ids=["timeline", "session"])
+def test_the_search_reads_the_stored_vectors_through_their_indexes(sessions, term, found):
+    """Planned with sequential scans off (with five sessions the planner would rightly scan): both indexes are
+    usable by the query the search builds."""
+    query = SessionFilter({"search": term}, queryset=sessions_list()).qs
     sql, params = query.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute(f"EXPLAIN {sql}", params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert TIMELINE_SEARCH_INDEX in plan
-    assert [s.id for s in query] == [sessions[2].id]
+    assert "tarsy_timelineevent_search" in plan
+    assert [s.id for s in query] == [sessions[found].id]
+
+
+def test_a_stored_vector_follows_its_text(sessions):
+    TimelineEvent.objects.filter(session=sessions[2]).update(content="now about certificates")
+    assert _api_ids("search=ingress") == []
+    assert _api_ids("search=certificates") == [str(sessions[2].id)]
 
 
 def test_filter_options_are_the_same_on_both(sessions):
