@@ -53,13 +53,14 @@ def _mask_mapping(masker: DataMasker, mapping: dict, depth: int) -> dict:
             masked = [token for _ in item]
         else:
             masked = mask_structure(masker, item, depth + 1)
-        result[_unique(result, _mask_string(masker, name))] = masked
+        result[_unique(result, _mask_string(masker, name, value=False))] = masked
     return result
 
 
-def _mask_string(masker: DataMasker, text: str) -> str:
+def _mask_string(masker: DataMasker, text: str, value: bool = True) -> str:
+    """A string value (masked as text and as a bare value) or a key (as text only)."""
     try:
-        return masker.mask_value(text)
+        return masker.mask_value(text) if value else masker.mask(text)
     except MaskingError:
         return NESTED_VALUE_MASK
 

@@ -103,3 +103,9 @@ def test_double_escaped_values_are_masked(default_masker):
 
     assert "x y z" not in masked
     assert json.loads(json.loads(masked)["line"]) == {"msg": 'login password: "__MASKED_PASSWORD__" accepted'}
+
+
+def test_keys_are_masked_as_text_without_two_of_them_merging():
+    masked = _alert({"acks": {"alice@example.com": "ok", "bob@example.com": "pending"}})
+
+    assert masked == {"acks": {"__MASKED_EMAIL__": "ok", "__MASKED_EMAIL__#2": "pending"}}

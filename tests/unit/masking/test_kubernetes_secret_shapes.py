@@ -177,3 +177,10 @@ def test_deeply_nested_secret_in_alert_text_is_refused():
 
     with pytest.raises(MaskingError, match="nested"):
         mask_alert_data(text, AlertMaskingConfig(pattern_group="kubernetes"))
+
+
+def test_secret_manifest_in_an_alert_dict_is_masked_by_the_default_alert_group():
+    masked = mask_alert_data({"alert": "secret rotated", "object": SECRET_DOC}, AlertMaskingConfig())
+
+    assert PW not in json.dumps(masked) and USER not in json.dumps(masked)
+    assert masked["object"]["data"] == {"password": SECRET_DATA_MASK, "username": SECRET_DATA_MASK}
