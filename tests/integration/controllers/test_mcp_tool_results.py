@@ -105,7 +105,7 @@ def test_a_large_tool_result_reaches_the_llm_as_a_summary_and_is_kept_whole_for_
     assert called.content == masked_logs  # the whole (masked) answer shows in the timeline
     tokens = len(masked_logs) // 4
     assert tokens > SUMMARIZATION_THRESHOLD_TOKENS
-    assert (summary.content, summary.metadata) == (SUMMARY, {"server": "k8s", "tool": "get_logs",
+    assert (summary.content, summary.metadata) == (SUMMARY, {"tool_name": "get_logs", "server_name": "k8s",
                                                              "original_tokens": tokens})
     assert result.metadata["summarized"] is True
     assert result.content == (f"[Note: the result of k8s.get_logs was about {tokens} tokens, over the "

@@ -53,7 +53,7 @@ def test_one_tool_call_then_final_answer(configure):
     assert (thinking.content, thinking.metadata) == ("Start with the pods.", {"source": "native"})
     assert (text.content, text.metadata) == ("Checking the pods.", {"source": "native"})
     assert json.loads(call.content) == {"namespace": "prod"}
-    assert call.metadata == {"tool_name": "k8s.get_pods", "server_name": "k8s", "tool": "get_pods",
+    assert call.metadata == {"tool_name": "get_pods", "server_name": "k8s",
                              "arguments": {"namespace": "prod"}, "tool_call_id": "call-pods", "source": "native"}
     assert result.metadata["tool_call_id"] == "call-pods" and "CrashLoopBackOff" in result.content
     assert thinking2.content == "The logs explain it."

@@ -52,7 +52,7 @@ def test_one_tool_call_then_final_answer(configure):
     thinking, call, _, result, thinking2, final = events
     assert thinking.content == "Check the pods first." and thinking.metadata == {"source": "react"}
     assert json.loads(call.content) == {"namespace": "prod"}
-    assert call.metadata == {"tool_name": "k8s.get_pods", "server_name": "k8s", "tool": "get_pods",
+    assert call.metadata == {"tool_name": "get_pods", "server_name": "k8s",
                              "arguments": {"namespace": "prod"}, "source": "react"}
     assert "web-1  CrashLoopBackOff" in result.content and result.metadata["tool_call_id"] == "react-1"
     assert thinking2.content == "The logs name the cause."
@@ -96,7 +96,7 @@ def test_several_tool_calls_accumulate_observations(configure):
     assert event_types(execution.id) == ["llm_thinking", "llm_tool_call", "mcp_tool_call", "tool_result"] * 3 + [
         "llm_thinking", "final_analysis"]
     calls = [e.metadata for e in timeline(execution.id) if e.event_type == "llm_tool_call"]
-    assert [(c["tool_name"], c["arguments"]) for c in calls] == [
+    assert [(f'{c["server_name"]}.{c["tool_name"]}', c["arguments"]) for c in calls] == [
         ("k8s.get_pods", {"namespace": "prod"}), ("k8s.get_logs", {"namespace": "prod", "pod": "web-1"}),
         ("k8s.get_events", {"namespace": "prod"})]
     assert roles(execution.id) == ["system", "user"] + ["assistant", "user"] * 3 + ["assistant"]

@@ -113,7 +113,7 @@ def test_a_step_rerun_after_the_worker_died_mid_tool_call_leaves_no_duplicates(c
 
     assert [m.role for m in messages(execution.id)] == ["system", "user", "assistant"]
     (in_flight,) = TimelineEvent.objects.filter(execution_id=execution.id, status="streaming")
-    assert (in_flight.event_type, in_flight.metadata["tool"]) == ("mcp_tool_call", "get_pods")
+    assert (in_flight.event_type, in_flight.metadata["tool_name"]) == ("mcp_tool_call", "get_pods")
     assert LLMInteraction.objects.filter(execution_id=execution.id).count() == 1
     assert not MCPInteraction.objects.filter(execution_id=execution.id).exists()
 
