@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agents.config.schema import RegexText
 from agents.llm.scripted import ScriptTurn
 
 from .fixtures import KUBERNETES_TOOLS, LOADER, ScenarioError, ToolFixtures, check_arguments, load_tools, split_name
@@ -44,16 +45,7 @@ class AlertSpec(_Strict):
 
 
 class Regex(_Strict):
-    regex: str
-
-    @field_validator("regex")
-    @classmethod
-    def _compiles(cls, value: str) -> str:
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"invalid regular expression: {exc}") from exc
-        return value
+    regex: RegexText
 
 
 class Claim(_Strict):

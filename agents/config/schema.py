@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 IterationStrategy = Literal["react", "native-thinking", "synthesis", "synthesis-native-thinking"]
 ProviderType = Literal["google", "openai", "anthropic", "xai", "vertexai", "demo", "scripted"]
@@ -118,19 +118,22 @@ class MaskingConfig(_Strict):
         return _check_masking_names(value, "pattern")
 
 
+def _compiles(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression: {exc}") from exc
+    return value
+
+
+# A regular expression kept as its text, refused at load time when Python's `re` cannot compile it.
+RegexText = Annotated[str, AfterValidator(_compiles)]
+
+
 class CustomPattern(_Strict):
     name: str
-    pattern: str
+    pattern: RegexText
     replacement: str = "__MASKED_CUSTOM__"
-
-    @field_validator("pattern")
-    @classmethod
-    def _compiles(cls, value: str) -> str:
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"invalid regular expression: {exc}") from exc
-        return value
 
     @model_validator(mode="after")
     def _replacement_fits(self) -> CustomPattern:
