@@ -28,11 +28,12 @@ class AlertSubmitView(JsonAPIView):
         body = AlertSubmitSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        session = session_service.session_submit(
+        receipt = session_service.session_receive(
             data=data["data"], alert_type=data.get("alert_type") or None, runbook=data.get("runbook") or None,
             mcp=data.get("mcp") or None, author=request_author(request),
         )
-        return Response({"session_id": str(session.id), "status": "queued"}, status=status.HTTP_202_ACCEPTED)
+        return Response({"session_id": str(receipt.session.id), "status": "queued"},
+                        status=status.HTTP_202_ACCEPTED)
 
 
 class AlertTypesView(JsonAPIView):

@@ -20,6 +20,7 @@ from .sessions import (
     ExecStatus,
     ParallelType,
     SessionStatus,
+    Severity,
     Stage,
     StageKind,
 )
@@ -28,6 +29,6 @@ from .tokens import APIToken
 __all__ = [
     "ACTIVE_SESSION_STATUSES", "TERMINAL_EXEC_STATUSES", "TERMINAL_SESSION_STATUSES", "AgentExecution", "APIToken",
     "AlertSession", "Chat", "ChatUserMessage", "Event", "ExecStatus", "InteractionType", "LLMInteraction",
-    "MCPInteraction", "Message", "MessageRole", "ParallelType", "SessionStatus", "Stage", "StageKind",
+    "MCPInteraction", "Message", "MessageRole", "ParallelType", "SessionStatus", "Severity", "Stage", "StageKind",
     "TimelineEvent", "TimelineEventType", "TimelineStatus",
 ]

@@ -40,6 +40,15 @@ class ExecStatus(models.TextChoices):
 TERMINAL_EXEC_STATUSES = (ExecStatus.COMPLETED, ExecStatus.FAILED, ExecStatus.TIMED_OUT, ExecStatus.CANCELLED)
 
 
+class Severity(models.TextChoices):
+    """How urgent an alert is; dispatch claims higher severities first."""
+
+    CRITICAL = "critical"
+    HIGH = "high"
+    WARNING = "warning"
+    INFO = "info"
+
+
 class LiveSessionManager(models.Manager):
     """Default manager: soft-deleted sessions are invisible everywhere but `all_objects`."""
 
@@ -63,6 +72,11 @@ class AlertSession(TokenTotals):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     alert_data = models.TextField(help_text="Alert payload as submitted (masked), stored as text")
     alert_type = models.CharField(max_length=200, db_index=True)
+    fingerprint = models.CharField(
+        max_length=128, blank=True, default="", db_index=True,
+        help_text="Identity of the alert across repeats (sender's fingerprint or derived from its data)",
+    )
+    severity = models.CharField(max_length=16, choices=Severity.choices, default=Severity.WARNING)
     agent_type = models.CharField(max_length=200, blank=True, default="")
     chain_id = models.CharField(max_length=200, db_index=True)
     status = models.CharField(max_length=20, choices=SessionStatus.choices, default=SessionStatus.PENDING)

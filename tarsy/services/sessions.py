@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlparse
@@ -24,6 +25,7 @@ from tarsy.models import (
     Stage,
 )
 from tarsy.pipeline.decisions import DispatchSessions, ReapSession, enact_on_commit
+from tarsy.signals import session_status_changed
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 
 from . import executions, stages
@@ -48,6 +50,7 @@ def session_status_payload(session: AlertSession) -> dict[str, Any]:
 
 
 def publish_session_status(session: AlertSession, event_type: str = "session.status") -> None:
+    session_status_changed.send(sender=AlertSession, session=session)
     payload = session_status_payload(session)
     if event_type == "session.completed":
         payload["final_analysis"] = session.final_analysis
@@ -91,9 +94,38 @@ def _check_runbook(url: str, allowed: list[str]) -> None:
         )
 
 
+@dataclass(frozen=True)
+class AlertReceipt:
+    """What intake answers: the session that will investigate the alert, and whether it already existed."""
+
+    session: AlertSession
+    deduplicated: bool = False
+
+
+def session_receive(
+    *, data: Any, alert_type: str | None = None, runbook: str | None = None, mcp: dict[str, Any] | None = None,
+    author: str = "api-client", fingerprint: str = "", severity: str | None = None,
+) -> AlertReceipt:
+    """Intake's one entry point (REST and webhook adapters): queue the alert as a new session."""
+    session = session_submit(data=data, alert_type=alert_type, runbook=runbook, mcp=mcp, author=author,
+                             fingerprint=fingerprint, severity=severity)
+    return AlertReceipt(session=session)
+
+
+def _check_severity(severity: str | None) -> str:
+    from tarsy.models import Severity
+
+    if severity is None or severity == "":
+        return Severity.WARNING
+    if severity not in Severity.values:
+        raise ValidationFailed(f"unknown severity {severity!r}",
+                               {"severity": [f"Valid severities: {', '.join(Severity.values)}."]})
+    return severity
+
+
 def session_submit(
     *, data: Any, alert_type: str | None = None, runbook: str | None = None, mcp: dict[str, Any] | None = None,
-    author: str = "api-client",
+    author: str = "api-client", fingerprint: str = "", severity: str | None = None,
 ) -> AlertSession:
     """Validate an alert and queue it as a pending session; dispatch happens after commit."""
     from agents.mcp.masking.boundary import mask_url
@@ -107,6 +139,7 @@ def session_submit(
         raise ValidationFailed(
             f"unknown alert type {alert_type!r}", {"alert_type": [f"Valid alert types: {', '.join(valid)}."]}
         )
+    severity = _check_severity(severity)
     masked = _alert_text(data, config.defaults.alert_masking)
     if runbook:
         _check_runbook(runbook, config.system.runbooks.allowed_domains)
@@ -118,6 +151,7 @@ def session_submit(
         session = AlertSession.objects.create(
             alert_data=masked, alert_type=alert_type, chain_id=chain_id, agent_type=chain_id,
             runbook_url=mask_url(runbook) if runbook else "", mcp_selection=mcp or None, author=author[:255],
+            fingerprint=fingerprint[:128], severity=severity,
         )
         publish_session_status(session)
         enact_on_commit([DispatchSessions()])

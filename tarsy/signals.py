@@ -1,0 +1,15 @@
+"""Lifecycle signals: the hook points outside integrations (Slack, notifications) listen to.
+
+Services send them inside their transaction; a receiver that talks to the outside world must defer its work
+with `transaction.on_commit` (or enqueue a task) so a rollback never notifies and a slow receiver never holds
+the row locks.
+"""
+
+from django.dispatch import Signal
+
+# kwargs: session (AlertSession, fresh from the database). Sent on every status change, claim included.
+session_status_changed = Signal()
+
+# kwargs: session (the session the alert joined), data (the masked alert data of this occurrence, as text),
+# kind ("occurrence" for a repeat of the same fingerprint, "related" for another alert of the same group).
+alert_attached = Signal()
