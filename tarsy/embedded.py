@@ -1,9 +1,8 @@
 """Embedded mode: one process runs the ASGI server, a Celery worker (threads) and the periodic jobs.
 
 Same tasks and code paths as production; only the broker (`memory://`), the
-database (SQLite) and the channel layer (in-memory) differ. The worker runs in
-a thread, so it publishes onto the server's event loop (PITFALLS.md: the
-in-memory layer is not woken by other threads).
+database (SQLite) and the live-event transport differ. The worker runs in
+a thread, so it hands events to the server's event loop (streaming/fanout.py).
 """
 
 from __future__ import annotations

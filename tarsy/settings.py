@@ -1,8 +1,8 @@
 """One env-driven settings module.
 
 Embedded mode (no DATABASE_URL / REDIS_URL): SQLite under TARSY_DATA_DIR, Celery on
-`memory://` with an in-process worker, the in-memory channel layer.
-Production (both set): PostgreSQL, Redis as broker and channel layer.
+`memory://` with an in-process worker, live events handed over in-process.
+Production (both set): PostgreSQL, Redis as broker and live-event pub/sub.
 """
 
 from __future__ import annotations
@@ -156,18 +156,12 @@ else:
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# ---- channels -----------------------------------------------------------------
-if REDIS_URL:
-    CHANNEL_LAYERS = {
-        "default": {
-            # Pub/Sub layer: ~2 ms delivery here vs 3-4 ms for the list-based layer (PITFALLS.md).
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": os.environ.get("TARSY_CHANNEL_PREFIX")
-                       or (f"tarsy-test-{os.getpid()}" if TESTING else "tarsy")},
-        }
-    }
-else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# ---- live events ----------------------------------------------------------------
+# Channels serves the WebSocket protocol and auth; events do not go through a channel layer. Workers PUBLISH
+# each event once on Redis (`<prefix>:events:<channel>`), and every web process subscribes once per channel and
+# writes the frame to its local sockets (tarsy/streaming/fanout.py). Without Redis (embedded mode) the
+# in-process worker hands events to the server's loop directly.
+EVENTS_PREFIX = os.environ.get("TARSY_CHANNEL_PREFIX") or (f"tarsy-test-{os.getpid()}" if TESTING else "tarsy")
 
 # ---- celery -------------------------------------------------------------------
 # The hard kill comes this long after the soft limit; an iteration's lease lasts timeout + grace.

@@ -1,6 +1,7 @@
 """WebSocket `/ws`: subscribe to `sessions` / `session:<id>`, catch up from `last_event_id`, ping/pong.
 
-Transport only: authorisation in `connect`, group membership, forwarding. Client messages are JSON
+Transport only: authorisation in `connect`, subscriptions, forwarding. Live events do not pass through a
+channel layer: the process's fan-out (fanout.py) writes each one to the subscribed sockets. Client messages are JSON
 objects with an `action` (`subscribe`, `unsubscribe`, `catchup`, `ping`), a `channel` and optionally
 `last_event_id`. A catch-up replays at most CATCHUP_LIMIT stored events; further behind, the client gets
 `catchup.overflow` and reloads over REST (whose responses carry the `last_event_id` to continue from).
@@ -24,7 +25,8 @@ from tarsy.models import AlertSession, Event
 
 from .auth import websocket_allowed
 from .cursor import event_cursor
-from .publisher import SESSIONS_CHANNEL, event_message, group_name
+from .fanout import fanout_for_loop
+from .publisher import SESSIONS_CHANNEL, event_message
 
 CATCHUP_LIMIT = 200  # beyond this the client reloads over REST (catchup.overflow); ANCHORS: 200
 REFUSED_CODE = 4403  # close code when auth or Origin refuse the connection
@@ -97,7 +99,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         for channel in getattr(self, "channels_joined", set()):
-            await self.channel_layer.group_discard(group_name(channel), self.channel_name)
+            await fanout_for_loop().leave(channel, self)
         if getattr(self, "_counted", False):
             from tarsy.metrics import WS_CONNECTIONS
 
@@ -128,7 +130,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({"type": "pong"})
         elif action == "unsubscribe":
             if channel in self.channels_joined:  # only validated channels were joined
-                await self.channel_layer.group_discard(group_name(channel), self.channel_name)
+                await fanout_for_loop().leave(channel, self)
                 self.channels_joined.discard(channel)
             await self.send_json({"type": "subscription.removed", "channel": channel})
         elif problem := await database_sync_to_async(_channel_problem)(channel):
@@ -142,8 +144,8 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"type": "error", "detail": detail})
 
     async def _subscribe(self, channel: str, last_event_id: int | None) -> None:
-        # Join first, then replay: nothing published in between is lost (duplicates are dropped in tarsy_event).
-        await self.channel_layer.group_add(group_name(channel), self.channel_name)
+        # Join first, then replay: nothing published in between is lost (duplicates are dropped in deliver).
+        await fanout_for_loop().join(channel, self)
         self.channels_joined.add(channel)
         await self.send_json({"type": "subscription.confirmed", "channel": channel})
         if last_event_id is not None:
@@ -159,20 +161,10 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         for event in events:
             await self.send_json(event)
 
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        # Channels runs close_old_connections() before every handler: a hop to asgiref's one shared thread,
-        # per message and per consumer. For events that is most of the fan-out's cost, and all consumers of a
-        # process queue behind each other on that thread (100 subscribers: p50 ~30 ms more). Forwarding an
-        # event touches no database; the handlers that do use database_sync_to_async, which closes stale
-        # connections itself. So events skip the hop; every other message keeps Channels' behaviour.
-        if message.get("type") == "tarsy.event":
-            await self.tarsy_event(message)
-        else:
-            await super().dispatch(message)
-
-    async def tarsy_event(self, message: dict[str, Any]) -> None:
-        replayed = self._replayed.get(message.get("channel", ""))
-        if replayed and message.get("event_id") in replayed:
-            replayed.discard(message["event_id"])
+    async def deliver(self, channel: str, event_id: int | None, text: str) -> None:
+        """A live event from the fan-out, already encoded: straight to the socket, unless catch-up sent it."""
+        replayed = self._replayed.get(channel)
+        if replayed and event_id in replayed:
+            replayed.discard(event_id)
             return
-        await self.send(text_data=message["text"])  # encoded once by the publisher
+        await self.base_send({"type": "websocket.send", "text": text})

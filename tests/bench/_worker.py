@@ -3,7 +3,7 @@
 With TARSY_BENCH_TRACE_DIR set, every worker process appends JSON lines to
 `<dir>/<pid>.jsonl`: one per task (wall time, SQL statements and their time,
 LLM provider calls with the time spent inside the provider) and one per
-persistent event handed to the channel layer after commit (for delivery
+persistent event handed to Redis after commit (for delivery
 latency). Nothing the product does changes: the hooks only observe.
 
 Other switches (environment):
@@ -99,10 +99,12 @@ def _install_publish_timing() -> None:
 
     original = publisher._send
 
-    def _send(group, message):
-        if message.get("event_id") is not None:
-            _write({"kind": "publish", "event_id": message["event_id"], "t": time.time()})
-        return original(group, message)
+    def _send(frames):
+        now = time.time()
+        for _channel, event_id, _text in frames:
+            if event_id is not None:
+                _write({"kind": "publish", "event_id": event_id, "t": now})
+        return original(frames)
 
     publisher._send = _send
 

@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> dict:
     chunks = [r["chunks"] for r in results]
     s = harness.summary_ms(latencies)
     print(f"\nws_fanout: {args.subscribers} subscribers in {max(1, args.client_processes)} client process(es) on one "
-          f"session ({args.server} x {processes} process(es), RedisPubSubChannelLayer), "
+          f"session ({args.server} x {processes} process(es), Redis fan-out), "
           f"{args.iterations} streamed iterations; session {status}")
     print(f"  persistent events: {len(stored)} stored, {s['n']} deliveries measured, {missing} not received")
     print(f"  commit -> receipt  p50 {s['p50']:.1f} ms  p95 {s['p95']:.1f} ms  p99 {s['p99']:.1f} ms  "

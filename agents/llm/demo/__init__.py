@@ -27,7 +27,7 @@ from .evidence import Conversation, log_highlights, read_conversation
 from .investigator import LABEL, Action, final_report, gather, next_action
 
 CHARS_PER_TOKEN = 4  # rough token estimate, the same rule the summarization threshold uses
-STREAM_PIECES = 4  # a few chunks, so the UI shows streaming without flooding the channel layer
+STREAM_PIECES = 4  # a few chunks, so the UI shows streaming without flooding the sockets
 
 
 class DemoProvider:

@@ -35,7 +35,8 @@ class Command(BaseCommand):
         periodic = PeriodicJobs() if run_worker else None
         server = uvicorn.Server(uvicorn.Config("tarsy.asgi:application", host=host, port=port, ws="websockets-sansio",
                                                lifespan="off", log_level="warning", timeout_graceful_shutdown=5,
-                                               proxy_headers=False))  # auth checks the real peer (deploy/README)
+                                               proxy_headers=False,  # auth checks the real peer (deploy/README)
+                                               ws_per_message_deflate=False))  # deploy/README: why no deflate
 
         async def main() -> None:
             bind_publisher_to_running_loop()

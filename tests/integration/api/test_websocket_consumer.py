@@ -1,4 +1,4 @@
-"""The /ws consumer in-process (real Redis channel layer, real database): protocol, catch-up, admission."""
+"""The /ws consumer in-process (real Redis fan-out, real database): protocol, catch-up, admission."""
 
 from __future__ import annotations
 

@@ -275,3 +275,19 @@ def test_configmap_holds_a_valid_tarsy_configuration(tmp_path):
     config = load_config(tmp_path, env={"GOOGLE_API_KEY": "placeholder"})
     assert config.queue.max_concurrent_sessions >= 1
     assert _by_kind("ConfigMap")["tarsy-env"]["data"]["TARSY_CONFIG_DIR"] == "/etc/tarsy"
+
+
+def test_every_web_server_runs_the_options_the_tests_run(compose):
+    """The tests and benchmarks measure uvicorn with UVICORN_OPTIONS; production must run exactly those."""
+    import json
+
+    from tests.support.processes import UVICORN_OPTIONS
+
+    dockerfile = re.search(r"^CMD (\[.*\])$", (DEPLOY / "Dockerfile").read_text(), flags=re.M).group(1)
+    commands = {
+        "compose": compose["services"]["web"]["command"],
+        "k8s": _container(_by_kind("Deployment")["tarsy-web"])["command"],
+        "Dockerfile": json.loads(dockerfile),
+    }
+    for where, command in commands.items():
+        assert " ".join(UVICORN_OPTIONS) in " ".join(command), where
