@@ -94,3 +94,20 @@ async def test_embedded_hand_over_keeps_the_order_of_frames_from_another_thread(
         assert [event_id for event_id, _ in sink.got] == list(range(50))
     finally:
         fanout._sinks.pop("sessions", None)
+
+
+def test_redis_down_never_fails_the_commit_and_the_event_is_still_stored(settings, monkeypatch):
+    """Live delivery is best effort: the stored event (and catch-up) is the truth."""
+    from django.db import transaction
+
+    from tarsy.models import Event
+    from tarsy.streaming import publisher
+
+    monkeypatch.setattr(settings, "REDIS_URL", "redis://127.0.0.1:1/0")  # nothing listens on port 1
+    monkeypatch.setattr(publisher, "_redis", None)
+    monkeypatch.setattr(publisher, "_paused_until", 0.0)
+    with transaction.atomic():
+        [row] = publisher.publish("system.notice", {"n": 1})
+    assert Event.objects.filter(id=row.id).exists()
+    assert publisher._paused_until > 0  # later events skip the dead Redis instead of waiting on it
+    monkeypatch.setattr(publisher, "_redis", None)
