@@ -31,6 +31,7 @@ class TimelineEventType(StrEnum):
     CODE_EXECUTION = "code_execution"
     GOOGLE_SEARCH_RESULT = "google_search_result"
     URL_CONTEXT_RESULT = "url_context_result"
+    ALERT_RESOLVED = "alert_resolved"
 
 
 TOOL_CALL_EVENTS = (TimelineEventType.LLM_TOOL_CALL, TimelineEventType.MCP_TOOL_CALL)
@@ -189,6 +190,14 @@ class GroundingMetadata(EventMetadata):
     sources: list[GroundingSourceMetadata] = []
 
 
+class AlertResolvedMetadata(EventMetadata):
+    """The alert's source reported it resolved: which source, and its own timestamp for it."""
+
+    source: str
+    resolved_at: str = ""
+    action: Literal["cancelled", "annotated"] = "annotated"
+
+
 METADATA_MODELS: dict[TimelineEventType, type[EventMetadata]] = {
     TimelineEventType.LLM_THINKING: TextMetadata,
     TimelineEventType.LLM_RESPONSE: TextMetadata,
@@ -203,6 +212,7 @@ METADATA_MODELS: dict[TimelineEventType, type[EventMetadata]] = {
     TimelineEventType.CODE_EXECUTION: CodeExecutionMetadata,
     TimelineEventType.GOOGLE_SEARCH_RESULT: GroundingMetadata,
     TimelineEventType.URL_CONTEXT_RESULT: GroundingMetadata,
+    TimelineEventType.ALERT_RESOLVED: AlertResolvedMetadata,
 }
 
 

@@ -132,6 +132,7 @@ def load_config(config_dir: str | os.PathLike[str] | None = None, env: dict[str,
         agents=builtins.builtin_agents(env) | tarsy_file.agents,
         chains=builtins.builtin_chains() | tarsy_file.agent_chains,
         default_provider=tarsy_file.defaults.llm_provider or builtins.default_provider_name(env),
+        intake=tarsy_file.intake,
         config_dir=str(directory.resolve()) if directory else "",
         file_names={"tarsy": tarsy_path.name, "providers": providers_path.name},
         user_defined={

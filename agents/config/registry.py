@@ -10,6 +10,7 @@ from .schema import (
     AgentConfig,
     ChainConfig,
     DefaultsConfig,
+    IntakeConfig,
     LLMProviderConfig,
     MCPServerConfig,
     QueueConfig,
@@ -27,6 +28,7 @@ class TarsyConfig:
     agents: dict[str, AgentConfig]
     chains: dict[str, ChainConfig]
     default_provider: str
+    intake: IntakeConfig = field(default_factory=IntakeConfig)
     config_dir: str = ""
     user_defined: dict[str, set[str]] = field(default_factory=dict)
     file_names: dict[str, str] = field(default_factory=lambda: {"tarsy": "tarsy.yaml",
@@ -104,6 +106,10 @@ class TarsyConfig:
                     need("agent", stage.synthesis.agent, f"{swhere}.synthesis.agent", self.agents)
                     need("llm provider", stage.synthesis.llm_provider, f"{swhere}.synthesis.llm_provider",
                          self.llm_providers)
+        for source in ("alertmanager", "grafana", "pagerduty"):
+            for i, rule in enumerate(getattr(self.intake, source).rules):
+                need("alert type", rule.alert_type, f"{self.file_names['tarsy']}: intake.{source}.rules.{i}.alert_type",
+                     self.alert_types())
         return problems
 
     def warnings(self, env: dict[str, str] | None = None) -> list[str]:
@@ -122,6 +128,11 @@ class TarsyConfig:
             provider = self.llm_providers.get(name)
             if provider and provider.api_key_env and not env.get(provider.api_key_env):
                 out.append(f"LLM provider {name!r}: environment variable {provider.api_key_env} is not set")
+        for source in ("alertmanager", "grafana", "pagerduty"):
+            secret_env = getattr(self.intake, source).secret_env
+            if secret_env and not env.get(secret_env):
+                out.append(f"Webhook intake {source!r}: environment variable {secret_env} is not set (its requests "
+                           "are refused)")
         if self.default_provider == "demo":
             out.append("No LLM API key configured: investigations use the built-in demo provider")
         return out

@@ -292,16 +292,81 @@ class RetentionConfig(_Strict):
 
 class SystemConfig(_Strict):
     auth: AuthConfig = Field(default_factory=AuthConfig)
+    # The dashboard's address as people reach it (e.g. https://tarsy.example.com): session links sent to Slack,
+    # PagerDuty and API clients are built from it. Empty: links are relative to the request's host.
+    external_url: str = ""
     trusted_proxies: list[str] = Field(default_factory=list)
     allowed_ws_origins: list[str] = Field(default_factory=list)
     runbooks: RunbooksConfig = Field(default_factory=RunbooksConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
+
+    @field_validator("external_url")
+    @classmethod
+    def _absolute_base(cls, value: str) -> str:
+        if not value:
+            return value
+        if not re.match(r"^https?://[^/?#\s]+(/[^?#\s]*)?$", value):
+            raise ValueError("must be an absolute http(s) URL without query or fragment, e.g. https://tarsy.example.com")
+        return value.rstrip("/")
+
+
+SeverityName = Literal["critical", "high", "warning", "info"]
+# A vendor's severity word (label value, PagerDuty urgency or priority) → TARSy's; compared case-insensitively.
+DEFAULT_SEVERITY_MAP: dict[str, str] = {
+    "critical": "critical", "crit": "critical", "page": "critical", "fatal": "critical", "p1": "critical",
+    "high": "high", "error": "high", "major": "high", "p2": "high",
+    "warning": "warning", "warn": "warning", "medium": "warning", "minor": "warning", "p3": "warning",
+    "info": "info", "informational": "info", "low": "info", "none": "info", "p4": "info", "p5": "info",
+}
+
+
+class IntakeRule(_Strict):
+    """When every `match` label has exactly the given value, the alert gets these settings (first rule wins)."""
+
+    match: dict[str, str] = Field(min_length=1)
+    alert_type: str | None = None
+    severity: SeverityName | None = None
+    runbook: str | None = None
+
+
+class IntakeSourceConfig(_Strict):
+    """One webhook source. `secret_env` names the environment variable holding its shared secret (Alertmanager,
+    Grafana: sent as `Authorization: Bearer <secret>`) or signing secret (PagerDuty: HMAC-SHA256)."""
+
+    enabled: bool = True
+    secret_env: str = ""
+    severity_label: str = "severity"
+    severity_map: dict[str, SeverityName] = Field(default_factory=dict)  # merged over DEFAULT_SEVERITY_MAP
+    rules: list[IntakeRule] = Field(default_factory=list)
+
+    def severity_for(self, value: str) -> str | None:
+        word = value.strip().lower()
+        return {**DEFAULT_SEVERITY_MAP, **{k.lower(): v for k, v in self.severity_map.items()}}.get(word)
+
+
+class GroupedSourceConfig(IntakeSourceConfig):
+    """Alertmanager and Grafana send alerts in groups: one session per alert (default) or per group."""
+
+    session_per: Literal["alert", "group"] = "alert"
+
+
+class PagerDutySourceConfig(IntakeSourceConfig):
+    """PagerDuty incidents carry no labels; rules match `service`, `urgency`, `priority` and `team`."""
+
+    severity_label: str = "urgency"
+
+
+class IntakeConfig(_Strict):
+    alertmanager: GroupedSourceConfig = Field(default_factory=GroupedSourceConfig)
+    grafana: GroupedSourceConfig = Field(default_factory=GroupedSourceConfig)
+    pagerduty: PagerDutySourceConfig = Field(default_factory=PagerDutySourceConfig)
 
 
 class TarsyFile(_Strict):
     defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
     queue: QueueConfig = Field(default_factory=QueueConfig)
     system: SystemConfig = Field(default_factory=SystemConfig)
+    intake: IntakeConfig = Field(default_factory=IntakeConfig)
     mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     agent_chains: dict[str, ChainConfig] = Field(default_factory=dict)

@@ -1,11 +1,14 @@
 from django.urls import path
 
-from . import session_views, views
+from . import session_views, views, webhook_views
 
 S = "sessions/<uuid:session_id>"
 
 urlpatterns = [
     path("alerts", views.AlertSubmitView.as_view(), name="alert-submit"),
+    path("alerts/alertmanager", webhook_views.AlertmanagerWebhookView.as_view(), name="alert-webhook-alertmanager"),
+    path("alerts/grafana", webhook_views.GrafanaWebhookView.as_view(), name="alert-webhook-grafana"),
+    path("alerts/pagerduty", webhook_views.PagerDutyWebhookView.as_view(), name="alert-webhook-pagerduty"),
     path("alert-types", views.AlertTypesView.as_view(), name="alert-types"),
     path("sessions", session_views.SessionListView.as_view(), name="session-list"),
     path("sessions/active", session_views.SessionActiveView.as_view(), name="session-active"),

@@ -40,6 +40,7 @@ LABELS = {
     "error": "Error", "user_question": "Question", "executive_summary": "Executive summary",
     "final_analysis": "Final analysis", "code_execution": "Code execution",
     "google_search_result": "Google search", "url_context_result": "URL context",
+    "alert_resolved": "Alert resolved",
 }
 MARKDOWN_TYPES = {"llm_thinking", "llm_response", "mcp_tool_summary", "user_question", "executive_summary",
                   "final_analysis", "google_search_result", "url_context_result"}

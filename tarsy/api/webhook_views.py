@@ -1,0 +1,167 @@
+"""Webhook intake endpoints: Alertmanager, Grafana and PagerDuty deliveries, each read and handed to one service.
+
+Authentication: a source with `secret_env` set is authenticated by that secret alone — `Authorization: Bearer
+<secret>` (Alertmanager `http_config.authorization`, Grafana's webhook authorization header) or PagerDuty's
+`X-PagerDuty-Signature` HMAC of the raw body — because these senders cannot log in, and in auth mode none they
+would not be on loopback. A source without a secret is authenticated like any API client, by the auth mode.
+A secret named but not set in the environment refuses every request (503): it never falls open.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import exceptions, serializers, status
+from rest_framework.response import Response
+
+from tarsy.identity import DEFAULT_AUTHOR, request_author
+from tarsy.intake import payloads, signatures
+from tarsy.intake.items import Batch
+from tarsy.links import session_url
+from tarsy.services import intake as intake_service
+from tarsy.services.errors import ServiceError, ValidationFailed
+
+from .base import AUTH_ERRORS, JsonAPIView, errors
+
+log = logging.getLogger("tarsy.api")
+
+
+class SourceUnavailable(ServiceError):
+    status_code = 503
+    error = "service_unavailable"
+
+
+class SourceDisabled(ServiceError):
+    status_code = 404
+    error = "not_found"
+
+
+class WebhookSource:
+    """The sender, authenticated by its source's secret; not a database user."""
+
+    is_authenticated = True
+    is_staff = False
+
+    def __init__(self, source: str):
+        self.username = source
+
+    def get_username(self) -> str:
+        return self.username
+
+
+class DeliverySessionSerializer(serializers.Serializer):
+    session_id = serializers.UUIDField()
+    session_url = serializers.CharField()
+    fingerprint = serializers.CharField()
+    alert_type = serializers.CharField()
+    severity = serializers.CharField()
+    deduplicated = serializers.BooleanField()
+
+
+class DeliveryResolutionSerializer(serializers.Serializer):
+    fingerprint = serializers.CharField()
+    session_id = serializers.UUIDField(allow_null=True)
+    action = serializers.ChoiceField(choices=["cancelled", "annotated", "already_resolved", "unmatched"])
+
+
+class DeliverySerializer(serializers.Serializer):
+    sessions = DeliverySessionSerializer(many=True)
+    resolved = DeliveryResolutionSerializer(many=True)
+    ignored = serializers.ListField(child=serializers.CharField())
+
+
+class WebhookView(JsonAPIView):
+    source = ""
+
+    def read(self, body) -> Batch:
+        raise NotImplementedError
+
+    def secret(self) -> str | None:
+        """The source's secret; None when it has none (the auth mode applies)."""
+        settings = intake_service.source_config(self.source)
+        if not settings.enabled:
+            raise SourceDisabled(f"{self.source} intake is disabled")
+        if not settings.secret_env:
+            return None
+        secret = os.environ.get(settings.secret_env, "")
+        if not secret:
+            log.error("%s intake: %s is not set; refusing its webhooks", self.source, settings.secret_env)
+            raise SourceUnavailable(f"{self.source} intake is not ready: its secret is not configured")
+        return secret
+
+    def credential_valid(self, request, secret: str) -> bool:
+        return signatures.bearer_matches(request.headers.get("Authorization", ""), secret)
+
+    def perform_authentication(self, request):
+        secret = self.secret()
+        if secret is None:
+            return super().perform_authentication(request)
+        if not self.credential_valid(request, secret):
+            raise exceptions.AuthenticationFailed(f"missing or invalid {self.source} webhook credential")
+        request.user = WebhookSource(self.source)
+
+    def check_permissions(self, request):
+        if not isinstance(request.user, WebhookSource):
+            super().check_permissions(request)
+
+    def get_authenticate_header(self, request):
+        return f'Bearer realm="{self.source}"'
+
+    def post(self, request):
+        try:
+            batch = self.read(request.data)
+        except payloads.PayloadInvalid as exc:
+            raise ValidationFailed(exc.message, exc.detail) from None
+        author = request_author(request)
+        result = intake_service.intake_deliver(source=self.source, batch=batch,
+                                               author=self.source if author == DEFAULT_AUTHOR else author)
+        for entry in result.sessions:
+            entry["session_url"] = session_url(entry["session_id"], request)
+        return Response({"sessions": result.sessions, "resolved": result.resolved, "ignored": result.ignored},
+                        status=status.HTTP_202_ACCEPTED)
+
+
+WEBHOOK_RESPONSES = {202: DeliverySerializer, **errors(400, 404, 413, 415, *AUTH_ERRORS),
+                     503: OpenApiResponse(description="The source's secret is named but not set")}
+
+
+class AlertmanagerWebhookView(WebhookView):
+    """Prometheus Alertmanager webhook (v4): one session per firing alert, or per group (`session_per: group`)."""
+
+    source = "alertmanager"
+
+    @extend_schema(request=dict, responses=WEBHOOK_RESPONSES)
+    def post(self, request):
+        return super().post(request)
+
+    def read(self, body) -> Batch:
+        return payloads.read_group(self.source, body,
+                                   session_per=intake_service.source_config(self.source).session_per)
+
+
+class GrafanaWebhookView(AlertmanagerWebhookView):
+    """Grafana unified alerting webhook contact point: Alertmanager's shape with Grafana's fields."""
+
+    source = "grafana"
+
+
+class PagerDutyWebhookView(WebhookView):
+    """PagerDuty V3 webhook: `incident.triggered` starts an investigation, `incident.resolved` resolves it."""
+
+    source = "pagerduty"
+
+    @extend_schema(request=dict, responses=WEBHOOK_RESPONSES)
+    def post(self, request):
+        return super().post(request)
+
+    def credential_valid(self, request, secret: str) -> bool:
+        return signatures.pagerduty_signature_matches(request.headers.get("X-PagerDuty-Signature", ""),
+                                                      request.body, secret)
+
+    def get_authenticate_header(self, request):
+        return 'X-PagerDuty-Signature realm="pagerduty"'
+
+    def read(self, body) -> Batch:
+        return payloads.read_pagerduty(body)

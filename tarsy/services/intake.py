@@ -1,0 +1,92 @@
+"""Webhook deliveries into sessions: firing alerts through `session_receive`, resolutions onto their session.
+
+A delivery is all or nothing (one transaction): a refused alert refuses the delivery with its reason and
+nothing of it is stored, so the sender's view and TARSy's never disagree.
+
+A resolution finds the most recent session with the alert's fingerprint and records an `alert_resolved`
+timeline event on it. A session still waiting for a slot is cancelled — nobody needs an investigation of an
+alert that is over before it began. A running investigation is not stopped: it is already spending effort on
+what happened, and its findings explain a self-healed or flapping alert; the event tells the reader the alert
+cleared meanwhile. A finished session is annotated. Repeated resolutions of one session change nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+
+from agents.config.schema import IntakeSourceConfig
+from tarsy.config import get_config
+from tarsy.intake.items import Batch, Resolved
+from tarsy.intake.mapping import map_alert
+from tarsy.models import AlertSession, SessionStatus, TimelineEvent, TimelineEventType
+
+from . import sessions, timeline
+from .errors import ServiceError
+
+
+@dataclass
+class DeliveryResult:
+    """What the webhook answers: sessions started or joined, resolutions applied, events not acted on."""
+
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    resolved: list[dict[str, Any]] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+
+
+def source_config(source: str) -> IntakeSourceConfig:
+    return getattr(get_config().intake, source)
+
+
+@transaction.atomic
+def intake_deliver(*, source: str, batch: Batch, author: str) -> DeliveryResult:
+    """Start (or, through deduplication, join) a session per firing item; resolve the resolved ones."""
+    config = get_config()
+    settings = source_config(source)
+    result = DeliveryResult(ignored=list(batch.ignored))
+    for index, item in enumerate(batch.firing):
+        mapped = map_alert(item, settings, allowed_runbook_domains=config.system.runbooks.allowed_domains)
+        try:
+            receipt = sessions.session_receive(data=mapped.data, alert_type=mapped.alert_type, runbook=mapped.runbook,
+                                               author=author, fingerprint=mapped.fingerprint,
+                                               severity=mapped.severity)
+        except ServiceError as exc:
+            exc.message = f"alert {index}: {exc.message}"
+            raise
+        result.sessions.append({"session_id": str(receipt.session.id), "fingerprint": mapped.fingerprint,
+                                "alert_type": receipt.session.alert_type, "severity": receipt.session.severity,
+                                "deduplicated": receipt.deduplicated})
+    for item in batch.resolved:
+        result.resolved.append(session_resolve_alert(source=source, resolution=item))
+    return result
+
+
+def session_resolve_alert(*, source: str, resolution: Resolved) -> dict[str, Any]:
+    """Cancel a pending session of the alert, annotate any other; see the module docstring for why."""
+    answer: dict[str, Any] = {"fingerprint": resolution.fingerprint, "session_id": None, "action": "unmatched"}
+    latest = (AlertSession.objects.filter(fingerprint=resolution.fingerprint).order_by("-created_at")
+              .values_list("id", flat=True).first())
+    if latest is None:
+        return answer
+    session = sessions.session_lock(session_id=latest)
+    answer["session_id"] = str(session.id)
+    if TimelineEvent.objects.filter(session_id=session.id, event_type=TimelineEventType.ALERT_RESOLVED).exists():
+        answer["action"] = "already_resolved"
+        return answer
+    when = f" at {resolution.at}" if resolution.at else ""
+    if session.status == SessionStatus.PENDING:
+        sessions.session_set_status(session_id=session.id, status=SessionStatus.CANCELLED,
+                                    from_statuses=(SessionStatus.PENDING,),
+                                    error_message=f"Alert resolved in {source}{when} before the investigation began")
+        action, note = "cancelled", "The queued investigation was cancelled."
+    elif session.status in (SessionStatus.IN_PROGRESS, SessionStatus.CANCELLING):
+        action, note = "annotated", "The investigation continues: its findings still explain what happened."
+    else:
+        action, note = "annotated", ""
+    timeline.timeline_event_create(session_id=session.id, event_type=TimelineEventType.ALERT_RESOLVED,
+                                   content=f"Alert resolved in {source}{when}. {note}".strip(),
+                                   metadata={"source": source, "resolved_at": resolution.at, "action": action})
+    answer["action"] = action
+    return answer
