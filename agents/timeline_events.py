@@ -32,6 +32,7 @@ class TimelineEventType(StrEnum):
     GOOGLE_SEARCH_RESULT = "google_search_result"
     URL_CONTEXT_RESULT = "url_context_result"
     ALERT_RESOLVED = "alert_resolved"
+    RELATED_ALERTS = "related_alerts"
 
 
 TOOL_CALL_EVENTS = (TimelineEventType.LLM_TOOL_CALL, TimelineEventType.MCP_TOOL_CALL)
@@ -198,6 +199,13 @@ class AlertResolvedMetadata(EventMetadata):
     action: Literal["cancelled", "annotated"] = "annotated"
 
 
+class RelatedAlertsMetadata(EventMetadata):
+    """related_alerts: alerts of the session's group added to the investigation's context."""
+
+    occurrence_ids: list[int] = []
+    count: int = 0
+
+
 METADATA_MODELS: dict[TimelineEventType, type[EventMetadata]] = {
     TimelineEventType.LLM_THINKING: TextMetadata,
     TimelineEventType.LLM_RESPONSE: TextMetadata,
@@ -213,6 +221,7 @@ METADATA_MODELS: dict[TimelineEventType, type[EventMetadata]] = {
     TimelineEventType.GOOGLE_SEARCH_RESULT: GroundingMetadata,
     TimelineEventType.URL_CONTEXT_RESULT: GroundingMetadata,
     TimelineEventType.ALERT_RESOLVED: AlertResolvedMetadata,
+    TimelineEventType.RELATED_ALERTS: RelatedAlertsMetadata,
 }
 
 

@@ -27,6 +27,8 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 
 SESSIONS_SUBMITTED = Counter("tarsy_sessions_submitted_total", "Alerts accepted", ["alert_type"])
+ALERTS_ATTACHED = Counter("tarsy_alerts_attached_total", "Alerts that joined an existing session instead of "
+                          "starting one (occurrence: a repeat; related: another alert of its group)", ["kind"])
 SESSIONS_TERMINAL = Counter("tarsy_sessions_terminal_total", "Sessions that reached a terminal status", ["status"])
 ITERATION_SECONDS = Histogram("tarsy_iteration_duration_seconds", "Agent iteration duration", ["strategy"],
                               buckets=(0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600))

@@ -110,6 +110,8 @@ class TarsyConfig:
             for i, rule in enumerate(getattr(self.intake, source).rules):
                 need("alert type", rule.alert_type, f"{self.file_names['tarsy']}: intake.{source}.rules.{i}.alert_type",
                      self.alert_types())
+        for alert_type in self.queue.severities:
+            need("alert type", alert_type, f"{self.file_names['tarsy']}: queue.severities", seen_types)
         return problems
 
     def warnings(self, env: dict[str, str] | None = None) -> list[str]:

@@ -246,6 +246,25 @@ class ChatConfig(_Strict):
     max_iterations: int | None = Field(default=None, gt=0)
 
 
+def _off_is_none(value: Any) -> Any:
+    """`dedup: off` (YAML reads a bare off as false) or `"off"` switches a feature off."""
+    return None if value is False or (isinstance(value, str) and value.strip().lower() == "off") else value
+
+
+class DedupConfig(_Strict):
+    """A repeat of an alert (same fingerprint) joins the session already on it instead of starting another."""
+
+    window: Duration = 900.0  # a completed session still absorbs repeats for this long after it finished
+    key: list[str] = Field(default_factory=list)  # data fields (dotted paths) forming the fingerprint; [] = all
+
+
+class CorrelationConfig(_Strict):
+    """Alerts sharing `labels` (or a sender's `group_key`) within `window` join the group's first session."""
+
+    labels: list[str] = Field(default_factory=list)  # data fields (dotted paths); [] = only an explicit group_key
+    window: Duration = 900.0
+
+
 class ChainConfig(_Strict):
     alert_types: list[str] = Field(default_factory=list)
     description: str = ""
@@ -256,6 +275,9 @@ class ChainConfig(_Strict):
     mcp_servers: list[str] | None = None
     chat: ChatConfig = Field(default_factory=ChatConfig)
     executive_summary_provider: str | None = None
+    dedup: Annotated[DedupConfig | None, BeforeValidator(_off_is_none)] = Field(default_factory=DedupConfig)
+    correlation: Annotated[CorrelationConfig | None, BeforeValidator(_off_is_none)] = Field(
+        default_factory=CorrelationConfig)
     stages: list[StageConfig] = Field(min_length=1)
 
 
@@ -271,10 +293,17 @@ class DefaultsConfig(_Strict):
     alert_masking: AlertMaskingConfig = Field(default_factory=AlertMaskingConfig)
 
 
+SeverityName = Literal["critical", "high", "warning", "info"]
+
+
 class QueueConfig(_Strict):
     max_concurrent_sessions: int = Field(default=5, gt=0)
     orphan_threshold: Duration = 300.0
     max_resumes: int = Field(default=3, ge=0)
+    # A queued alert rises one severity level per `priority_aging` waited: an info alert waiting 3x this long
+    # goes before a critical one that has just arrived, so a steady stream of criticals never starves it.
+    priority_aging: Duration = 600.0
+    severities: dict[str, SeverityName] = Field(default_factory=dict)  # alert type -> severity without one sent
 
 
 class AuthConfig(_Strict):

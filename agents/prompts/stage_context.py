@@ -34,6 +34,7 @@ _LABELS: dict[str, str] = {
     "google_search_result": "Google search",
     "url_context_result": "URL context",
     "user_question": "Question",
+    "related_alerts": "Related alerts",
 }
 
 

@@ -43,11 +43,20 @@ class AlertSubmitSerializer(serializers.Serializer):
     data = serializers.JSONField(help_text="Alert payload: any JSON value or text; stored as text")
     runbook = serializers.CharField(required=False, allow_blank=True, max_length=2048)
     mcp = MCPSelectionSerializer(required=False, allow_null=True)
+    fingerprint = serializers.CharField(required=False, allow_blank=True, max_length=128,
+                                        help_text="The sender's identity of the alert; repeats join one session")
+    severity = serializers.CharField(required=False, allow_blank=True, max_length=16,
+                                     help_text="critical, high, warning or info; orders the queue")
+    group_key = serializers.CharField(required=False, allow_blank=True, max_length=200,
+                                      help_text="Alerts sharing it join the group's first investigation")
 
 
 class AlertAcceptedSerializer(serializers.Serializer):
     session_id = serializers.UUIDField()
-    status = serializers.CharField()
+    status = serializers.CharField(help_text="queued: a new session; attached: the alert joined an existing one")
+    deduplicated = serializers.BooleanField(help_text="A repeat of the session's alert (same fingerprint)")
+    related = serializers.BooleanField(help_text="Another alert of the group the session investigates")
+    occurrence_count = serializers.IntegerField()
 
 
 class AlertTypeSerializer(serializers.Serializer):

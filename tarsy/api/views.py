@@ -30,10 +30,13 @@ class AlertSubmitView(JsonAPIView):
         data = body.validated_data
         receipt = session_service.session_receive(
             data=data["data"], alert_type=data.get("alert_type") or None, runbook=data.get("runbook") or None,
-            mcp=data.get("mcp") or None, author=request_author(request),
+            mcp=data.get("mcp") or None, author=request_author(request), fingerprint=data.get("fingerprint", ""),
+            severity=data.get("severity") or None, group_key=data.get("group_key", ""),
         )
-        return Response({"session_id": str(receipt.session.id), "status": "queued"},
-                        status=status.HTTP_202_ACCEPTED)
+        attached = receipt.deduplicated or receipt.related
+        return Response({"session_id": str(receipt.session.id), "status": "attached" if attached else "queued",
+                         "deduplicated": receipt.deduplicated, "related": receipt.related,
+                         "occurrence_count": receipt.session.occurrence_count}, status=status.HTTP_202_ACCEPTED)
 
 
 class AlertTypesView(JsonAPIView):

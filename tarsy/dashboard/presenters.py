@@ -41,10 +41,11 @@ LABELS = {
     "final_analysis": "Final analysis", "code_execution": "Code execution",
     "google_search_result": "Google search", "url_context_result": "URL context",
     "alert_resolved": "Alert resolved",
+    "related_alerts": "Related alerts",
 }
 MARKDOWN_TYPES = {"llm_thinking", "llm_response", "mcp_tool_summary", "user_question", "executive_summary",
                   "final_analysis", "google_search_result", "url_context_result"}
-COLLAPSED_TYPES = {"tool_result", "mcp_tool_call", "llm_tool_call"}
+COLLAPSED_TYPES = {"tool_result", "mcp_tool_call", "llm_tool_call", "related_alerts"}
 
 
 def duration_text(ms: Any) -> str:

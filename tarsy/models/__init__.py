@@ -16,8 +16,10 @@ from .sessions import (
     TERMINAL_EXEC_STATUSES,
     TERMINAL_SESSION_STATUSES,
     AgentExecution,
+    AlertOccurrence,
     AlertSession,
     ExecStatus,
+    OccurrenceKind,
     ParallelType,
     SessionStatus,
     Severity,
@@ -28,7 +30,7 @@ from .tokens import APIToken
 
 __all__ = [
     "ACTIVE_SESSION_STATUSES", "TERMINAL_EXEC_STATUSES", "TERMINAL_SESSION_STATUSES", "AgentExecution", "APIToken",
-    "AlertSession", "Chat", "ChatUserMessage", "Event", "ExecStatus", "InteractionType", "LLMInteraction",
-    "MCPInteraction", "Message", "MessageRole", "ParallelType", "SessionStatus", "Severity", "Stage", "StageKind",
-    "TimelineEvent", "TimelineEventType", "TimelineStatus",
+    "AlertOccurrence", "AlertSession", "Chat", "ChatUserMessage", "Event", "ExecStatus", "InteractionType",
+    "LLMInteraction", "MCPInteraction", "Message", "MessageRole", "OccurrenceKind", "ParallelType", "SessionStatus",
+    "Severity", "Stage", "StageKind", "TimelineEvent", "TimelineEventType", "TimelineStatus",
 ]

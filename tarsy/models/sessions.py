@@ -77,6 +77,11 @@ class AlertSession(TokenTotals):
         help_text="Identity of the alert across repeats (sender's fingerprint or derived from its data)",
     )
     severity = models.CharField(max_length=16, choices=Severity.choices, default=Severity.WARNING)
+    occurrence_count = models.IntegerField(default=1, help_text="Alerts with this fingerprint it absorbed, itself too")
+    last_seen_at = models.DateTimeField(null=True, blank=True, help_text="When the latest repeat arrived")
+    group_key = models.CharField(max_length=200, blank=True, default="", db_index=True,
+                                 help_text="Correlation group it leads (shared labels or the sender's group_key)")
+    related_count = models.IntegerField(default=0, help_text="Alerts of its group attached to it")
     agent_type = models.CharField(max_length=200, blank=True, default="")
     chain_id = models.CharField(max_length=200, db_index=True)
     status = models.CharField(max_length=20, choices=SessionStatus.choices, default=SessionStatus.PENDING)
@@ -119,6 +124,31 @@ class AlertSession(TokenTotals):
         if self.started_at and self.completed_at:
             return (self.completed_at - self.started_at).total_seconds()
         return None
+
+
+class OccurrenceKind(models.TextChoices):
+    OCCURRENCE = "occurrence"  # a repeat of the session's own alert (same fingerprint)
+    RELATED = "related"  # another alert of the group the session leads
+
+
+class AlertOccurrence(models.Model):
+    """An alert attached to an existing session instead of starting an investigation; its data kept masked."""
+
+    session = models.ForeignKey(AlertSession, on_delete=models.CASCADE, related_name="occurrences")
+    kind = models.CharField(max_length=12, choices=OccurrenceKind.choices)
+    alert_type = models.CharField(max_length=200)
+    fingerprint = models.CharField(max_length=128, blank=True, default="")
+    severity = models.CharField(max_length=16, choices=Severity.choices, default=Severity.WARNING)
+    alert_data = models.TextField(help_text="Alert payload as received (masked)")
+    author = models.CharField(max_length=255, blank=True, default="")
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["session", "kind", "id"], name="occurrence_session_kind")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of {self.session_id} at {self.received_at}"
 
 
 class ParallelType(models.TextChoices):

@@ -27,7 +27,8 @@ def worker_id() -> str:
 
 
 def dispatch_pending() -> list[str]:
-    """Claim as many pending sessions (oldest first) as there are free slots and start their first stage."""
+    """Claim as many pending sessions (in queue order: severity, then age) as there are free slots and start
+    their first stage."""
     cap = get_config().queue.max_concurrent_sessions
     started: list[str] = []
     with transaction.atomic():
@@ -36,7 +37,7 @@ def dispatch_pending() -> list[str]:
         if free <= 0:
             return started
         now = timezone.now()
-        for session in sessions.sessions_pending_oldest(limit=free):
+        for session in sessions.sessions_pending_next(limit=free):
             if not sessions.session_claim(session=session, worker_id=worker_id(), now=now):
                 continue
             stages.stage_start_chain(session=session, chain_stage_index=0)

@@ -19,6 +19,7 @@ from tarsy.models import (
     StageKind,
     TimelineEvent,
 )
+from tarsy.services.queue import in_queue_order
 
 from .filters import ORDERING_FIELDS, with_duration
 
@@ -29,10 +30,11 @@ def sessions_list() -> QuerySet:
 
 
 def sessions_active() -> dict[str, list[AlertSession]]:
-    """Running sessions and the queue, oldest first; queue positions are 1-based (`queue_position`)."""
+    """Running sessions (oldest first) and the queue in the order dispatch claims it; queue positions are 1-based
+    (`queue_position`)."""
     rows = with_duration(AlertSession.objects.defer("alert_data"))
     active = list(rows.filter(status__in=ACTIVE_SESSION_STATUSES).order_by("started_at"))
-    queued = list(rows.filter(status=SessionStatus.PENDING).order_by("created_at"))
+    queued = list(in_queue_order(rows))
     for position, session in enumerate(queued, start=1):
         session.queue_position = position
     return {"active": active, "queued": queued}

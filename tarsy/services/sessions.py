@@ -21,14 +21,16 @@ from tarsy.models import (
     AgentExecution,
     AlertSession,
     ExecStatus,
+    OccurrenceKind,
     SessionStatus,
+    Severity,
     Stage,
 )
 from tarsy.pipeline.decisions import DispatchSessions, ReapSession, enact_on_commit
 from tarsy.signals import session_status_changed
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 
-from . import executions, stages
+from . import executions, fingerprints, occurrences, queue, stages
 from .errors import Conflict, NotFound, PayloadTooLarge, ValidationFailed
 
 MAX_ALERT_DATA_BYTES = 1024 * 1024  # larger alerts are refused with 413 (ANCHORS: 1 MB)
@@ -63,8 +65,8 @@ def _check_alert_size(text: str) -> None:
         raise PayloadTooLarge(f"alert data exceeds {MAX_ALERT_DATA_BYTES} bytes", {"data": ["Too large."]})
 
 
-def _alert_text(data: Any, masking: AlertMaskingConfig) -> str:
-    """The alert as stored: masked in the shape it came, then as text. Alert data that cannot be masked is
+def _alert_masked(data: Any, masking: AlertMaskingConfig) -> tuple[Any, str]:
+    """The alert masked in the shape it came, and as stored text. Alert data that cannot be masked is
     refused, never stored unmasked; an unexpected masker failure propagates (a JSON 500, nothing stored)."""
     from agents.mcp.masking import MaskingError, mask_alert_data
 
@@ -80,7 +82,7 @@ def _alert_text(data: Any, masking: AlertMaskingConfig) -> str:
     except RecursionError as exc:  # masking disabled: the encoder follows the nesting itself
         raise ValidationFailed("alert data is nested too deeply", {"data": ["Nested too deeply."]}) from exc
     _check_alert_size(text)
-    return text
+    return masked, text
 
 
 def _check_runbook(url: str, allowed: list[str]) -> None:
@@ -96,39 +98,85 @@ def _check_runbook(url: str, allowed: list[str]) -> None:
 
 @dataclass(frozen=True)
 class AlertReceipt:
-    """What intake answers: the session that will investigate the alert, and whether it already existed."""
+    """What intake answers: the session that investigates the alert, and whether the alert joined it as a repeat
+    (`deduplicated`) or as another alert of its group (`related`) instead of starting it."""
 
     session: AlertSession
     deduplicated: bool = False
+    related: bool = False
+
+
+@dataclass(frozen=True)
+class _Alert:
+    """An alert that passed validation: masked, typed, routed to its chain, with its identity."""
+
+    text: str
+    alert_type: str
+    chain_id: str
+    severity: str
+    fingerprint: str
+    group_key: str
+    dedup_window: float | None  # None: the chain has dedup off
+    group_window: float
+    runbook: str
+    mcp: dict[str, Any] | None
+    author: str
 
 
 def session_receive(
     *, data: Any, alert_type: str | None = None, runbook: str | None = None, mcp: dict[str, Any] | None = None,
-    author: str = "api-client", fingerprint: str = "", severity: str | None = None,
+    author: str = "api-client", fingerprint: str = "", severity: str | None = None, group_key: str = "",
 ) -> AlertReceipt:
-    """Intake's one entry point (REST and webhook adapters): queue the alert as a new session."""
-    session = session_submit(data=data, alert_type=alert_type, runbook=runbook, mcp=mcp, author=author,
-                             fingerprint=fingerprint, severity=severity)
-    return AlertReceipt(session=session)
+    """Intake's one entry point (REST and webhook adapters). A repeat of an alert whose session is queued, in
+    progress or recently completed joins that session as an occurrence; an alert of a group whose first session
+    still investigates joins it as related; any other alert is queued as a new session."""
+    alert = _alert_validate(data=data, alert_type=alert_type, runbook=runbook, mcp=mcp, author=author,
+                            fingerprint=fingerprint, severity=severity, group_key=group_key)
+    with transaction.atomic():
+        occurrences.alert_identity_lock(alert_type=alert.alert_type, fingerprint=alert.fingerprint,
+                                        chain_id=alert.chain_id, group_key=alert.group_key)
+        receipt = _attach_to_existing(alert)
+        if receipt is None:
+            receipt = AlertReceipt(session=_session_create(alert))
+    if not (receipt.deduplicated or receipt.related):
+        SESSIONS_SUBMITTED.labels(alert.alert_type).inc()
+    return receipt
 
 
-def _check_severity(severity: str | None) -> str:
-    from tarsy.models import Severity
+def _attach_to_existing(alert: _Alert) -> AlertReceipt | None:
+    fields = {"alert_type": alert.alert_type, "fingerprint": alert.fingerprint, "severity": alert.severity,
+              "alert_data": alert.text, "author": alert.author}
+    if alert.dedup_window is not None:
+        same = occurrences.session_with_fingerprint(alert_type=alert.alert_type, fingerprint=alert.fingerprint,
+                                                    window=alert.dedup_window)
+        if same is not None:
+            session = occurrences.occurrence_attach(session=same, kind=OccurrenceKind.OCCURRENCE, **fields)
+            return AlertReceipt(session=session, deduplicated=True)
+    if alert.group_key:
+        lead = occurrences.group_lead(chain_id=alert.chain_id, group_key=alert.group_key, window=alert.group_window)
+        if lead is not None:
+            session = occurrences.occurrence_attach(session=lead, kind=OccurrenceKind.RELATED, **fields)
+            return AlertReceipt(session=session, related=True)
+    return None
 
-    if severity is None or severity == "":
-        return Severity.WARNING
-    if severity not in Severity.values:
-        raise ValidationFailed(f"unknown severity {severity!r}",
-                               {"severity": [f"Valid severities: {', '.join(Severity.values)}."]})
-    return severity
+
+def _severity(severity: str | None, data: Any, alert_type: str) -> str:
+    """The sender's severity; else a known `severity` field of the data; else the alert type's configured one."""
+    if severity:
+        if severity not in Severity.values:
+            raise ValidationFailed(f"unknown severity {severity!r}",
+                                   {"severity": [f"Valid severities: {', '.join(Severity.values)}."]})
+        return severity
+    named = data.get("severity") if isinstance(data, dict) else None
+    if isinstance(named, str) and named.strip().lower() in Severity.values:
+        return named.strip().lower()
+    return get_config().queue.severities.get(alert_type, Severity.WARNING)
 
 
-def session_submit(
-    *, data: Any, alert_type: str | None = None, runbook: str | None = None, mcp: dict[str, Any] | None = None,
-    author: str = "api-client", fingerprint: str = "", severity: str | None = None,
-) -> AlertSession:
-    """Validate an alert and queue it as a pending session; dispatch happens after commit."""
-    from agents.mcp.masking.boundary import mask_url
+def _alert_validate(
+    *, data: Any, alert_type: str | None, runbook: str | None, mcp: dict[str, Any] | None, author: str,
+    fingerprint: str, severity: str | None, group_key: str,
+) -> _Alert:
     from agents.mcp.selection import validate_mcp_selection
 
     config = get_config()
@@ -139,23 +187,54 @@ def session_submit(
         raise ValidationFailed(
             f"unknown alert type {alert_type!r}", {"alert_type": [f"Valid alert types: {', '.join(valid)}."]}
         )
-    severity = _check_severity(severity)
-    masked = _alert_text(data, config.defaults.alert_masking)
+    severity = _severity(severity, data, alert_type)
+    masked, text = _alert_masked(data, config.defaults.alert_masking)
     if runbook:
         _check_runbook(runbook, config.system.runbooks.allowed_domains)
     if mcp:
         problems = validate_mcp_selection(mcp, config)
         if problems:
             raise ValidationFailed("invalid MCP selection", {"mcp": problems})
-    with transaction.atomic():
+    chain = config.chain(chain_id)
+    dedup, correlation = chain.dedup, chain.correlation
+    if not fingerprint:
+        fingerprint = fingerprints.derive_fingerprint(alert_type=alert_type, data=masked,
+                                                      key=dedup.key if dedup else [])
+    if correlation is None:
+        group_key = ""
+    elif not group_key:
+        group_key = fingerprints.derive_group_key(data=masked, labels=correlation.labels)
+    return _Alert(text=text, alert_type=alert_type, chain_id=chain_id, severity=severity,
+                  fingerprint=fingerprint[:128], group_key=group_key[:200],
+                  dedup_window=dedup.window if dedup else None,
+                  group_window=correlation.window if correlation else 0.0, runbook=runbook or "", mcp=mcp or None,
+                  author=author[:255])
+
+
+def _session_create(alert: _Alert) -> AlertSession:
+    from agents.mcp.masking.boundary import mask_url
+
+    with transaction.atomic(savepoint=False):
         session = AlertSession.objects.create(
-            alert_data=masked, alert_type=alert_type, chain_id=chain_id, agent_type=chain_id,
-            runbook_url=mask_url(runbook) if runbook else "", mcp_selection=mcp or None, author=author[:255],
-            fingerprint=fingerprint[:128], severity=severity,
+            alert_data=alert.text, alert_type=alert.alert_type, chain_id=alert.chain_id, agent_type=alert.chain_id,
+            runbook_url=mask_url(alert.runbook) if alert.runbook else "", mcp_selection=alert.mcp,
+            author=alert.author, fingerprint=alert.fingerprint, severity=alert.severity, group_key=alert.group_key,
         )
         publish_session_status(session)
         enact_on_commit([DispatchSessions()])
-    SESSIONS_SUBMITTED.labels(alert_type).inc()
+    return session
+
+
+def session_submit(
+    *, data: Any, alert_type: str | None = None, runbook: str | None = None, mcp: dict[str, Any] | None = None,
+    author: str = "api-client", fingerprint: str = "", severity: str | None = None,
+) -> AlertSession:
+    """Validate an alert and queue it as a new pending session whatever else is queued (evals, replays, tests);
+    dispatch happens after commit. Alerts from the outside world come through `session_receive`."""
+    alert = _alert_validate(data=data, alert_type=alert_type, runbook=runbook, mcp=mcp, author=author,
+                            fingerprint=fingerprint, severity=severity, group_key="")
+    session = _session_create(alert)
+    SESSIONS_SUBMITTED.labels(alert.alert_type).inc()
     return session
 
 
@@ -225,10 +304,11 @@ def session_soft_delete(*, session_id: Any) -> None:
 
 
 def session_queue_position(session: AlertSession) -> int | None:
-    """1-based position among pending sessions (oldest first), None when not pending."""
+    """1-based position in the order dispatch claims pending sessions (tarsy.services.queue), None when not
+    pending."""
     if session.status != SessionStatus.PENDING:
         return None
-    return AlertSession.objects.filter(status=SessionStatus.PENDING, created_at__lt=session.created_at).count() + 1
+    return queue.queue_ahead_count(session) + 1
 
 
 def session_find(*, session_id: Any) -> AlertSession | None:
@@ -263,10 +343,10 @@ def sessions_active_count() -> int:
     return AlertSession.objects.filter(status__in=ACTIVE_SESSION_STATUSES).count()
 
 
-def sessions_pending_oldest(*, limit: int) -> list[AlertSession]:
-    """Up to `limit` pending sessions, oldest first, locked (skipping those another dispatcher holds)."""
-    return list(AlertSession.objects.select_for_update(skip_locked=True).filter(status=SessionStatus.PENDING)
-                .order_by("created_at")[:limit])
+def sessions_pending_next(*, limit: int) -> list[AlertSession]:
+    """The next `limit` pending sessions in queue order (severity, then age; tarsy.services.queue), locked
+    (skipping those another dispatcher holds)."""
+    return list(queue.in_queue_order(AlertSession.objects.select_for_update(skip_locked=True))[:limit])
 
 
 def session_claim(*, session: AlertSession, worker_id: str, now: datetime) -> bool:

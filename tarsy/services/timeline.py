@@ -125,7 +125,7 @@ def timeline_events_discard_iteration(*, execution_id: Any, iteration: int) -> i
 # Event types a later reader (synthesis, chat) needs; summaries of the session itself are left out.
 INVESTIGATION_EVENT_TYPES = (
     "llm_thinking", "llm_response", "llm_tool_call", "mcp_tool_call", "tool_result", "mcp_tool_summary",
-    "final_analysis", "error", "code_execution", "google_search_result", "url_context_result",
+    "final_analysis", "error", "code_execution", "google_search_result", "url_context_result", "related_alerts",
 )
 
 

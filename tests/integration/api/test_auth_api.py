@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from rest_framework.test import APIClient
 
-from tarsy.models import AlertSession, APIToken
+from tarsy.models import AlertOccurrence, AlertSession, APIToken
 from tests.support.configdir import write_config
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(30)]
@@ -25,8 +25,12 @@ def auth_mode(tmp_path, mode: str, **system):
 
 
 def author_of(response) -> str:
+    """Who posted the alert: the new session's author, or the occurrence's when it repeated a queued alert."""
     assert response.status_code == 202, response.content
-    return AlertSession.objects.get(id=response.json()["session_id"]).author
+    body = response.json()
+    if body["deduplicated"]:
+        return AlertOccurrence.objects.filter(session_id=body["session_id"]).latest("id").author
+    return AlertSession.objects.get(id=body["session_id"]).author
 
 
 def test_mode_none_refuses_non_loopback_clients():

@@ -1,0 +1,44 @@
+"""The order of the queue: severity first, then age, with a queued alert's priority rising as it waits.
+
+Each pending session is ranked by `created_at + rank × priority_aging` (rank 0 critical … 3 info): among alerts
+that arrived together the most severe goes first, and an alert that has waited one aging period longer than
+another counts one severity level higher. The key never changes while a session waits, so dispatch, the queue
+positions of the dashboard and the API all read the same order from the database.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db.models import Case, DurationField, F, Q, QuerySet, Value, When
+
+from tarsy.config import get_config
+from tarsy.models import AlertSession, SessionStatus, Severity
+
+SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.HIGH: 1, Severity.WARNING: 2, Severity.INFO: 3}
+
+
+def _delay(severity: str, aging: float) -> timedelta:
+    return timedelta(seconds=SEVERITY_RANK.get(severity, SEVERITY_RANK[Severity.WARNING]) * aging)
+
+
+def queue_key(session: AlertSession) -> datetime:
+    """When the session's turn comes in the queue's order (earlier goes first)."""
+    return session.created_at + _delay(session.severity, get_config().queue.priority_aging)
+
+
+def in_queue_order(rows: QuerySet) -> QuerySet:
+    """Pending sessions in the order dispatch claims them (annotated `queue_key`)."""
+    aging = get_config().queue.priority_aging
+    delay = Case(*(When(severity=s, then=Value(_delay(s, aging))) for s in SEVERITY_RANK),
+                 default=Value(_delay(Severity.WARNING, aging)), output_field=DurationField())
+    return rows.filter(status=SessionStatus.PENDING).annotate(queue_key=F("created_at") + delay).order_by(
+        "queue_key", "created_at", "id")
+
+
+def queue_ahead_count(session: AlertSession) -> int:
+    """How many pending sessions dispatch claims before `session`."""
+    key = queue_key(session)
+    ahead = (Q(queue_key__lt=key) | Q(queue_key=key, created_at__lt=session.created_at)
+             | Q(queue_key=key, created_at=session.created_at, id__lt=session.id))
+    return in_queue_order(AlertSession.objects.all()).filter(ahead).count()
