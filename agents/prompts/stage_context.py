@@ -73,6 +73,17 @@ def format_parallel_investigations(stage_name: str, investigations: list[AgentIn
     return "\n\n".join(lines)
 
 
+def format_related_alerts(alerts: list[tuple[str, str, str]]) -> str:
+    """Alerts of the same group that arrived during the investigation, (alert type, received at, data) each:
+    the model weighs them as more evidence of the one incident it is investigating."""
+    lines = [f"## Related alerts ({len(alerts)})",
+             "These alerts share this alert's group (same labels) and arrived while it was being investigated. "
+             "They are part of the same incident: take them into account."]
+    for number, (alert_type, received_at, data) in enumerate(alerts, start=1):
+        lines.append(f"### Related alert {number}: {alert_type}, received {received_at}\n\n{data}")
+    return "\n\n".join(lines)
+
+
 def format_investigation_for_chat(stages: list[tuple[str, list[AgentInvestigation]]]) -> str:
     """A whole session's investigation for a follow-up chat, stage by stage, agent by agent."""
     parts = []

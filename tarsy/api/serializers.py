@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents.timeline_events import read_metadata
@@ -79,6 +80,9 @@ class ExecutionSerializer(serializers.ModelSerializer):
 
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "thinking_tokens", "total_tokens")
+# Identity, urgency and what joined the session: repeats (occurrence_count counts the first alert too) and the
+# related alerts of the group it leads.
+_STORM_FIELDS = ("severity", "fingerprint", "occurrence_count", "last_seen_at", "group_key", "related_count")
 
 
 class StageSerializer(serializers.ModelSerializer):
@@ -120,7 +124,7 @@ class SessionSerializer(serializers.ModelSerializer):
         fields = ["id", "alert_type", "chain_id", "status", "author", "runbook_url", "final_analysis",
                   "executive_summary", "executive_summary_error", "error_message", "current_stage_index",
                   "created_at", "started_at", "completed_at", "last_interaction_at", "duration_seconds",
-                  *_TOKEN_FIELDS]
+                  *_TOKEN_FIELDS, *_STORM_FIELDS]
 
 
 class SessionListItemSerializer(serializers.ModelSerializer):
@@ -132,7 +136,7 @@ class SessionListItemSerializer(serializers.ModelSerializer):
     class Meta:
         model = AlertSession
         fields = ["id", "alert_type", "chain_id", "status", "author", "error_message", "created_at", "started_at",
-                  "completed_at", "duration_seconds", "executive_summary_preview", *_TOKEN_FIELDS]
+                  "completed_at", "duration_seconds", "executive_summary_preview", *_TOKEN_FIELDS, *_STORM_FIELDS]
 
     def get_executive_summary_preview(self, session: AlertSession) -> str:
         text = (session.executive_summary or "").strip()
@@ -162,6 +166,17 @@ class FilterOptionsSerializer(serializers.Serializer):
     ordering = serializers.ListField(child=serializers.CharField())
 
 
+class AlertOccurrenceSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    alert_type = serializers.CharField()
+    fingerprint = serializers.CharField()
+    severity = serializers.CharField()
+    author = serializers.CharField()
+    received_at = serializers.DateTimeField()
+    alert_data = serializers.CharField()
+
+
 class SessionDetailSerializer(SessionSerializer):
     alert_data = serializers.CharField()
     mcp_selection = serializers.JSONField(allow_null=True)
@@ -169,10 +184,28 @@ class SessionDetailSerializer(SessionSerializer):
     chat_available = serializers.SerializerMethodField()
     queue_position = serializers.SerializerMethodField()
     last_event_id = serializers.SerializerMethodField()
+    related_alerts = serializers.SerializerMethodField()
+    recent_occurrences = serializers.SerializerMethodField()
 
     class Meta(SessionSerializer.Meta):
         fields = [*SessionSerializer.Meta.fields, "alert_data", "mcp_selection", "stages", "chat_available",
-                  "queue_position", "last_event_id"]
+                  "queue_position", "last_event_id", "related_alerts", "recent_occurrences"]
+
+    @extend_schema_field(AlertOccurrenceSerializer(many=True))
+    def get_related_alerts(self, session: AlertSession) -> list[dict]:
+        """Every alert of the group this session leads, oldest first."""
+        from tarsy.services.occurrences import occurrences_of
+
+        rows = occurrences_of(session_id=session.id, kind="related")
+        return AlertOccurrenceSerializer(rows, many=True).data
+
+    @extend_schema_field(AlertOccurrenceSerializer(many=True))
+    def get_recent_occurrences(self, session: AlertSession) -> list[dict]:
+        """The latest repeats, newest first (occurrence_count says how many there were in all)."""
+        from tarsy.services.occurrences import RECENT_OCCURRENCES, occurrences_of
+
+        rows = occurrences_of(session_id=session.id, kind="occurrence", limit=RECENT_OCCURRENCES)
+        return AlertOccurrenceSerializer(rows, many=True).data
 
     def get_chat_available(self, session: AlertSession) -> bool:
         from tarsy.pipeline.chat import chat_available

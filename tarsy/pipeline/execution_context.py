@@ -13,17 +13,19 @@ from typing import Any
 
 from agents.context import ChatContext, ExecutionContext, IterationState, ResolvedAgentConfig, resolve_agent
 from agents.llm.registry import get_provider
-from agents.llm.types import ToolCall, ToolDefinition
+from agents.llm.types import ConversationMessage, ToolCall, ToolDefinition
 from agents.prompts.stage_context import (
     AgentInvestigation,
     format_investigation_for_chat,
     format_parallel_investigations,
+    format_related_alerts,
     format_stage_analysis,
 )
 from agents.runbooks import fetch_runbook
+from agents.timeline_events import TimelineEventType, event_metadata
 from tarsy.config import get_config
 from tarsy.models import AgentExecution, AlertSession, Stage, StageKind
-from tarsy.services import chats, stages, timeline
+from tarsy.services import chats, occurrences, stages, timeline
 from tarsy.services.recorder import DbRecorder
 
 
@@ -102,6 +104,7 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
     # The runbook and earlier stages only go into the first prompt; later steps continue the stored conversation.
     first_prompt = not recorder.conversation()
     runbook = _runbook(session, config, recorder, first_iteration=iteration == 1) if first_prompt else ""
+    related = _related_alerts(execution, recorder, first_prompt)
     tools: Any = NoTools()
     if resolved.mcp_servers:
         summarizer = ResultSummarizer(
@@ -117,13 +120,34 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
         state=IterationState(iteration=iteration, max_iterations=execution.max_iterations,
                              consecutive_timeouts=execution.consecutive_timeouts,
                              last_interaction_failed=execution.last_interaction_failed),
-        alert_type=session.alert_type, alert_data=session.alert_data, runbook=runbook,
+        alert_type=session.alert_type, alert_data=session.alert_data + related, runbook=runbook,
         previous_stage_context=previous_stage_context(stage)
         if first_prompt and stage.kind == StageKind.INVESTIGATION else "",
         llm=llm, tools=tools, recorder=recorder, deadline=deadline,
         chat=chat_context(stage) if stage.kind == StageKind.CHAT else None,
         parallel_results=parallel_results(stage) if first_prompt and stage.kind == StageKind.SYNTHESIS else "",
     )
+
+
+def _related_alerts(execution: AgentExecution, recorder: DbRecorder, first_prompt: bool) -> str:
+    """Alerts of the session's group that arrived since this execution last looked (a chat answers about the
+    investigation, not the storm). The first prompt carries them after the alert; later they join the
+    conversation as a message of their own before the step's LLM call. Either way a timeline event says so,
+    and its metadata is the record of what this execution has seen: a discarded attempt forgets it too."""
+    if execution.stage.kind == StageKind.CHAT:
+        return ""
+    fresh = occurrences.related_after(session_id=execution.session_id,
+                                      delivered=timeline.related_alerts_seen(execution_id=execution.id))
+    if not fresh:
+        return ""
+    text = format_related_alerts([(row.alert_type, row.received_at.isoformat(), row.alert_data) for row in fresh])
+    ids = [row.id for row in fresh]
+    recorder.add_event(TimelineEventType.RELATED_ALERTS, text,
+                       event_metadata(TimelineEventType.RELATED_ALERTS, occurrence_ids=ids, count=len(ids)))
+    if first_prompt:
+        return "\n\n" + text
+    recorder.add_messages([ConversationMessage(role="user", content=text)])
+    return ""
 
 
 def _runbook(session: AlertSession, config: Any, recorder: DbRecorder, first_iteration: bool) -> str:

@@ -22,6 +22,7 @@ from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 
 _FINGERPRINT_LOCK = 7_100_002  # advisory lock class of one fingerprint (second key: its hash)
 _GROUP_LOCK = 7_100_003  # advisory lock class of one correlation group
+RECENT_OCCURRENCES = 20  # repeats shown with a session: a storm of thousands must not make its page megabytes
 
 
 def _lock_key(text: str) -> int:

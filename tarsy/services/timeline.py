@@ -133,3 +133,12 @@ def timeline_investigation_events(*, execution_id: Any) -> list[dict[str, Any]]:
     """What an execution did, for a later reader: its events' type, content and metadata, in stored order."""
     events = TimelineEvent.objects.filter(execution_id=execution_id, event_type__in=INVESTIGATION_EVENT_TYPES)
     return [{"event_type": e.event_type, "content": e.content, "metadata": e.metadata} for e in events]
+
+
+def related_alerts_seen(*, execution_id: Any) -> set[int]:
+    """Ids of the related alerts already added to an execution's context (its related_alerts events say which)."""
+    seen: set[int] = set()
+    for metadata in TimelineEvent.objects.filter(execution_id=execution_id,
+                                                 event_type="related_alerts").values_list("metadata", flat=True):
+        seen.update(i for i in (metadata or {}).get("occurrence_ids", []) if isinstance(i, int))
+    return seen

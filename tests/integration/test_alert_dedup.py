@@ -1,0 +1,210 @@
+"""Intake folds repeats into one session and related alerts into their group's first session; the queue is
+ordered by severity, then age, with aging. Real PostgreSQL; no worker (sessions stay as intake left them)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from tarsy.models import AlertOccurrence, AlertSession, Event
+from tarsy.services import sessions as session_service
+from tarsy.signals import alert_attached
+from tests.support.configdir import write_config
+
+pytestmark = [pytest.mark.services]
+
+CRASH = {"alertname": "KubePodCrashLooping", "namespace": "payments", "pod": "payments-api-7d9f",
+         "description": "Pod is restarting 5 times / 10 minutes", "startsAt": "2026-11-23T10:00:00Z"}
+CHAIN = {"alert_types": ["kubernetes"], "stages": [{"name": "investigate", "agents": [{"name": "KubernetesAgent"}]}]}
+
+
+def _config(tmp_path, chain=None, queue=None):
+    write_config(tmp_path / "cfg", tarsy={"agent_chains": {"kubernetes": {**CHAIN, **(chain or {})}},
+                                         "queue": queue or {}})
+
+
+def _receive(data=CRASH, **kwargs):
+    return session_service.session_receive(data=data, alert_type="kubernetes", **kwargs)
+
+
+@pytest.mark.django_db
+def test_repeat_joins_the_queued_session_as_an_occurrence_with_its_data_masked():
+    first = _receive(data={**CRASH, "note": "token=ghp_zyxwvutsrqponmlkjihgfedcba9876543210"})
+    secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    repeat = _receive(data={**CRASH, "description": "Pod is restarting 7 times / 10 minutes",
+                            "startsAt": "2026-11-23T10:03:00Z", "note": f"token={secret}"}, author="alertmanager")
+    assert (first.deduplicated, repeat.deduplicated, repeat.related) == (False, True, False)
+    assert repeat.session.id == first.session.id
+    assert AlertSession.objects.count() == 1
+    session = AlertSession.objects.get()
+    assert session.occurrence_count == 2 and session.last_seen_at is not None
+    occurrence = AlertOccurrence.objects.get()
+    assert (occurrence.kind, occurrence.author) == ("occurrence", "alertmanager")
+    assert "7 times" in occurrence.alert_data and secret not in occurrence.alert_data
+    assert "ghp_" not in session.alert_data  # masked before the fingerprint: two secrets, one alert
+    assert Event.objects.filter(type="session.occurrence", channel="sessions",
+                                payload__occurrence_count=2).exists()
+
+
+@pytest.mark.django_db
+def test_attached_signal_says_which_kind(tmp_path):
+    _config(tmp_path, chain={"correlation": {"labels": ["namespace"]}})
+    seen = []
+
+    def receiver(sender, session, data, kind, **kwargs):
+        seen.append((kind, str(session.id), "payments" in data))
+
+    alert_attached.connect(receiver)
+    try:
+        lead = _receive()
+        _receive()
+        _receive(data={**CRASH, "alertname": "KubeDeploymentReplicasMismatch"})
+    finally:
+        alert_attached.disconnect(receiver)
+    sid = str(lead.session.id)
+    assert seen == [("occurrence", sid, True), ("related", sid, True)]
+
+
+@pytest.mark.django_db
+def test_explicit_fingerprint_decides_over_the_data():
+    a = _receive(data={"pod": "a"}, fingerprint="am-1234")
+    b = _receive(data={"pod": "b"}, fingerprint="am-1234")
+    c = _receive(data={"pod": "a"}, fingerprint="am-9999")
+    assert b.deduplicated and b.session.id == a.session.id
+    assert not c.deduplicated and c.session.id != a.session.id
+
+
+@pytest.mark.django_db
+def test_completed_session_absorbs_repeats_within_the_window_only(tmp_path):
+    _config(tmp_path, chain={"dedup": {"window": "10m"}})
+    first = _receive()
+    AlertSession.objects.filter(id=first.session.id).update(status="completed", completed_at=timezone.now())
+    assert _receive().session.id == first.session.id
+    AlertSession.objects.filter(id=first.session.id).update(completed_at=timezone.now() - timedelta(minutes=11))
+    later = _receive()
+    assert not later.deduplicated and later.session.id != first.session.id
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", ["failed", "cancelled", "timed_out", "cancelling"])
+def test_a_repeat_of_a_failed_or_cancelled_investigation_starts_a_new_one(status):
+    first = _receive()
+    AlertSession.objects.filter(id=first.session.id).update(status=status, completed_at=timezone.now())
+    assert not _receive().deduplicated
+
+
+@pytest.mark.django_db
+def test_dedup_off_queues_every_alert(tmp_path):
+    _config(tmp_path, chain={"dedup": "off"})
+    assert _receive().session.id != _receive().session.id
+
+
+@pytest.mark.django_db
+def test_configured_key_fields_make_the_fingerprint(tmp_path):
+    _config(tmp_path, chain={"dedup": {"key": ["alertname", "namespace"]}})
+    first = _receive()
+    assert _receive(data={**CRASH, "pod": "payments-api-other"}).session.id == first.session.id
+    assert _receive(data={**CRASH, "namespace": "checkout"}).session.id != first.session.id
+
+
+@pytest.mark.django_db
+def test_group_members_join_the_first_session_as_related(tmp_path):
+    _config(tmp_path, chain={"correlation": {"labels": ["namespace", "app"], "window": "10m"}})
+    lead = _receive(data={**CRASH, "app": "payments-api"})
+    member = _receive(data={"alertname": "HighLatency", "namespace": "payments", "app": "payments-api"})
+    other = _receive(data={"alertname": "HighLatency", "namespace": "checkout", "app": "checkout"})
+    assert member.related and not member.deduplicated and member.session.id == lead.session.id
+    assert not other.related and other.session.id != lead.session.id
+    session = AlertSession.objects.get(id=lead.session.id)
+    assert (session.group_key, session.related_count, session.occurrence_count) == (
+        "namespace=payments,app=payments-api", 1, 1)
+    assert AlertOccurrence.objects.get(kind="related").session_id == lead.session.id
+
+
+@pytest.mark.django_db
+def test_explicit_group_key_and_the_group_window(tmp_path):
+    _config(tmp_path, chain={"correlation": {"window": "5m"}})
+    lead = _receive(data={"alert": "db down"}, group_key="incident-42")
+    assert _receive(data={"alert": "api 500s"}, group_key="incident-42").session.id == lead.session.id
+    AlertSession.objects.filter(id=lead.session.id).update(created_at=timezone.now() - timedelta(minutes=6))
+    assert not _receive(data={"alert": "queue backlog"}, group_key="incident-42").related
+
+
+@pytest.mark.django_db
+def test_a_finished_group_lead_takes_no_more_related_alerts():
+    lead = _receive(data={"alert": "db down"}, group_key="incident-7")
+    AlertSession.objects.filter(id=lead.session.id).update(status="completed", completed_at=timezone.now())
+    assert not _receive(data={"alert": "api 500s"}, group_key="incident-7").related
+
+
+@pytest.mark.django_db(transaction=True)
+def test_fifty_concurrent_identical_alerts_make_one_session():
+    errors: list[BaseException] = []
+    start = threading.Barrier(10)
+
+    def post(n: int) -> None:
+        try:
+            start.wait()
+            for _ in range(n):
+                _receive()
+        except BaseException as exc:  # surfaced by the assertion below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=post, args=(5,)) for _ in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not errors, errors
+    session = AlertSession.objects.get()
+    assert session.occurrence_count == 50
+    assert AlertOccurrence.objects.filter(session=session, kind="occurrence").count() == 49
+
+
+# ---- queue order -----------------------------------------------------------------------------------------------
+
+def _queued(severity, *, data=None, age_s=0.0):
+    session = session_service.session_submit(data=data or {"n": severity}, severity=severity)
+    if age_s:
+        AlertSession.objects.filter(id=session.id).update(created_at=timezone.now() - timedelta(seconds=age_s))
+    return str(session.id)
+
+
+@pytest.mark.django_db
+def test_queue_order_is_severity_then_age_and_positions_follow_it():
+    from django.db import transaction
+
+    info, warning, critical, high = _queued("info"), _queued("warning"), _queued("critical"), _queued("high")
+    with transaction.atomic():
+        order = [str(s.id) for s in session_service.sessions_pending_next(limit=10)]
+    assert order == [critical, high, warning, info]
+    positions = {str(s.id): session_service.session_queue_position(s) for s in AlertSession.objects.all()}
+    assert [positions[i] for i in order] == [1, 2, 3, 4]
+
+
+@pytest.mark.django_db
+def test_an_alert_waiting_past_the_aging_threshold_goes_before_a_fresh_critical(tmp_path):
+    _config(tmp_path, queue={"priority_aging": "1m"})
+    old_info = _queued("info", age_s=3 * 60 + 5)  # three severity levels gained
+    fresh_critical = _queued("critical")
+    recent_info = _queued("info", age_s=60)
+    from django.db import transaction
+
+    with transaction.atomic():
+        order = [str(s.id) for s in session_service.sessions_pending_next(limit=10)]
+    assert order == [old_info, fresh_critical, recent_info]
+
+
+@pytest.mark.django_db
+def test_severity_from_data_then_the_alert_type_mapping(tmp_path):
+    _config(tmp_path, queue={"severities": {"kubernetes": "high"}})
+    assert _receive(data={"pod": "a", "severity": "Critical"}).session.severity == "critical"
+    assert _receive(data={"pod": "b", "severity": "page-me"}).session.severity == "high"
+    assert _receive(data={"pod": "c"}).session.severity == "high"
+    assert _receive(data={"pod": "d"}, severity="info").session.severity == "info"
