@@ -19,7 +19,14 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connections
 
 from tarsy.config import get_config
-from tarsy.pipeline.decisions import DispatchSessions, Enqueued, FinishSession, ReapSession, RunIteration
+from tarsy.pipeline.decisions import (
+    DispatchSessions,
+    Enqueued,
+    FinishSession,
+    ReapSession,
+    RunIteration,
+    ScoreSession,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +51,8 @@ def enact(decisions: list[Enqueued]) -> None:
             reap_session.delay(decision.session_id)
         elif isinstance(decision, DispatchSessions):
             request_dispatch(send=dispatch_sessions.delay)
+        elif isinstance(decision, ScoreSession):
+            score_session.delay(decision.session_id)
         else:
             raise TypeError(f"cannot enqueue {decision!r}")
 
@@ -105,6 +114,17 @@ def reap_session(self, session_id: str) -> None:
     from tarsy.pipeline.sweeper import reap_cancelled
 
     reap_cancelled(session_id=session_id)
+
+
+@shared_task(name="tarsy.tasks.score_session", **_RELIABLE)
+def score_session(self, session_id: str) -> None:
+    """Background scoring of a completed session; its outcome (or error) is stored, the session is untouched."""
+    from tarsy.pipeline.scoring import session_score
+
+    try:
+        session_score(session_id=session_id)
+    except TRANSIENT_DB_ERRORS as exc:
+        _retry_after_db_error(self, exc)
 
 
 @shared_task(name="tarsy.tasks.sweep", **_RELIABLE)

@@ -134,6 +134,7 @@ def load_config(config_dir: str | os.PathLike[str] | None = None, env: dict[str,
         default_provider=tarsy_file.defaults.llm_provider or builtins.default_provider_name(env),
         intake=tarsy_file.intake,
         config_dir=str(directory.resolve()) if directory else "",
+        scoring=tarsy_file.scoring,
         file_names={"tarsy": tarsy_path.name, "providers": providers_path.name},
         user_defined={
             "llm_providers": set(providers_file.llm_providers),

@@ -14,6 +14,7 @@ from .schema import (
     LLMProviderConfig,
     MCPServerConfig,
     QueueConfig,
+    ScoringConfig,
     SystemConfig,
 )
 
@@ -30,6 +31,7 @@ class TarsyConfig:
     default_provider: str
     intake: IntakeConfig = field(default_factory=IntakeConfig)
     config_dir: str = ""
+    scoring: ScoringConfig = field(default_factory=ScoringConfig)
     user_defined: dict[str, set[str]] = field(default_factory=dict)
     file_names: dict[str, str] = field(default_factory=lambda: {"tarsy": "tarsy.yaml",
                                                                  "providers": "llm-providers.yaml"})
@@ -70,6 +72,8 @@ class TarsyConfig:
                 f"{self.file_names['tarsy']}: defaults.llm_provider: unknown llm provider {self.default_provider!r} "
                 f"(known: {', '.join(sorted(self.llm_providers))})"
             )
+        need("llm provider", self.scoring.llm_provider, f"{self.file_names['tarsy']}: scoring.llm_provider",
+             self.llm_providers)
         for name, agent in self.agents.items():
             where = f"{self._origin('agents', name)}: agents.{name}"
             need("llm provider", agent.llm_provider, f"{where}.llm_provider", self.llm_providers)
@@ -118,7 +122,7 @@ class TarsyConfig:
         """Non-fatal problems worth showing an operator (missing API keys for referenced providers)."""
         env = os.environ if env is None else env
         out: list[str] = []
-        used = {self.default_provider}
+        used = {self.default_provider, *filter(None, [self.scoring.llm_provider])}
         for chain in self.chains.values():
             used.update(filter(None, [chain.llm_provider, chain.chat.llm_provider]))
             for stage in chain.stages:

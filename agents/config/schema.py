@@ -391,11 +391,24 @@ class IntakeConfig(_Strict):
     pagerduty: PagerDutySourceConfig = Field(default_factory=PagerDutySourceConfig)
 
 
+class ScoringConfig(_Strict):
+    """Automatic scoring of completed sessions; off while no `llm_provider` is named."""
+
+    llm_provider: str = ""
+    timeout: Duration = 120.0
+    max_output_tokens: int = Field(default=1024, gt=0)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.llm_provider)
+
+
 class TarsyFile(_Strict):
     defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
     queue: QueueConfig = Field(default_factory=QueueConfig)
     system: SystemConfig = Field(default_factory=SystemConfig)
     intake: IntakeConfig = Field(default_factory=IntakeConfig)
+    scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     agent_chains: dict[str, ChainConfig] = Field(default_factory=dict)

@@ -10,6 +10,14 @@ from rest_framework import serializers
 from agents.timeline_events import read_metadata
 from tarsy.models import AgentExecution, AlertSession, Stage
 
+from .quality_serializers import (
+    ReviewBriefSerializer,
+    ReviewSerializer,
+    ScoreBriefSerializer,
+    ScoreSerializer,
+    related_or_none,
+)
+
 PREVIEW_CHARS = 240  # executive summary preview in list rows: one or two lines of a table cell
 
 
@@ -118,13 +126,25 @@ class StageSerializer(serializers.ModelSerializer):
 
 class SessionSerializer(serializers.ModelSerializer):
     duration_seconds = serializers.FloatField(read_only=True, allow_null=True)
+    score = serializers.SerializerMethodField()
+    review = serializers.SerializerMethodField()
 
     class Meta:
         model = AlertSession
         fields = ["id", "alert_type", "chain_id", "status", "author", "runbook_url", "final_analysis",
                   "executive_summary", "executive_summary_error", "error_message", "current_stage_index",
                   "created_at", "started_at", "completed_at", "last_interaction_at", "duration_seconds",
-                  *_TOKEN_FIELDS, *_STORM_FIELDS]
+                  *_TOKEN_FIELDS, *_STORM_FIELDS, "score", "review"]
+
+    @extend_schema_field(ScoreSerializer(allow_null=True))
+    def get_score(self, session: AlertSession) -> dict | None:
+        score = related_or_none(session, "score")
+        return ScoreSerializer(score).data if score else None
+
+    @extend_schema_field(ReviewSerializer(allow_null=True))
+    def get_review(self, session: AlertSession) -> dict | None:
+        review = related_or_none(session, "review")
+        return ReviewSerializer(review).data if review else None
 
 
 class SessionListItemSerializer(serializers.ModelSerializer):
@@ -132,11 +152,24 @@ class SessionListItemSerializer(serializers.ModelSerializer):
 
     duration_seconds = serializers.FloatField(read_only=True, allow_null=True)
     executive_summary_preview = serializers.SerializerMethodField()
+    score = serializers.SerializerMethodField()
+    review = serializers.SerializerMethodField()
 
     class Meta:
         model = AlertSession
         fields = ["id", "alert_type", "chain_id", "status", "author", "error_message", "created_at", "started_at",
-                  "completed_at", "duration_seconds", "executive_summary_preview", *_TOKEN_FIELDS, *_STORM_FIELDS]
+                  "completed_at", "duration_seconds", "executive_summary_preview", *_TOKEN_FIELDS, *_STORM_FIELDS,
+                  "score", "review"]
+
+    @extend_schema_field(ScoreBriefSerializer(allow_null=True))
+    def get_score(self, session: AlertSession) -> dict | None:
+        score = related_or_none(session, "score")
+        return ScoreBriefSerializer(score).data if score else None
+
+    @extend_schema_field(ReviewBriefSerializer(allow_null=True))
+    def get_review(self, session: AlertSession) -> dict | None:
+        review = related_or_none(session, "review")
+        return ReviewBriefSerializer(review).data if review else None
 
     def get_executive_summary_preview(self, session: AlertSession) -> str:
         text = (session.executive_summary or "").strip()

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import session_views, views, webhook_views
+from . import quality_views, session_views, views, webhook_views
 
 S = "sessions/<uuid:session_id>"
 
@@ -18,6 +18,9 @@ urlpatterns = [
     path(f"{S}/interactions", session_views.SessionInteractionsView.as_view(), name="session-interactions"),
     path(f"{S}/summary", session_views.SessionSummaryView.as_view(), name="session-summary"),
     path(f"{S}/cancel", session_views.SessionCancelView.as_view(), name="session-cancel"),
+    path(f"{S}/score", quality_views.SessionScoreView.as_view(), name="session-score"),
+    path(f"{S}/review", quality_views.SessionReviewView.as_view(), name="session-review"),
+    path("quality", quality_views.QualityView.as_view(), name="quality"),
     path(f"{S}/chat/messages", session_views.ChatMessagesView.as_view(), name="session-chat-messages"),
     path("system/warnings", views.SystemWarningsView.as_view(), name="system-warnings"),
     path("system/mcp-servers", views.MCPServersView.as_view(), name="system-mcp-servers"),

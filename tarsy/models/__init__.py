@@ -1,6 +1,7 @@
 """TARSy's data model (DESIGN §3)."""
 
 from .events import Chat, ChatUserMessage, Event
+from .quality import FAILURE_TAGS, SUPPORT_BANDS, Rating, ScoreStatus, SessionReview, SessionScore, Support
 from .records import (
     InteractionType,
     LLMInteraction,
@@ -29,8 +30,10 @@ from .sessions import (
 from .tokens import APIToken
 
 __all__ = [
+    "FAILURE_TAGS", "SUPPORT_BANDS",
     "ACTIVE_SESSION_STATUSES", "TERMINAL_EXEC_STATUSES", "TERMINAL_SESSION_STATUSES", "AgentExecution", "APIToken",
     "AlertOccurrence", "AlertSession", "Chat", "ChatUserMessage", "Event", "ExecStatus", "InteractionType",
-    "LLMInteraction", "MCPInteraction", "Message", "MessageRole", "OccurrenceKind", "ParallelType", "SessionStatus",
-    "Severity", "Stage", "StageKind", "TimelineEvent", "TimelineEventType", "TimelineStatus",
+    "LLMInteraction", "MCPInteraction", "Message", "MessageRole", "OccurrenceKind", "ParallelType", "Rating",
+    "ScoreStatus", "SessionReview", "SessionScore", "SessionStatus", "Severity", "Stage", "StageKind", "Support",
+    "TimelineEvent", "TimelineEventType", "TimelineStatus",
 ]

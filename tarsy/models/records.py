@@ -102,6 +102,7 @@ class InteractionType(models.TextChoices):
     SUMMARIZATION = "summarization"
     EXECUTIVE_SUMMARY = "executive_summary"
     CHAT = "chat"
+    SCORING = "scoring"
 
 
 class LLMInteraction(models.Model):

@@ -41,6 +41,13 @@ class ReapSession:
 
 
 @dataclass(frozen=True)
+class ScoreSession:
+    """Score a completed session's analysis in the background (tarsy.pipeline.scoring)."""
+
+    session_id: str
+
+
+@dataclass(frozen=True)
 class DispatchSessions:
     """Claim pending sessions soon; requests close together share one dispatch task (see pipeline.dispatch)."""
 
@@ -76,9 +83,9 @@ class Nothing:
     """Nothing follows (a chat stage answered, a duplicate call)."""
 
 
-Enqueued = RunIteration | FinishSession | ReapSession | DispatchSessions
+Enqueued = RunIteration | FinishSession | ReapSession | DispatchSessions | ScoreSession
 Enactor = Callable[[list[Enqueued]], None]
-ENQUEUED = (RunIteration, FinishSession, ReapSession, DispatchSessions)
+ENQUEUED = (RunIteration, FinishSession, ReapSession, DispatchSessions, ScoreSession)
 
 _enactor: Enactor | None = None
 

@@ -17,7 +17,7 @@ from agents.llm.types import LLMRequest, LLMResponse
 from agents.mcp.masking.boundary import mask_text
 from tarsy.config import get_config
 from tarsy.models import TERMINAL_EXEC_STATUSES, AlertSession, ExecStatus, SessionStatus, StageKind
-from tarsy.services import interactions, sessions, stages, timeline
+from tarsy.services import interactions, quality, sessions, stages, timeline
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,7 @@ def session_finish(*, session_id: Any) -> None:
         sessions.session_set_status(session_id=session.id, status=SessionStatus.COMPLETED,
                                     from_statuses=(SessionStatus.IN_PROGRESS,), final_analysis=final_analysis,
                                     executive_summary=summary, executive_summary_error=summary_error)
+        quality.score_on_completion(session_id=session.id)
     else:
         status = _STAGE_TO_SESSION.get(last.status, SessionStatus.FAILED)
         sessions.session_set_status(session_id=session.id, status=status, from_statuses=(SessionStatus.IN_PROGRESS,),

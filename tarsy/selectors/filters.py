@@ -1,6 +1,6 @@
 """The session history filter, one for the API and the dashboard: status (several), alert type, chain, author,
-text search, creation time (range or recent window) and ordering. The API answers 400 for a value it cannot use;
-the dashboard drops that value and says so (tarsy.dashboard.history)."""
+text search, creation time (range or recent window), automatic score and human review, and ordering. The API
+answers 400 for a value it cannot use; the dashboard drops that value and says so (tarsy.dashboard.history)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,17 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from django_filters.fields import IsoDateTimeField
 
-from tarsy.models import AlertSession, SessionStatus, TimelineEvent
+from tarsy.models import FAILURE_TAGS, AlertSession, Rating, ScoreStatus, SessionStatus, Support, TimelineEvent
 
 # PostgreSQL: each timeline event's stored, GIN-indexed `to_tsvector('simple', content)` (migration 0003).
 # Unqualified: Django aliases the subquery's table, the only one in its scope with the column.
 _TIMELINE_MATCH = "search_vector @@ websearch_to_tsquery('simple', %s)"
 MIN_SEARCH_CHARS = 3  # shorter terms match nearly everything and cost a full scan (ANCHORS)
-ORDERING_FIELDS = ("created_at", "status", "alert_type", "author", "duration", "total_tokens")
+ORDERING_FIELDS = ("created_at", "status", "alert_type", "author", "duration", "total_tokens", "score")
+_ORDERING_PATHS = {"score": "score__score"}
+_NULLS_LAST = ("duration", "score")  # not finished / not scored: last either way
+SCORE_STATES = ("scored", "pending", "failed", "unscored")
+REVIEW_STATES = ("needs_review", "reviewed")
 CREATED_WITHIN = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7),
                   "30d": timedelta(days=30)}
 _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -92,12 +96,13 @@ class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
 
 
 class SessionOrderingFilter(django_filters.OrderingFilter):
-    """Sessions without a duration (not finished) sort last either way; ties go newest first."""
+    """Sessions without a duration (not finished) or a score sort last either way; ties go newest first."""
 
     def get_ordering_value(self, param):
-        if param.lstrip("-") == "duration":
-            return F("duration").desc(nulls_last=True) if param.startswith("-") else F("duration").asc(
-                nulls_last=True)
+        name = param.lstrip("-")
+        if name in _NULLS_LAST:
+            field = F(_ORDERING_PATHS.get(name, name))
+            return field.desc(nulls_last=True) if param.startswith("-") else field.asc(nulls_last=True)
         return super().get_ordering_value(param)
 
     def filter(self, qs, value):
@@ -122,12 +127,43 @@ class SessionFilter(django_filters.FilterSet):
     created_within = django_filters.ChoiceFilter(choices=[(k, k) for k in CREATED_WITHIN],
                                                  method="filter_created_within",
                                                  help_text="Created within the last hour, day, week or month")
-    ordering = SessionOrderingFilter(fields=[(f, f) for f in ORDERING_FIELDS],
+    score_min = django_filters.NumberFilter(field_name="score__score", lookup_expr="gte",
+                                           help_text="Automatic score at least this (0–100)")
+    score_max = django_filters.NumberFilter(field_name="score__score", lookup_expr="lte",
+                                           help_text="Automatic score at most this (0–100)")
+    support = django_filters.ChoiceFilter(field_name="score__support", choices=Support.choices,
+                                          help_text="The scorer's support level (the score's band)")
+    scoring = django_filters.ChoiceFilter(choices=[(s, s) for s in SCORE_STATES], method="filter_scoring",
+                                          help_text="Scoring state: scored, pending, failed or unscored")
+    tag = django_filters.ChoiceFilter(choices=[(t, t) for t in FAILURE_TAGS], method="filter_tag",
+                                      help_text="Sessions scored with this failure tag")
+    review = django_filters.ChoiceFilter(choices=[(s, s) for s in REVIEW_STATES], method="filter_review",
+                                         help_text="needs_review: completed and not reviewed; reviewed: has a review")
+    rating = CommaMultipleChoiceFilter(field_name="review__rating", choices=Rating.choices,
+                                       help_text="One or more review ratings")
+    ordering = SessionOrderingFilter(fields=[(_ORDERING_PATHS.get(f, f), f) for f in ORDERING_FIELDS],
                                      help_text="Sort key; prefix with '-' for descending")
 
     class Meta:
         model = AlertSession
-        fields = ["status", "alert_type", "chain_id", "author", "search", "start_date", "end_date", "created_within"]
+        fields = ["status", "alert_type", "chain_id", "author", "search", "start_date", "end_date", "created_within",
+                  "score_min", "score_max", "support", "scoring", "tag", "review", "rating"]
+
+    def filter_scoring(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        if value == "unscored":
+            return queryset.filter(score__isnull=True)
+        return queryset.filter(score__status={"scored": ScoreStatus.SCORED, "pending": ScoreStatus.PENDING,
+                                              "failed": ScoreStatus.FAILED}[value])
+
+    def filter_tag(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        if connection.vendor == "postgresql":
+            return queryset.filter(score__tags__contains=[value])
+        return queryset.filter(score__tags__icontains=f'"{value}"')  # SQLite has no JSON containment
+
+    def filter_review(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        if value == "reviewed":
+            return queryset.filter(review__isnull=False)
+        return queryset.filter(review__isnull=True, status=SessionStatus.COMPLETED)
 
     def filter_search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         return search_sessions(queryset, value.strip()) if value.strip() else queryset

@@ -26,13 +26,14 @@ from .filters import ORDERING_FIELDS, with_duration
 
 def sessions_list() -> QuerySet:
     """Every (not deleted) session, newest first, with its duration; what `SessionFilter` narrows and orders."""
-    return with_duration(AlertSession.objects.defer("alert_data")).order_by("-created_at")
+    return with_duration(AlertSession.objects.defer("alert_data").select_related("score", "review")).order_by(
+        "-created_at")
 
 
 def sessions_active() -> dict[str, list[AlertSession]]:
     """Running sessions (oldest first) and the queue in the order dispatch claims it; queue positions are 1-based
     (`queue_position`)."""
-    rows = with_duration(AlertSession.objects.defer("alert_data"))
+    rows = with_duration(AlertSession.objects.defer("alert_data").select_related("score", "review"))
     active = list(rows.filter(status__in=ACTIVE_SESSION_STATUSES).order_by("started_at"))
     queued = list(in_queue_order(rows))
     for position, session in enumerate(queued, start=1):
