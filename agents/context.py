@@ -86,7 +86,7 @@ def resolve_agent(
         iteration_strategy=strategy,
         llm_provider_name=provider_name,
         llm_provider=provider,
-        llm_backend=backend_for(strategy, provider),
+        llm_backend=backend_for(provider),
         max_iterations=pick("max_iterations"),
         iteration_timeout=pick("iteration_timeout"),
         mcp_servers=tuple(servers),

@@ -111,6 +111,7 @@ class IterationController:
     default_interaction = "iteration"
     forces_conclusion = True  # False: the iteration limit never applies (single-call strategies)
     max_attempts: int | None = None  # a failed call on this attempt is final
+    native_tools = True  # False: replies are read as text, so Gemini's server-side tools are not asked for
 
     def initial_messages(self, ctx: ExecutionContext) -> list[ConversationMessage]:
         raise NotImplementedError
@@ -139,7 +140,7 @@ class IterationController:
             ctx, messages,
             interaction_type="forced_conclusion" if forced else interaction_type(ctx, self.default_interaction),
             tools=None if forced else self.bound_tools(ctx),  # the forced call never offers tools
-            text_event_type=self.text_event_type, text_source=self.text_source,
+            text_event_type=self.text_event_type, text_source=self.text_source, native_tools=self.native_tools,
         )
         last_attempt = self.max_attempts is not None and ctx.state.iteration >= self.max_attempts
         final = "Forced conclusion failed" if forced else (f"Failed after {ctx.state.iteration} attempts"

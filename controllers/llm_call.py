@@ -1,21 +1,21 @@
-"""The one place a controller calls the LLM: stream to the timeline, stop on cancel, record the interaction.
+"""A controller's LLM call: the recorded call of `agents.llm.recorded`, streamed to the timeline.
 
-Every controller does the same around a call — open streaming timeline events,
-forward deltas, watch for cancellation and the deadline, aggregate the reply,
-store an LLMInteraction with the full conversation sent plus the reply
-(EP-0014) — so it lives here once. A provider's error text comes from outside
-(an API's error body): it is masked here, where it enters, so the interaction,
-the error event, the execution's error and the retry prompt all get masked text.
+Every controller does the same around a call — open streaming timeline events, forward deltas, watch for
+cancellation, complete the events once the reply is whole — so it lives here once. Recording the interaction,
+masking the provider's error text and deciding what a failed reply is belong to the recorded call, which the
+MCP summarizer and the executive summary use as well.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
-from agents.context import ExecutionContext, LLMInteractionRecord
-from agents.llm.retry import DEADLINE_EXCEEDED, EMPTY_RESPONSE
+from agents.config.schema import NativeTools
+from agents.context import ExecutionContext
+from agents.llm.recorded import LLMTarget, RecordedCall, recorded_call
+from agents.llm.retry import DEADLINE_EXCEEDED
 from agents.llm.types import (
+    Chunk,
     ConversationMessage,
     ErrorChunk,
     LLMRequest,
@@ -24,12 +24,13 @@ from agents.llm.types import (
     ThinkingChunk,
     ToolDefinition,
 )
-from agents.mcp.masking.boundary import mask_text
 from agents.timeline_events import TextSource, TimelineEventType, event_metadata
 
 DEADLINE_CODE = DEADLINE_EXCEEDED  # one code for "out of time", whether the provider or this loop noticed it
 # Provider timeouts (HTTP 408, SDK read timeouts) count like a missed deadline towards "2 timeouts in a row".
 TIMEOUT_CODES = frozenset({DEADLINE_CODE, "timeout"})
+# Strategies that read replies as text (ReAct) do not ask for Gemini's server-side tools.
+NO_NATIVE_TOOLS = NativeTools(google_search=False, code_execution=False, url_context=False)
 
 
 @dataclass
@@ -38,6 +39,7 @@ class LLMCallResult:
     stopped: str | None = None  # "cancelled" / "timed_out" when the session stopped mid-stream
     thinking_event_id: int | None = None
     text_event_id: int | None = None
+    provider_name: str = ""  # the provider that answered
 
     @property
     def error(self) -> ErrorChunk | None:
@@ -46,6 +48,45 @@ class LLMCallResult:
     @property
     def timed_out(self) -> bool:
         return bool(self.error and self.error.code in TIMEOUT_CODES)
+
+
+class _TimelineStream:
+    """Streams one call's thinking and text deltas into timeline events; stops when the session must stop."""
+
+    def __init__(self, ctx: ExecutionContext, text_event_type: TimelineEventType | None,
+                 text_source: TextSource) -> None:
+        self._recorder = ctx.recorder
+        self._text_event_type = text_event_type
+        self._text_source = text_source
+        self.thinking_event_id: int | None = None
+        self.text_event_id: int | None = None
+
+    def chunk(self, chunk: Chunk) -> str | None:
+        recorder = self._recorder
+        if isinstance(chunk, ThinkingChunk) and chunk.text:
+            if self.thinking_event_id is None:
+                self.thinking_event_id = recorder.start_event(
+                    TimelineEventType.LLM_THINKING, event_metadata(TimelineEventType.LLM_THINKING, source="native"))
+            recorder.stream_event(self.thinking_event_id, chunk.text, kind="thinking")
+        elif isinstance(chunk, TextChunk) and chunk.text and self._text_event_type:
+            if self.text_event_id is None:
+                self.text_event_id = recorder.start_event(
+                    self._text_event_type, event_metadata(self._text_event_type, source=self._text_source))
+            recorder.stream_event(self.text_event_id, chunk.text, kind="text")
+        return recorder.stop_reason()
+
+    def finish(self, call: RecordedCall) -> LLMCallResult:
+        """Complete the thinking event (and a stopped text event); the caller completes or re-types the text."""
+        response = call.response
+        result = LLMCallResult(response=response, stopped=call.stopped, thinking_event_id=self.thinking_event_id,
+                               text_event_id=self.text_event_id, provider_name=call.target.name)
+        if self.thinking_event_id is not None:
+            self._recorder.complete_event(self.thinking_event_id, response.thinking,
+                                          status="completed" if not call.stopped else call.stopped)
+        if call.stopped and self.text_event_id is not None:
+            self._recorder.complete_event(self.text_event_id, response.text, status=call.stopped)
+            result.text_event_id = None
+        return result
 
 
 def call_llm(
@@ -57,69 +98,22 @@ def call_llm(
     text_event_type: TimelineEventType | None = TimelineEventType.LLM_RESPONSE,
     text_source: TextSource = "native",
     max_output_tokens: int | None = None,
+    native_tools: bool = True,
 ) -> LLMCallResult:
     """Stream one call. Thinking deltas go to an `llm_thinking` event (source `native`: the model's own
     reasoning); text deltas to a `text_event_type` event with metadata source `text_source` (None: not
-    streamed). The caller completes or re-types the text event once it knows what the text is."""
+    streamed). The caller completes or re-types the text event once it knows what the text is.
+    `native_tools=False`: the strategy cannot use Gemini's server-side tools, so none are asked for."""
     cfg = ctx.config
+    target = LLMTarget(name=cfg.llm_provider_name, config=cfg.llm_provider, adapter=ctx.llm)
     request = LLMRequest(
         messages=messages, tools=tools or [], provider=cfg.llm_provider, provider_name=cfg.llm_provider_name,
         agent_name=ctx.agent_name, execution_id=ctx.execution_id, session_id=ctx.session_id,
-        interaction_type=interaction_type, iteration=ctx.state.iteration, native_tools=cfg.native_tools,
+        interaction_type=interaction_type, iteration=ctx.state.iteration,
+        native_tools=cfg.native_tools if native_tools else NO_NATIVE_TOOLS,
         max_output_tokens=max_output_tokens, deadline=ctx.deadline,
     )
-    result = LLMCallResult(response=LLMResponse())
-    recorder = ctx.recorder
-    recorder.flush()  # what the step recorded so far shows while the model works
-    started = time.monotonic()
-    stream = ctx.llm.generate(request)
-    try:
-        for chunk in stream:
-            result.response.add(chunk)
-            if isinstance(chunk, ThinkingChunk) and chunk.text:
-                if result.thinking_event_id is None:
-                    result.thinking_event_id = recorder.start_event(
-                        TimelineEventType.LLM_THINKING, event_metadata(TimelineEventType.LLM_THINKING, source="native"))
-                recorder.stream_event(result.thinking_event_id, chunk.text, kind="thinking")
-            elif isinstance(chunk, TextChunk) and chunk.text and text_event_type:
-                if result.text_event_id is None:
-                    result.text_event_id = recorder.start_event(
-                        text_event_type, event_metadata(text_event_type, source=text_source))
-                recorder.stream_event(result.text_event_id, chunk.text, kind="text")
-            if recorder.stop_reason():
-                result.stopped = recorder.stop_reason()
-                break
-            if time.time() > ctx.deadline and not result.response.error:
-                result.response.error = ErrorChunk(message="LLM call exceeded the iteration deadline",
-                                                   code=DEADLINE_CODE, retryable=True)
-                break
-    finally:
-        close = getattr(stream, "close", None)
-        if close:
-            close()
-    response = result.response
-    if response.error is not None:
-        response.error = response.error.model_copy(update={"message": mask_text(response.error.message)})
-    if result.thinking_event_id is not None:
-        recorder.complete_event(result.thinking_event_id, response.thinking,
-                                status="completed" if not result.stopped else result.stopped)
-    if result.stopped and result.text_event_id is not None:
-        recorder.complete_event(result.text_event_id, response.text, status=result.stopped)
-        result.text_event_id = None
-    error = response.error
-    if not error and not result.stopped and not response.text.strip() and not response.tool_calls:
-        response.error = error = ErrorChunk(message="LLM returned an empty response", code=EMPTY_RESPONSE,
-                                            retryable=True)
-    success = error is None and not result.stopped
-    # EP-0014: the conversation sent, plus the reply only when there is one (a failed call has none).
-    conversation = [m.model_dump(exclude_none=True) for m in messages]
-    if success:
-        conversation.append(response.as_assistant_message().model_dump(exclude_none=True))
-    recorder.record_llm_interaction(LLMInteractionRecord(
-        interaction_type=interaction_type, provider=cfg.llm_provider_name, model=cfg.llm_provider.model,
-        conversation=conversation, thinking_content=response.thinking, usage=response.usage,
-        duration_ms=int((time.monotonic() - started) * 1000),
-        success=success,
-        error_message=error.message if error else (f"stopped: {result.stopped}" if result.stopped else ""),
-    ))
-    return result
+    ctx.recorder.flush()  # what the step recorded so far shows while the model works
+    stream = _TimelineStream(ctx, text_event_type, text_source)
+    call = recorded_call(request, target, record=ctx.recorder.record_llm_interaction, observer=stream)
+    return stream.finish(call)

@@ -27,6 +27,7 @@ class ReActController(IterationController):
     strategy = "react"
     text_event_type = TimelineEventType.LLM_THINKING
     text_source = "react"
+    native_tools = False
 
     def initial_messages(self, ctx: ExecutionContext) -> list[ConversationMessage]:
         return build_react_messages(

@@ -1,4 +1,9 @@
-"""Choose the provider implementation for a provider config and an iteration strategy."""
+"""Choose the adapter for a provider config: by the provider's type, never by the iteration strategy.
+
+One provider config therefore behaves the same under every strategy: a Gemini provider
+speaks through google-genai (thinking, thought signatures, native tools) whether the agent
+runs ReAct or native thinking; every other vendor goes through LangChain.
+"""
 
 from __future__ import annotations
 
@@ -8,26 +13,20 @@ from agents.config.schema import LLMProviderConfig
 
 from .base import Provider
 
-# react & synthesis speak text and work with any model; native thinking needs Gemini's API.
-_STRATEGY_BACKEND = {
-    "react": "langchain",
-    "synthesis": "langchain",
-    "native-thinking": "google-native",
-    "synthesis-native-thinking": "google-native",
-}
+# Gemini's own SDK wherever the model is Gemini; LangChain for every other vendor.
+_TYPE_ADAPTER = {"google": "google-native", "vertexai": "google-native", "demo": "demo", "scripted": "scripted"}
 
 _cache: dict[tuple[str, str], Provider] = {}
 _lock = threading.Lock()
 
 
-def backend_for(strategy: str, provider: LLMProviderConfig, override: str = "") -> str:
-    """The backend an execution uses: explicit override > provider's `llm_backend` > strategy default."""
+def backend_for(provider: LLMProviderConfig) -> str:
+    """The adapter a provider uses: its `llm_backend` override, else the one its type implies."""
     if provider.type in ("demo", "scripted"):
         return provider.type
-    backend = override or provider.llm_backend or _STRATEGY_BACKEND.get(strategy, "langchain")
+    backend = provider.llm_backend or _TYPE_ADAPTER.get(provider.type, "langchain")
     if backend == "google-native" and provider.type not in ("google", "vertexai"):
-        # google-native needs a Gemini model; other vendors go through LangChain.
-        return "langchain"
+        return "langchain"  # google-native needs a Gemini model
     return backend
 
 
@@ -49,8 +48,9 @@ def _build(provider: LLMProviderConfig, backend: str, name: str) -> Provider:
     return LangChainProvider(provider, name=name)
 
 
-def get_provider(name: str, provider: LLMProviderConfig, backend: str) -> Provider:
-    """Providers are cached per process (SDK clients keep connection pools)."""
+def get_provider(name: str, provider: LLMProviderConfig) -> Provider:
+    """The adapter for a provider config, cached per process (SDK clients keep connection pools)."""
+    backend = backend_for(provider)
     key = (f"{name}:{provider.model_dump_json()}", backend)
     with _lock:
         if key not in _cache:

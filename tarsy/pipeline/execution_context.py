@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from agents.context import ChatContext, ExecutionContext, IterationState, ResolvedAgentConfig, resolve_agent
-from agents.llm.registry import get_provider
+from agents.llm.recorded import LLMTarget
 from agents.llm.types import ConversationMessage, ToolCall, ToolDefinition
 from agents.prompts.stage_context import (
     AgentInvestigation,
@@ -100,7 +100,7 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
     deadline = time.time() + resolved.iteration_timeout
     if s_deadline:
         deadline = min(deadline, s_deadline)
-    llm = get_provider(resolved.llm_provider_name, resolved.llm_provider, resolved.llm_backend)
+    target = LLMTarget.of(resolved.llm_provider_name, resolved.llm_provider)
     # The runbook and earlier stages only go into the first prompt; later steps continue the stored conversation.
     first_prompt = not recorder.conversation()
     runbook = _runbook(session, config, recorder, first_iteration=iteration == 1) if first_prompt else ""
@@ -108,7 +108,7 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
     tools: Any = NoTools()
     if resolved.mcp_servers:
         summarizer = ResultSummarizer(
-            llm=llm, provider_name=resolved.llm_provider_name, provider_cfg=resolved.llm_provider, recorder=recorder,
+            target=target, recorder=recorder,
             investigation_so_far=lambda: "\n\n".join(m.content for m in recorder.conversation()[1:] if m.content),
             agent_name=execution.agent_name, execution_id=str(execution.id), iteration=iteration, deadline=deadline,
         )
@@ -123,7 +123,7 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
         alert_type=session.alert_type, alert_data=session.alert_data + related, runbook=runbook,
         previous_stage_context=previous_stage_context(stage)
         if first_prompt and stage.kind == StageKind.INVESTIGATION else "",
-        llm=llm, tools=tools, recorder=recorder, deadline=deadline,
+        llm=target.adapter, tools=tools, recorder=recorder, deadline=deadline,
         chat=chat_context(stage) if stage.kind == StageKind.CHAT else None,
         parallel_results=parallel_results(stage) if first_prompt and stage.kind == StageKind.SYNTHESIS else "",
     )

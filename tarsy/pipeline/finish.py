@@ -11,10 +11,8 @@ from typing import Any
 
 from django.db import transaction
 
-from agents.context import LLMInteractionRecord
-from agents.llm.registry import backend_for, get_provider
-from agents.llm.types import LLMRequest, LLMResponse
-from agents.mcp.masking.boundary import mask_text
+from agents.llm.recorded import LLMTarget, recorded_call
+from agents.llm.types import LLMRequest
 from tarsy.config import get_config
 from tarsy.models import TERMINAL_EXEC_STATUSES, AlertSession, ExecStatus, SessionStatus, StageKind
 from tarsy.services import interactions, quality, sessions, stages, timeline
@@ -72,33 +70,21 @@ def _executive_summary(session: AlertSession, final_analysis: str) -> tuple[str,
     config = get_config()
     chain = config.chain(session.chain_id)
     provider_name = chain.executive_summary_provider or chain.llm_provider or config.default_provider
-    provider_cfg = config.provider(provider_name)
+    target = LLMTarget.of(provider_name, config.provider(provider_name))
     messages = executive_summary_messages(alert_type=session.alert_type, final_analysis=final_analysis)
-    request = LLMRequest(messages=messages, provider=provider_cfg, provider_name=provider_name,
+    request = LLMRequest(messages=messages, provider=target.config, provider_name=target.name,
                          session_id=str(session.id), interaction_type="executive_summary", iteration=1,
                          max_output_tokens=EXECUTIVE_SUMMARY_MAX_TOKENS,
                          deadline=time.time() + EXECUTIVE_SUMMARY_TIMEOUT_S)
-    provider = get_provider(provider_name, provider_cfg, backend_for("synthesis", provider_cfg))
-    started = time.monotonic()
-    response = LLMResponse.collect(provider.generate(request))
-    # A provider's error text comes from outside: masked before it is stored, logged or shown.
-    error = mask_text(response.error.message) if response.error else ("" if response.text.strip() else "empty response")
-    interactions.llm_interaction_record(
-        session_id=session.id, execution_id=None, iteration=0,
-        record=LLMInteractionRecord(
-            interaction_type="executive_summary", provider=provider_name, model=provider_cfg.model,
-            conversation=[m.model_dump(exclude_none=True) for m in messages]
-            + ([] if error else [response.as_assistant_message().model_dump(exclude_none=True)]),
-            thinking_content=response.thinking, usage=response.usage,
-            duration_ms=int((time.monotonic() - started) * 1000), success=not error, error_message=error,
-        ),
-    )
+    call = recorded_call(request, target, record=lambda record: interactions.llm_interaction_record(
+        session_id=session.id, execution_id=None, iteration=0, record=record))
+    error = call.error.message if call.error else ""
     if error:
         log.warning("executive summary for %s failed: %s", session.id, error)
         timeline.timeline_event_create(session_id=session.id, event_type="error",
                                        content=f"Executive summary failed: {error}",
                                        metadata={"executive_summary_error": True}, status="failed")
         return "", error
-    summary = response.text.strip()
+    summary = call.response.text.strip()
     timeline.timeline_event_create(session_id=session.id, event_type="executive_summary", content=summary)
     return summary, ""

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agents.config.schema import LLMProviderConfig
+from agents.config.registry import TarsyConfig
+from agents.config.schema import AgentConfig, DefaultsConfig, LLMProviderConfig, QueueConfig, SystemConfig
+from agents.context import resolve_agent
 from agents.llm import registry
 from agents.llm.google_native import GoogleNativeProvider
 from agents.llm.langchain_provider import LangChainProvider
@@ -27,55 +29,65 @@ def empty_cache():
 
 
 @pytest.mark.parametrize(
-    ("kind", "strategy", "override", "fields", "expected"),
+    ("kind", "fields", "expected"),
     [
-        ("google", "react", "", {}, "langchain"),
-        ("google", "synthesis", "", {}, "langchain"),
-        ("google", "native-thinking", "", {}, "google-native"),
-        ("vertexai", "synthesis-native-thinking", "", {}, "google-native"),
-        ("openai", "native-thinking", "", {}, "langchain"),  # native thinking needs a Gemini model
-        ("anthropic", "native-thinking", "google-native", {}, "langchain"),
-        ("google", "native-thinking", "", {"llm_backend": "langchain"}, "langchain"),
-        ("google", "react", "", {"llm_backend": "google-native"}, "google-native"),
-        ("google", "react", "google-native", {"llm_backend": "langchain"}, "google-native"),
-        ("scripted", "native-thinking", "langchain", {}, "scripted"),
-        ("demo", "react", "google-native", {}, "demo"),
+        ("google", {}, "google-native"),
+        ("vertexai", {}, "google-native"),
+        ("openai", {}, "langchain"),
+        ("anthropic", {}, "langchain"),
+        ("xai", {}, "langchain"),
+        ("google", {"llm_backend": "langchain"}, "langchain"),
+        ("openai", {"llm_backend": "google-native"}, "langchain"),  # google-native needs a Gemini model
+        ("scripted", {"llm_backend": "langchain"}, "scripted"),
+        ("demo", {"llm_backend": "google-native"}, "demo"),
     ],
 )
-def test_backend_choice(kind, strategy, override, fields, expected):
-    assert registry.backend_for(strategy, provider(kind, **fields), override) == expected
+def test_the_adapter_follows_the_provider_type(kind, fields, expected):
+    assert registry.backend_for(provider(kind, **fields)) == expected
 
 
 @pytest.mark.parametrize(
-    ("kind", "strategy", "cls"),
+    ("kind", "cls"),
     [
-        ("google", "native-thinking", GoogleNativeProvider),
-        ("google", "react", LangChainProvider),
-        ("openai", "react", LangChainProvider),
-        ("xai", "native-thinking", LangChainProvider),
-        ("scripted", "react", ScriptedProvider),
+        ("google", GoogleNativeProvider),
+        ("openai", LangChainProvider),
+        ("xai", LangChainProvider),
+        ("scripted", ScriptedProvider),
     ],
 )
-def test_get_provider_builds_the_class_for_the_backend(kind, strategy, cls):
+def test_get_provider_builds_the_class_for_the_type(kind, cls):
     config = provider(kind)
 
-    built = registry.get_provider("p1", config, registry.backend_for(strategy, config))
+    built = registry.get_provider("p1", config)
 
     assert type(built) is cls
     assert built.name == "p1"
 
 
-def test_providers_are_cached_per_config_and_backend():
+@pytest.mark.parametrize("strategy", ["react", "native-thinking", "synthesis", "synthesis-native-thinking"])
+def test_one_provider_config_gets_the_same_adapter_under_every_strategy(strategy):
+    """The strategy never picks the adapter: a Gemini provider is served by google-genai under all of them."""
+    config = TarsyConfig(defaults=DefaultsConfig(), queue=QueueConfig(), system=SystemConfig(),
+                         llm_providers={"g": provider("google")}, mcp_servers={}, chains={}, default_provider="g",
+                         agents={"A": AgentConfig(iteration_strategy=strategy)})
+
+    resolved = resolve_agent(config, agent_name="A")
+
+    assert resolved.llm_backend == "google-native"
+    assert type(registry.get_provider("g", resolved.llm_provider)) is GoogleNativeProvider
+
+
+def test_providers_are_cached_per_config():
     config = provider("google")
 
-    native = registry.get_provider("g", config, "google-native")
+    native = registry.get_provider("g", config)
 
-    assert registry.get_provider("g", config, "google-native") is native
-    assert registry.get_provider("g", config, "langchain") is not native
-    assert registry.get_provider("g", provider("google", temperature=0.1), "google-native") is not native
+    assert registry.get_provider("g", config) is native
+    assert registry.get_provider("g", provider("google", temperature=0.1)) is not native
+    assert registry.get_provider("g", provider("google", llm_backend="langchain")) is not native
 
 
 def test_demo_backend_uses_the_demo_provider():
     demo = pytest.importorskip("agents.llm.demo")
 
-    assert isinstance(registry.get_provider("demo", provider("demo"), "demo"), demo.DemoProvider)
+    assert isinstance(registry.get_provider("demo", provider("demo")), demo.DemoProvider)

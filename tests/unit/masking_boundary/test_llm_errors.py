@@ -9,6 +9,7 @@ import pytest
 
 from agents.config.schema import LLMProviderConfig
 from agents.llm.langchain_provider import LangChainProvider
+from agents.llm.recorded import LLMTarget
 from agents.llm.retry import RetryPolicy
 from agents.llm.types import ConversationMessage, LLMRequest, LLMResponse, ToolCall
 from agents.mcp.executor import MCPToolExecutor
@@ -26,7 +27,7 @@ ERROR_BODY = f"quota exhausted for key token: {TOKEN} (password={PASSWORD})"
 
 def test_a_failed_summary_keeps_the_providers_error_only_masked():
     recorder, pool = InMemoryRecorder(), MCPPool()
-    summarizer = ResultSummarizer(llm=ScriptedLLM(error=ERROR_BODY), provider_name="test", provider_cfg=PROVIDER,
+    summarizer = ResultSummarizer(target=LLMTarget(name="test", config=PROVIDER, adapter=ScriptedLLM(error=ERROR_BODY)),
                                   recorder=recorder, investigation_so_far=lambda: "")
     servers = {"tools": stdio_config(summarization={"size_threshold_tokens": 500, "summary_max_token_limit": 100})}
     executor = MCPToolExecutor(config=tarsy_config(servers), resolved=resolved_for(["tools"]), recorder=recorder,

@@ -8,6 +8,7 @@ from dataclasses import asdict
 import pytest
 
 from agents.config.schema import MCPServerConfig
+from agents.llm.recorded import LLMTarget
 from agents.llm.types import ToolCall
 from agents.mcp.executor import MCPToolExecutor
 from agents.mcp.pool import MCPPool
@@ -36,7 +37,7 @@ def make_executor(pool: MCPPool, recorder: InMemoryRecorder, servers: list[str] 
 
 
 def make_summarizer(recorder: InMemoryRecorder, llm: ScriptedLLM) -> ResultSummarizer:
-    return ResultSummarizer(llm=llm, provider_name="test", provider_cfg=PROVIDER, recorder=recorder,
+    return ResultSummarizer(target=LLMTarget(name="test", config=PROVIDER, adapter=llm), recorder=recorder,
                             investigation_so_far=lambda: "Checked pod web-0: CrashLoopBackOff.",
                             agent_name="TestAgent", execution_id="exec-1", iteration=3)
 

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from agents.llm.recorded import LLMTarget
 from agents.mcp.summarizer import ResultSummarizer, SummarizationError
 
 from .conftest import PROVIDER, InMemoryRecorder, ScriptedLLM
 
+DEADLINE = time.time() + 600
+
 
 def summarizer(recorder: InMemoryRecorder, llm: ScriptedLLM) -> ResultSummarizer:
-    return ResultSummarizer(llm=llm, provider_name="test", provider_cfg=PROVIDER, recorder=recorder,
+    return ResultSummarizer(target=LLMTarget(name="test", config=PROVIDER, adapter=llm), recorder=recorder,
                             investigation_so_far=lambda: "Node ip-10-0-1-5 reports DiskPressure.",
-                            agent_name="KubernetesAgent", execution_id="exec-9", iteration=2, deadline=123.0)
+                            agent_name="KubernetesAgent", execution_id="exec-9", iteration=2, deadline=DEADLINE)
 
 
 def test_the_summary_request_carries_the_result_and_the_investigation() -> None:
@@ -24,7 +29,7 @@ def test_the_summary_request_carries_the_result_and_the_investigation() -> None:
     (request,) = llm.requests
     assert (request.interaction_type, request.max_output_tokens, request.tools) == ("summarization", 250, [])
     assert (request.agent_name, request.execution_id, request.iteration, request.deadline) == ("KubernetesAgent",
-                                                                                            "exec-9", 2, 123.0)
+                                                                                            "exec-9", 2, DEADLINE)
     sent = "\n".join(m.content for m in request.messages)
     assert "df output ..." in sent and "DiskPressure" in sent and "k8s.node_describe" in sent
     (record,) = recorder.llm
@@ -34,7 +39,7 @@ def test_the_summary_request_carries_the_result_and_the_investigation() -> None:
 
 
 @pytest.mark.parametrize("llm, reason", [(ScriptedLLM(error="503 from provider"), "503 from provider"),
-                                         (ScriptedLLM(text="   "), "empty reply")])
+                                         (ScriptedLLM(text="   "), "empty response")])
 def test_an_error_chunk_or_an_empty_reply_raises_and_is_recorded(llm: ScriptedLLM, reason: str) -> None:
     recorder = InMemoryRecorder()
 
