@@ -12,10 +12,8 @@ from typing import Any
 
 from django.db import InterfaceError, OperationalError
 
-from agents.context import LLMInteractionRecord
-from agents.llm.registry import backend_for, get_provider
-from agents.llm.types import LLMRequest, LLMResponse
-from agents.mcp.masking.boundary import mask_text
+from agents.llm.recorded import LLMTarget, recorded_call
+from agents.llm.types import LLMRequest
 from tarsy.config import get_config
 from tarsy.models import AlertSession, SessionStatus
 from tarsy.services import interactions, quality, sessions
@@ -81,25 +79,12 @@ def ask_scorer(session: AlertSession, messages) -> str:
     """One recorded call to the scoring provider; its reply text, or a ScoringError with the provider's reason."""
     config = get_config()
     name = config.scoring.llm_provider
-    provider_cfg = config.provider(name)
-    request = LLMRequest(messages=messages, provider=provider_cfg, provider_name=name, session_id=str(session.id),
+    target = LLMTarget.of(name, config.provider(name))
+    request = LLMRequest(messages=messages, provider=target.config, provider_name=name, session_id=str(session.id),
                          interaction_type="scoring", iteration=1, max_output_tokens=config.scoring.max_output_tokens,
                          deadline=time.time() + config.scoring.timeout)
-    provider = get_provider(name, provider_cfg, backend_for("synthesis", provider_cfg))
-    started = time.monotonic()
-    response = LLMResponse.collect(provider.generate(request))
-    # A provider's error text comes from outside: masked before it is stored, logged or shown.
-    error = mask_text(response.error.message) if response.error else ""
-    interactions.llm_interaction_record(
-        session_id=session.id, execution_id=None, iteration=0, add_to_totals=False,
-        record=LLMInteractionRecord(
-            interaction_type="scoring", provider=name, model=provider_cfg.model,
-            conversation=[m.model_dump(exclude_none=True) for m in messages]
-            + ([] if error else [response.as_assistant_message().model_dump(exclude_none=True)]),
-            thinking_content=response.thinking, usage=response.usage,
-            duration_ms=int((time.monotonic() - started) * 1000), success=not error, error_message=error,
-        ),
-    )
-    if error:
-        raise ScoringError(f"the scoring provider failed: {error}")
-    return response.text
+    call = recorded_call(request, target, record=lambda record: interactions.llm_interaction_record(
+        session_id=session.id, execution_id=None, iteration=0, add_to_totals=False, record=record))
+    if call.error is not None:
+        raise ScoringError(f"the scoring provider failed: {call.error.message}")
+    return call.response.text
