@@ -5,9 +5,18 @@ from __future__ import annotations
 
 import gc
 import os
+import time
 
 from celery import Celery
-from celery.signals import worker_init, worker_process_init, worker_process_shutdown
+from celery.signals import (
+    before_task_publish,
+    task_postrun,
+    task_prerun,
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tarsy.settings")
 
@@ -43,6 +52,18 @@ def _fail_fast_on_bad_config(**kwargs) -> None:
     _preload()
 
 
+@worker_ready.connect
+def _serve_metrics(sender=None, **kwargs) -> None:
+    """The worker's metrics endpoint, a thread of the parent process, started once its pool has forked."""
+    from celery.concurrency import get_implementation
+    from celery.concurrency.prefork import TaskPool as PreforkPool
+
+    from tarsy.metrics import serve_worker_metrics
+
+    pool = get_implementation(getattr(getattr(sender, "controller", None), "pool_cls", None) or "prefork")
+    serve_worker_metrics(forking_pool=issubclass(pool, PreforkPool))
+
+
 def _preload() -> None:
     """Import the heavy SDK modules once in the parent, so forked children start tasks at once (~5 s saved each)."""
     import importlib
@@ -68,5 +89,32 @@ def _fresh_connections(**kwargs) -> None:
 @worker_process_shutdown.connect
 def _close_mcp(**kwargs) -> None:
     from agents.mcp.pool import shutdown_pool
+    from tarsy.metrics import forget_process
 
     shutdown_pool()
+    forget_process(os.getpid())
+
+
+@before_task_publish.connect
+def _stamp_enqueue_time(headers=None, **kwargs) -> None:
+    """The publish time travels with the task, so the worker can count how long it waited in the queue."""
+    from tarsy.metrics import ENQUEUED_AT_HEADER
+
+    if headers is not None:
+        headers[ENQUEUED_AT_HEADER] = time.time()
+
+
+@task_prerun.connect
+def _count_queue_wait(task=None, **kwargs) -> None:
+    from tarsy.metrics import ENQUEUED_AT_HEADER, observe_task_start
+
+    request = task.request
+    stamp = getattr(request, ENQUEUED_AT_HEADER, None) or (request.headers or {}).get(ENQUEUED_AT_HEADER)
+    observe_task_start(task=task.name, enqueued_at=float(stamp) if stamp else None, eta=request.eta)
+
+
+@task_postrun.connect
+def _count_task(task=None, state=None, **kwargs) -> None:
+    from tarsy.metrics import observe_task_end
+
+    observe_task_end(task=task.name, state=state)

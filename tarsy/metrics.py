@@ -1,10 +1,13 @@
-"""Prometheus metrics, served at /metrics by the web process.
+"""Prometheus metrics: web's /metrics, and each worker's own endpoint.
 
 Counters and histograms are incremented where the work happens (web: submissions, WebSocket
-connections; workers: iterations, LLM and MCP calls, terminal statuses). Processes on one host share
-them when PROMETHEUS_MULTIPROC_DIR is set for all of them (prometheus_client's multiprocess mode,
-as for gunicorn/prefork); otherwise scrape each process. The session gauges (active, queued, by status)
-are read from the database at scrape time, so they are right cluster-wide whatever serves /metrics.
+connections; workers: iterations, LLM and MCP calls, task queue wait, terminal statuses). A web or
+worker container runs several processes (uvicorn workers, Celery's prefork children), which share their
+values through PROMETHEUS_MULTIPROC_DIR (prometheus_client's multiprocess mode: one mmap file per process,
+summed at scrape). Web serves them at /metrics; a worker's parent process serves its children's at
+TARSY_METRICS_PORT (`serve_worker_metrics`), because containers share no directory and a child
+cannot own a port — children come and go. The session gauges (active, queued, by status) are read from
+the database at scrape time by web only, so they are right cluster-wide and counted once.
 
 /metrics needs no login — like /health it is for scrapers and probes, which carry no user
 credentials, and it holds no alert or session content (only counts, provider/model/server/tool names).
@@ -13,7 +16,9 @@ Keep it off the public ingress if those names are sensitive.
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -25,6 +30,13 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.core import GaugeMetricFamily
+
+log = logging.getLogger("tarsy.metrics")
+MULTIPROC_DIR = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+if MULTIPROC_DIR:  # before the first metric opens its file there: a fresh tmpfs or emptyDir has no such folder
+    os.makedirs(MULTIPROC_DIR, exist_ok=True)
+METRICS_PORT_ENV = "TARSY_METRICS_PORT"  # the worker endpoint and `manage.py serve_metrics`
+ENQUEUED_AT_HEADER = "tarsy_enqueued_at"
 
 SESSIONS_SUBMITTED = Counter("tarsy_sessions_submitted_total", "Alerts accepted", ["alert_type"])
 ALERTS_ATTACHED = Counter("tarsy_alerts_attached_total", "Alerts that joined an existing session instead of "
@@ -40,6 +52,9 @@ LLM_SECONDS = Histogram("tarsy_llm_call_duration_seconds", "LLM call duration", 
 MCP_CALLS = Counter("tarsy_mcp_calls_total", "MCP tool calls", ["server", "tool", "outcome"])
 MCP_ERRORS = Counter("tarsy_mcp_errors_total", "Failed MCP tool calls", ["server", "tool"])
 MCP_SECONDS = Histogram("tarsy_mcp_call_duration_seconds", "MCP call duration", ["server", "tool"])
+TASK_QUEUE_WAIT = Histogram("tarsy_task_queue_wait_seconds", "Time a task waited in the broker for a worker",
+                            ["task"], buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300))
+TASKS = Counter("tarsy_tasks_total", "Celery tasks run by workers", ["task", "outcome"])
 WS_CONNECTIONS = Gauge("tarsy_ws_connections_active", "Open WebSocket connections", multiprocess_mode="livesum")
 
 
@@ -63,6 +78,17 @@ def observe_mcp_call(*, server: str, tool: str, success: bool, duration_ms: int)
     MCP_SECONDS.labels(server, tool).observe(max(duration_ms, 0) / 1000)
 
 
+def observe_task_start(*, task: str, enqueued_at: float | None, eta: object) -> None:
+    """Queue wait of a task that a worker starts: how long work waits for a free process. A task with an ETA
+    (a retry's countdown) waited on purpose and is not counted."""
+    if enqueued_at is not None and not eta:
+        TASK_QUEUE_WAIT.labels(task).observe(max(time.time() - enqueued_at, 0.0))
+
+
+def observe_task_end(*, task: str, state: str | None) -> None:
+    TASKS.labels(task, (state or "unknown").lower()).inc()
+
+
 class SessionStateCollector:
     """Active, queued and per-status session counts, from the database at scrape time."""
 
@@ -82,18 +108,48 @@ class SessionStateCollector:
                                 value=counts.get(SessionStatus.PENDING, 0))
 
 
+def process_registry():
+    """This container's process metrics: all its processes' in multiprocess mode, else this process's."""
+    if not MULTIPROC_DIR:
+        return REGISTRY
+    from prometheus_client import multiprocess
+
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)
+    return registry
+
+
 def render() -> tuple[bytes, str]:
     """The exposition text: process (or multiprocess) metrics, then the database-backed gauges."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        from prometheus_client import multiprocess
-
-        registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)
-    else:
-        registry = REGISTRY
     state = CollectorRegistry(auto_describe=False)
     state.register(SessionStateCollector())
-    return generate_latest(registry) + generate_latest(state), CONTENT_TYPE_LATEST
+    return generate_latest(process_registry()) + generate_latest(state), CONTENT_TYPE_LATEST
+
+
+def serve_worker_metrics(*, forking_pool: bool) -> int | None:
+    """Start the worker's metrics endpoint (a daemon thread of the parent process) when
+    TARSY_METRICS_PORT is set; returns the port. With a forking pool the children's values reach the
+    parent only through PROMETHEUS_MULTIPROC_DIR, so its absence is logged loudly."""
+    from prometheus_client import start_http_server
+
+    port = os.environ.get(METRICS_PORT_ENV, "").strip()
+    if not port:
+        return None
+    if forking_pool and not MULTIPROC_DIR:
+        log.error("%s is set but PROMETHEUS_MULTIPROC_DIR is not: the prefork children's LLM, MCP and iteration "
+                  "metrics will be missing from the worker's endpoint", METRICS_PORT_ENV)
+    addr = os.environ.get("TARSY_METRICS_ADDR", "0.0.0.0")  # scraped from other pods
+    start_http_server(int(port), addr=addr, registry=process_registry())
+    log.info("worker metrics on %s:%s", addr, port)
+    return int(port)
+
+
+def forget_process(pid: int) -> None:
+    """A prefork child exits: drop its live gauges from the shared directory (its counters stay counted)."""
+    if MULTIPROC_DIR:
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid)
 
 
 def metrics_view(request):

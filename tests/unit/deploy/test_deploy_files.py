@@ -56,7 +56,9 @@ def _arg(args: list[str], flag: str) -> str:
 # ---- compose ------------------------------------------------------------------------------------------
 
 def test_compose_has_every_process_and_backing_service(compose):
-    assert set(compose["services"]) == {"postgres", "redis", "migrate", "web", "worker", "beat", "oauth2-proxy"}
+    assert set(compose["services"]) == {"postgres", "redis", "migrate", "web", "worker", "beat", "oauth2-proxy",
+                                        "prometheus"}
+    assert compose["services"]["prometheus"]["profiles"] == ["monitoring"]  # optional: teams have their own
     assert "profiles" not in compose["services"]["oauth2-proxy"]  # always in front: there is no unguarded web
 
 
@@ -207,7 +209,9 @@ def test_web_listens_on_loopback_behind_the_proxy_sidecar_and_the_service_reache
     policy = _by_kind("NetworkPolicy")["tarsy-web"]["spec"]
     assert policy["podSelector"]["matchLabels"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
     assert policy["policyTypes"] == ["Ingress"]
-    assert [port for rule in policy["ingress"] for port in rule["ports"]] == [{"port": proxy_port, "protocol": "TCP"}]
+    metrics_port = _container(deployment, "metrics")["ports"][0]["containerPort"]
+    assert [port for rule in policy["ingress"] for port in rule["ports"]] == [
+        {"port": proxy_port, "protocol": "TCP"}, {"port": metrics_port, "protocol": "TCP"}]
 
 
 def test_proxy_mode_trusts_only_the_sidecar_and_sign_in_is_restricted():
@@ -255,11 +259,13 @@ def test_every_pod_mounts_the_config_and_reads_env_and_secrets():
     secret = _by_kind("Secret")["tarsy-secrets"]["stringData"]
     assert {"SECRET_KEY", "DATABASE_URL", "REDIS_URL"} <= set(secret)
     for pod in pods:
-        (container,) = [c for c in pod["containers"] if c["image"] == "tarsy"]
-        refs = [next(iter(ref.values()))["name"] for ref in container["envFrom"]]
-        assert refs == ["tarsy-env", "tarsy-secrets"]
-        mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
-        assert mounts["config"] == "/etc/tarsy"
+        containers = [c for c in pod["containers"] if c["image"] == "tarsy"]
+        assert containers
+        for container in containers:
+            refs = [next(iter(ref.values()))["name"] for ref in container["envFrom"]]
+            assert refs == ["tarsy-env", "tarsy-secrets"]
+            mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+            assert mounts["config"] == "/etc/tarsy"
         volumes = {v["name"]: v for v in pod["volumes"]}
         assert volumes["config"]["configMap"]["name"] == "tarsy-config"
         assert pod["securityContext"]["runAsNonRoot"] is True
