@@ -12,5 +12,7 @@ class TarsyConfig(AppConfig):
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the config system check)
         from .celery import install_enactor
+        from .slack.receivers import connect as connect_slack
 
         install_enactor()
+        connect_slack()

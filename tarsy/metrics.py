@@ -55,6 +55,9 @@ MCP_SECONDS = Histogram("tarsy_mcp_call_duration_seconds", "MCP call duration", 
 TASK_QUEUE_WAIT = Histogram("tarsy_task_queue_wait_seconds", "Time a task waited in the broker for a worker",
                             ["task"], buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300))
 TASKS = Counter("tarsy_tasks_total", "Celery tasks run by workers", ["task", "outcome"])
+SLACK_CALLS = Counter("tarsy_slack_calls_total", "Slack Web API calls by outcome (ok, error, rate_limited, "
+                      "unreachable)", ["method", "outcome"])
+SLACK_DROPPED = Counter("tarsy_slack_dropped_total", "Slack messages given up on after bounded retries", ["reason"])
 WS_CONNECTIONS = Gauge("tarsy_ws_connections_active", "Open WebSocket connections", multiprocess_mode="livesum")
 
 

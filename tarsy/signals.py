@@ -13,3 +13,6 @@ session_status_changed = Signal()
 # kwargs: session (the session the alert joined), data (the masked alert data of this occurrence, as text),
 # kind ("occurrence" for a repeat of the same fingerprint, "related" for another alert of the same group).
 alert_attached = Signal()
+
+# kwargs: stage (Stage, as just written). Sent when a stage starts and when it closes (chat stages included).
+stage_status_changed = Signal()

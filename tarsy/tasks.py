@@ -26,6 +26,7 @@ from tarsy.pipeline.decisions import (
     ReapSession,
     RunIteration,
     ScoreSession,
+    SlackDeliver,
 )
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,8 @@ def enact(decisions: list[Enqueued]) -> None:
             request_dispatch(send=dispatch_sessions.delay)
         elif isinstance(decision, ScoreSession):
             score_session.delay(decision.session_id)
+        elif isinstance(decision, SlackDeliver):
+            slack_deliver.delay(decision.session_id)
         else:
             raise TypeError(f"cannot enqueue {decision!r}")
 
@@ -125,6 +128,20 @@ def score_session(self, session_id: str) -> None:
         session_score(session_id=session_id)
     except TRANSIENT_DB_ERRORS as exc:
         _retry_after_db_error(self, exc)
+
+
+@shared_task(name="tarsy.tasks.slack_deliver", **_RELIABLE)
+def slack_deliver(self, session_id: str) -> None:
+    """Post or update the session's Slack message and thread; run again when delivery asks to (backoff,
+    Retry-After, the update throttle). Never touches the investigation."""
+    from tarsy.slack.delivery import deliver
+
+    try:
+        again_in = deliver(session_id=session_id)
+    except TRANSIENT_DB_ERRORS as exc:
+        _retry_after_db_error(self, exc)
+    if again_in is not None:
+        slack_deliver.apply_async((session_id,), countdown=again_in)
 
 
 @shared_task(name="tarsy.tasks.sweep", **_RELIABLE)

@@ -15,6 +15,7 @@ from .schema import (
     MCPServerConfig,
     QueueConfig,
     ScoringConfig,
+    SlackConfig,
     SystemConfig,
 )
 
@@ -32,6 +33,7 @@ class TarsyConfig:
     intake: IntakeConfig = field(default_factory=IntakeConfig)
     config_dir: str = ""
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
+    slack: SlackConfig | None = None
     user_defined: dict[str, set[str]] = field(default_factory=dict)
     file_names: dict[str, str] = field(default_factory=lambda: {"tarsy": "tarsy.yaml",
                                                                  "providers": "llm-providers.yaml"})
@@ -116,6 +118,9 @@ class TarsyConfig:
                      self.alert_types())
         for alert_type in self.queue.severities:
             need("alert type", alert_type, f"{self.file_names['tarsy']}: queue.severities", seen_types)
+        if self.slack:
+            for chain_id in self.slack.chain_channels:
+                need("chain", chain_id, f"{self.file_names['tarsy']}: slack.chain_channels", self.chains)
         return problems
 
     def warnings(self, env: dict[str, str] | None = None) -> list[str]:
@@ -139,6 +144,11 @@ class TarsyConfig:
             if secret_env and not env.get(secret_env):
                 out.append(f"Webhook intake {source!r}: environment variable {secret_env} is not set (its requests "
                            "are refused)")
+        if self.slack and self.slack.enabled:
+            for key in ("bot_token_env", "signing_secret_env"):
+                name = getattr(self.slack, key)
+                if not env.get(name):
+                    out.append(f"Slack: environment variable {name} ({key}) is not set")
         if self.default_provider == "demo":
             out.append("No LLM API key configured: investigations use the built-in demo provider")
         return out

@@ -403,6 +403,41 @@ class ScoringConfig(_Strict):
         return bool(self.llm_provider)
 
 
+_SLACK_CHANNEL_RE = re.compile(r"^[#]?[A-Za-z0-9._-]{1,80}$")
+
+
+def _slack_channel(value: str) -> str:
+    if not _SLACK_CHANNEL_RE.match(value):
+        raise ValueError(f"invalid Slack channel {value!r}: a channel ID (C0123ABC) or name (#alerts)")
+    return value
+
+
+SlackChannel = Annotated[str, AfterValidator(_slack_channel)]
+
+
+class SlackConfig(_Strict):
+    """Slack threads for sessions. Secrets are named by environment variable, never written in the file."""
+
+    enabled: bool = True
+    channel: SlackChannel
+    chain_channels: dict[str, SlackChannel] = Field(default_factory=dict)  # chain id → channel
+    bot_token_env: str = "SLACK_BOT_TOKEN"
+    signing_secret_env: str = "SLACK_SIGNING_SECRET"
+    base_url: str = ""  # Web API base URL; "" = https://slack.com/api/ (proxies, test servers)
+    update_interval: Duration = 10.0  # at most one in-place update of the message per interval while running
+    timeout: Duration = 10.0  # per Web API call
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError("base_url must be an http(s) URL")
+        return value
+
+    def channel_for(self, chain_id: str) -> str:
+        return self.chain_channels.get(chain_id, self.channel)
+
+
 class TarsyFile(_Strict):
     defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
     queue: QueueConfig = Field(default_factory=QueueConfig)
@@ -412,6 +447,7 @@ class TarsyFile(_Strict):
     mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     agent_chains: dict[str, ChainConfig] = Field(default_factory=dict)
+    slack: SlackConfig | None = None
 
 
 MaskingConfig.model_rebuild()

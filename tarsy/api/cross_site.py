@@ -11,6 +11,9 @@ token only for the Django session, so every state-changing API request is checke
 
 Programs (curl, SDKs, Alertmanager) send no Origin and JSON or no bodies; the dashboard's own fetch() calls are
 same-origin and send JSON or nothing. Both are unaffected.
+
+Slack's endpoints are exempt: Slack posts slash commands form-encoded, and every request there is
+authenticated by its signature over the body (tarsy/slack/views.py), which no cross-site form can produce.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 JSON = "application/json"
 # "none": the user typed or bookmarked the URL — no page sent the request.
 SAME_ORIGIN_FETCH_SITES = frozenset({"same-origin", "none"})
+SLACK_SIGNED_PATHS = frozenset({"/api/v1/slack/events", "/api/v1/slack/commands"})
 
 
 class CrossSiteGuard:
@@ -36,7 +40,8 @@ class CrossSiteGuard:
         self.get_response = get_response
 
     def __call__(self, request):
-        if request.method not in SAFE_METHODS and request.path.startswith(API_PREFIX):
+        if (request.method not in SAFE_METHODS and request.path.startswith(API_PREFIX)
+                and request.path not in SLACK_SIGNED_PATHS):
             refusal = refusal_for(request)
             if refusal is not None:
                 return refusal

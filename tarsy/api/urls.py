@@ -1,5 +1,7 @@
 from django.urls import path
 
+from tarsy.slack import views as slack_views
+
 from . import quality_views, session_views, views, webhook_views
 
 S = "sessions/<uuid:session_id>"
@@ -24,5 +26,8 @@ urlpatterns = [
     path(f"{S}/chat/messages", session_views.ChatMessagesView.as_view(), name="session-chat-messages"),
     path("system/warnings", views.SystemWarningsView.as_view(), name="system-warnings"),
     path("system/mcp-servers", views.MCPServersView.as_view(), name="system-mcp-servers"),
+    # Signed by Slack (not the API's auth mode): see tarsy/slack/views.py.
+    path("slack/events", slack_views.events, name="slack-events"),
+    path("slack/commands", slack_views.commands, name="slack-commands"),
     # Anything else under /api/ (a malformed session id included) is a JSON 404: see tarsy/urls.py.
 ]

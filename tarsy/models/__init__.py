@@ -27,6 +27,7 @@ from .sessions import (
     Stage,
     StageKind,
 )
+from .slack import SlackPost, SlackPostKind, SlackThread
 from .tokens import APIToken
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "ACTIVE_SESSION_STATUSES", "TERMINAL_EXEC_STATUSES", "TERMINAL_SESSION_STATUSES", "AgentExecution", "APIToken",
     "AlertOccurrence", "AlertSession", "Chat", "ChatUserMessage", "Event", "ExecStatus", "InteractionType",
     "LLMInteraction", "MCPInteraction", "Message", "MessageRole", "OccurrenceKind", "ParallelType", "Rating",
-    "ScoreStatus", "SessionReview", "SessionScore", "SessionStatus", "Severity", "Stage", "StageKind", "Support",
+    "ScoreStatus", "SessionReview", "SessionScore", "SessionStatus", "Severity", "SlackPost", "SlackPostKind",
+    "SlackThread", "Stage", "StageKind", "Support",
     "TimelineEvent", "TimelineEventType", "TimelineStatus",
 ]

@@ -53,6 +53,13 @@ class DispatchSessions:
 
 
 @dataclass(frozen=True)
+class SlackDeliver:
+    """Bring the session's Slack message and thread up to date (tarsy.slack.delivery)."""
+
+    session_id: str
+
+
+@dataclass(frozen=True)
 class EndExecution:
     """The execution is over: mark it terminal and join its stage."""
 
@@ -83,9 +90,9 @@ class Nothing:
     """Nothing follows (a chat stage answered, a duplicate call)."""
 
 
-Enqueued = RunIteration | FinishSession | ReapSession | DispatchSessions | ScoreSession
+Enqueued = RunIteration | FinishSession | ReapSession | DispatchSessions | ScoreSession | SlackDeliver
 Enactor = Callable[[list[Enqueued]], None]
-ENQUEUED = (RunIteration, FinishSession, ReapSession, DispatchSessions, ScoreSession)
+ENQUEUED = (RunIteration, FinishSession, ReapSession, DispatchSessions, ScoreSession, SlackDeliver)
 
 _enactor: Enactor | None = None
 

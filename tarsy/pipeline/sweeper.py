@@ -22,9 +22,9 @@ from django.utils import timezone
 
 from tarsy.config import get_config
 from tarsy.models import AgentExecution, ExecStatus, SessionStatus
-from tarsy.services import executions, sessions, stages, timeline
+from tarsy.services import executions, sessions, slack, stages, timeline
 
-from .decisions import EndExecution, FinishSession, RunIteration, enact_on_commit
+from .decisions import EndExecution, FinishSession, RunIteration, SlackDeliver, enact_on_commit
 from .dispatch import dispatch_pending
 from .finish import session_finish
 from .stages import execution_end
@@ -39,6 +39,7 @@ def sweep_once() -> dict[str, int]:
         reap_cancelled(session_id=session_id)
     counts["resumed"] = _resume_orphans()
     counts["finished"] = _finish_stalled_sessions()
+    counts["slack"] = _redeliver_slack()
     return counts
 
 
@@ -107,3 +108,13 @@ def _finish_stalled_sessions() -> int:
             enact_on_commit([FinishSession(str(session.id))])
             count += 1
     return count
+
+
+def _redeliver_slack() -> int:
+    """Slack work whose delivery task was lost (a worker died holding the lease, a queued retry vanished)."""
+    config = get_config().slack
+    if config is None or not config.enabled:
+        return 0
+    stalled = slack.slack_threads_stalled(now=timezone.now())
+    enact_on_commit([SlackDeliver(str(session_id)) for session_id in stalled])
+    return len(stalled)

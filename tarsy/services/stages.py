@@ -25,6 +25,7 @@ from tarsy.models import (
     StageKind,
 )
 from tarsy.pipeline.decisions import RunIteration, enact_on_commit
+from tarsy.signals import stage_status_changed
 from tarsy.streaming.publisher import publish
 
 
@@ -79,6 +80,7 @@ def _stage_create(session: AlertSession, *, name: str, kind: str, agents: list[d
     if kind != StageKind.CHAT:
         AlertSession.all_objects.filter(id=session.id).update(current_stage_index=index)
     publish("stage.started", stage_payload(stage), session_id=session.id)
+    stage_status_changed.send(sender=Stage, stage=stage)
     enact_on_commit([RunIteration(str(e.id), 1, e.iteration_timeout_s) for e in executions])
     return stage
 
@@ -165,6 +167,7 @@ def stage_join(*, stage_id: int) -> Stage | None:
                                         for e in executions if e.status != ExecStatus.COMPLETED)
     stage.save(update_fields=["status", "completed_at", "final_analysis", "error_message"])
     publish("stage.completed", stage_payload(stage), session_id=stage.session_id)
+    stage_status_changed.send(sender=Stage, stage=stage)
     if stage.kind == StageKind.CHAT and stage.chat_message_id is not None:
         publish("chat.message", chat_message_payload(
             session_id=stage.session_id, message_id=stage.chat_message_id, role="assistant",

@@ -1,0 +1,100 @@
+"""Slack bookkeeping: a session's thread, what it should show (a revision) and its outbox of replies.
+
+Written inside the transaction of the change they record (through the lifecycle signals), so a reply is
+never lost nor sent for a change that rolled back; delivered later by a task under a lease."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import F, Q
+
+from tarsy.models import SlackPost, SlackThread
+
+
+def _thread_ensure(session_id: Any, channel: str) -> None:
+    # INSERT … ON CONFLICT DO NOTHING: two concurrent first changes must not fail the transaction that sends them.
+    SlackThread.objects.bulk_create([SlackThread(session_id=session_id, channel=channel)], ignore_conflicts=True)
+
+
+def slack_thread_touch(*, session_id: Any, channel: str) -> None:
+    """The session changed in a way its message shows: one more revision to deliver."""
+    _thread_ensure(session_id, channel)
+    SlackThread.objects.filter(session_id=session_id).update(revision=F("revision") + 1)
+
+
+def slack_post_add(*, session_id: Any, channel: str, kind: str, text: str, blocks: list[dict[str, Any]]) -> SlackPost:
+    """Queue a reply for the session's thread (the thread's message is posted first if it is not yet)."""
+    _thread_ensure(session_id, channel)
+    return SlackPost.objects.create(thread_id=session_id, kind=kind, text=text, blocks=blocks)
+
+
+def slack_thread_lease(*, session_id: Any, now: datetime, seconds: float) -> SlackThread | None:
+    """Compare-and-set: the thread for this worker until `now + seconds`, unless another holds it or its
+    backoff (`retry_at`) has not passed."""
+    free = Q(lease_until__isnull=True) | Q(lease_until__lt=now)
+    due = Q(retry_at__isnull=True) | Q(retry_at__lte=now)
+    taken = SlackThread.objects.filter(free & due, session_id=session_id).update(
+        lease_until=now + timedelta(seconds=seconds))
+    return SlackThread.objects.get(session_id=session_id) if taken else None
+
+
+def slack_thread_release(*, session_id: Any) -> None:
+    SlackThread.objects.filter(session_id=session_id).update(lease_until=None)
+
+
+def slack_thread_posted(*, session_id: Any, channel: str, ts: str, revision: int, now: datetime) -> None:
+    """The message exists in Slack (channel as its ID) and shows `revision`."""
+    SlackThread.objects.filter(session_id=session_id).update(
+        channel=channel, ts=ts, shown_revision=revision, shown_at=now, failures=0, last_error="", retry_at=None)
+
+
+def slack_thread_shown(*, session_id: Any, revision: int, now: datetime) -> None:
+    SlackThread.objects.filter(session_id=session_id).update(
+        shown_revision=revision, shown_at=now, failures=0, last_error="", retry_at=None)
+
+
+def slack_thread_failed(*, session_id: Any, error: str, retry_at: datetime) -> None:
+    SlackThread.objects.filter(session_id=session_id).update(
+        failures=F("failures") + 1, last_error=error[:2000], retry_at=retry_at)
+
+
+def slack_thread_give_up(*, session_id: Any, error: str, revision: int, now: datetime) -> int:
+    """After bounded retries: drop the pending replies and this revision; the next change tries afresh.
+    Returns how many replies were dropped."""
+    dropped = SlackPost.objects.filter(thread_id=session_id, sent_at__isnull=True, dropped_at__isnull=True).update(
+        dropped_at=now)
+    SlackThread.objects.filter(session_id=session_id).update(
+        failures=0, retry_at=None, last_error=error[:2000],
+        shown_revision=revision if revision else F("shown_revision"))
+    return dropped
+
+
+def slack_post_sent(*, post_id: int, ts: str, now: datetime) -> None:
+    SlackPost.objects.filter(id=post_id).update(sent_at=now, ts=ts)
+
+
+def slack_posts_pending(*, session_id: Any) -> list[SlackPost]:
+    return list(SlackPost.objects.filter(thread_id=session_id, sent_at__isnull=True, dropped_at__isnull=True))
+
+
+def slack_thread_needs_delivery(*, session_id: Any) -> bool:
+    """Something the thread should show is not shown yet: a newer revision or a pending reply."""
+    return (SlackThread.objects.filter(session_id=session_id, revision__gt=F("shown_revision")).exists()
+            or SlackPost.objects.filter(thread_id=session_id, sent_at__isnull=True, dropped_at__isnull=True).exists())
+
+
+def slack_thread_for_message(*, channel: str, ts: str) -> SlackThread | None:
+    """The thread whose message is `ts` in `channel` (a reply names its thread by the message's ts)."""
+    if not channel or not ts:
+        return None
+    return SlackThread.objects.filter(channel=channel, ts=ts).first()
+
+
+def slack_threads_stalled(*, now: datetime) -> list[Any]:
+    """Sessions with undelivered Slack work that no worker holds and whose backoff has passed: their task was
+    lost (a worker died mid-delivery, a queued retry vanished)."""
+    idle = (Q(lease_until__isnull=True) | Q(lease_until__lt=now)) & (Q(retry_at__isnull=True) | Q(retry_at__lte=now))
+    behind = Q(revision__gt=F("shown_revision")) | Q(posts__sent_at__isnull=True, posts__dropped_at__isnull=True)
+    return list(SlackThread.objects.filter(idle & behind).values_list("session_id", flat=True).distinct())

@@ -1,0 +1,120 @@
+"""Block Kit for a session's message and its thread replies.
+
+Text from alerts, LLMs and users is escaped for mrkdwn (`&`, `<`, `>`), so it can neither mention
+`<!channel>` nor forge links, and cut to Slack's block limits. Masking happens on the way out
+(tarsy.slack.client), for every text at once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tarsy.models import AlertSession, SessionStatus, Stage
+
+SECTION_MAX = 2900  # Slack refuses a section text over 3000 characters
+FALLBACK_MAX = 3000  # the notification text; the blocks carry the message
+STATUS_LABEL = {
+    SessionStatus.PENDING: (":hourglass:", "Queued"),
+    SessionStatus.IN_PROGRESS: (":mag:", "Investigating"),
+    SessionStatus.CANCELLING: (":hourglass_flowing_sand:", "Cancelling"),
+    SessionStatus.COMPLETED: (":white_check_mark:", "Completed"),
+    SessionStatus.FAILED: (":x:", "Failed"),
+    SessionStatus.CANCELLED: (":no_entry_sign:", "Cancelled"),
+    SessionStatus.TIMED_OUT: (":alarm_clock:", "Timed out"),
+}
+SEVERITY_EMOJI = {"critical": ":red_circle:", "high": ":large_orange_circle:", "warning": ":large_yellow_circle:",
+                  "info": ":large_blue_circle:"}
+
+Message = tuple[str, list[dict[str, Any]]]  # (fallback text, blocks)
+
+
+def escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def clip(text: str, limit: int = SECTION_MAX) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": clip(text)}}
+
+
+def _context(*texts: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": clip(t)} for t in texts if t]}
+
+
+def _link(url: str, label: str = "Open in TARSy") -> str:
+    return f"<{url}|{label}>" if url else ""
+
+
+def _duration(session: AlertSession) -> str:
+    seconds = session.duration_seconds
+    if seconds is None:
+        return ""
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m {secs}s" if minutes else f"{secs}s"
+
+
+def stage_line(stage: Stage | None, chain_stages: int) -> str:
+    """`analysis (1/2)` for a chain stage; a synthesis stage names itself."""
+    if stage is None:
+        return "starting"
+    position = f" ({stage.chain_stage_index + 1}/{chain_stages})" if stage.chain_stage_index is not None else ""
+    return f"{stage.name}{position}"
+
+
+def session_message(session: AlertSession, *, stage: Stage | None, chain_stages: int, url: str) -> Message:
+    """The session's message, updated in place as the investigation moves on."""
+    emoji, label = STATUS_LABEL.get(session.status, (":grey_question:", session.status))
+    title = f"{emoji} *{label}*: {escape(session.alert_type)} alert"
+    fields = [f"*Severity*\n{SEVERITY_EMOJI.get(session.severity, '')} {escape(session.severity)}",
+              f"*Chain*\n{escape(session.chain_id)}"]
+    if session.is_terminal:
+        fields.append(f"*Duration*\n{_duration(session) or '-'}")
+    else:
+        fields.append(f"*Stage*\n{escape(stage_line(stage, chain_stages))}")
+    blocks: list[dict[str, Any]] = [
+        _section(title),
+        {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields]},
+    ]
+    if session.status in (SessionStatus.FAILED, SessionStatus.TIMED_OUT) and session.error_message:
+        blocks.append(_section(f"*Reason*: {escape(session.error_message)}"))
+    if url:
+        blocks.append({"type": "actions", "elements": [
+            {"type": "button", "text": {"type": "plain_text", "text": "Open in TARSy"}, "url": url,
+             "action_id": "open_session"}]})
+    blocks.append(_context(f"Session `{session.id}`", "Reply with `@TARSy <question>` once it has finished"))
+    return clip(f"{label}: {session.alert_type} alert ({session.severity})", FALLBACK_MAX), blocks
+
+
+def summary_message(session: AlertSession, *, url: str) -> Message:
+    """The thread reply when the session ends: the executive summary, or why it did not complete."""
+    _, label = STATUS_LABEL.get(session.status, ("", session.status))
+    duration = _duration(session)
+    head = f"*Investigation {label.lower()}*" + (f" in {duration}" if duration else "")
+    if session.status == SessionStatus.COMPLETED:
+        body = session.executive_summary or session.final_analysis or "(no analysis was produced)"
+        text = f"{head}\n{escape(body)}"
+    else:
+        text = f"{head}\n*Reason*: {escape(session.error_message or label)}"
+    return clip(f"{head}: {body if session.status == SessionStatus.COMPLETED else session.error_message}",
+                FALLBACK_MAX), [_section(text), _context(_link(url))]
+
+
+def attached_message(*, kind: str, data: str, url: str) -> Message:
+    """An occurrence (same alert again) or a related alert (same group) joining the session."""
+    head = "*The alert fired again*" if kind == "occurrence" else "*A related alert joined this investigation*"
+    excerpt = clip(data, 2400)
+    return head, [_section(f"{head}\n```{escape(excerpt)}```"), _context(_link(url))]
+
+
+def answer_message(*, question: str, answer: str, ok: bool, url: str) -> Message:
+    """A follow-up question and the chat agent's answer (or why there is none)."""
+    quoted = "\n".join(f"&gt; {line}" for line in escape(clip(question, 600)).splitlines() or [""])
+    verdict = escape(answer) if ok else f":x: No answer: {escape(answer or 'the chat failed')}"
+    return clip(f"Answer: {answer}", FALLBACK_MAX), [_section(f"{quoted}\n{verdict}"), _context(_link(url))]
+
+
+def notice_message(text: str) -> Message:
+    return text, [_section(escape(text))]
+

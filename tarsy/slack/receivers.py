@@ -1,0 +1,89 @@
+"""Lifecycle signals → what the session's Slack thread should show, recorded in the sender's transaction.
+
+Each receiver writes in a savepoint and swallows database errors (logged, counted): Slack bookkeeping must
+never fail the investigation step that sent the signal. The delivery task is enqueued after the commit."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from django.db import DatabaseError, transaction
+
+from tarsy.metrics import SLACK_DROPPED
+from tarsy.models import AlertSession, SlackPostKind, Stage, StageKind
+from tarsy.pipeline.decisions import SlackDeliver, enact_on_commit
+from tarsy.services import slack as slack_service
+from tarsy.signals import alert_attached, session_status_changed, stage_status_changed
+
+from . import messages
+from .config import session_link, slack_config
+
+log = logging.getLogger(__name__)
+
+
+def connect() -> None:
+    """Called once from the app's ready()."""
+    session_status_changed.connect(on_session_status, dispatch_uid="tarsy.slack.session")
+    stage_status_changed.connect(on_stage_status, dispatch_uid="tarsy.slack.stage")
+    alert_attached.connect(on_alert_attached, dispatch_uid="tarsy.slack.attached")
+
+
+def _record(session_id: Any, write: Callable[[str], None]) -> None:
+    config = slack_config()
+    if config is None:
+        return
+    try:
+        with transaction.atomic():  # a savepoint inside the sender's transaction
+            write(config.channel_for(_chain_of(session_id)))
+    except DatabaseError:
+        log.exception("Slack: could not record a change of session %s", session_id)
+        SLACK_DROPPED.labels("not_recorded").inc()
+        return
+    enact_on_commit([SlackDeliver(str(session_id))])
+
+
+def _chain_of(session_id: Any) -> str:
+    return AlertSession.all_objects.filter(id=session_id).values_list("chain_id", flat=True).first() or ""
+
+
+def on_session_status(sender, session: AlertSession, **kwargs) -> None:
+    """Claimed, cancelling, ended: the message shows it; the end also goes into the thread. A session that
+    never started (queued, then cancelled) has nothing to show."""
+    if session.started_at is None:
+        return
+
+    def write(channel: str) -> None:
+        slack_service.slack_thread_touch(session_id=session.id, channel=channel)
+        if session.is_terminal:
+            text, blocks = messages.summary_message(session, url=session_link(session.id))
+            slack_service.slack_post_add(session_id=session.id, channel=channel, kind=SlackPostKind.SUMMARY,
+                                         text=text, blocks=blocks)
+
+    _record(session.id, write)
+
+
+def on_stage_status(sender, stage: Stage, **kwargs) -> None:
+    """A chain stage started or closed: the message shows the current stage. A chat stage closed: its
+    question and answer go into the thread."""
+    if stage.kind != StageKind.CHAT:
+        _record(stage.session_id, lambda channel: slack_service.slack_thread_touch(
+            session_id=stage.session_id, channel=channel))
+        return
+    if stage.completed_at is None or stage.chat_message_id is None:
+        return
+    ok = stage.status == "completed"
+    text, blocks = messages.answer_message(question=stage.chat_message.content,
+                                           answer=stage.final_analysis if ok else stage.error_message, ok=ok,
+                                           url=session_link(stage.session_id))
+    _record(stage.session_id, lambda channel: slack_service.slack_post_add(
+        session_id=stage.session_id, channel=channel, kind=SlackPostKind.ANSWER, text=text, blocks=blocks))
+
+
+def on_alert_attached(sender, session: AlertSession, data: str, kind: str, **kwargs) -> None:
+    """A repeat of the alert, or a related one, joined the session: say so in its thread."""
+    post_kind = SlackPostKind.OCCURRENCE if kind == "occurrence" else SlackPostKind.RELATED
+    text, blocks = messages.attached_message(kind=post_kind, data=data, url=session_link(session.id))
+    _record(session.id, lambda channel: slack_service.slack_post_add(
+        session_id=session.id, channel=channel, kind=post_kind, text=text, blocks=blocks))

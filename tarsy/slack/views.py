@@ -1,0 +1,86 @@
+"""Slack's requests to TARSy: the Events API (app mentions) and the `/tarsy` slash command.
+
+Authenticated by Slack's request signature (HMAC of the raw body with the signing secret; a timestamp older
+than five minutes is refused) instead of the API's auth mode; tarsy.api.cross_site exempts exactly these
+paths, as Slack posts form-encoded slash commands. They answer within Slack's three seconds: a question only
+queues a chat stage."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from urllib.parse import parse_qs
+
+from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+from slack_sdk.signature import SignatureVerifier
+
+from tarsy.api.errors import json_error
+
+from . import inbound
+from .config import slack_config
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 64 * 1024  # Slack's event and command bodies are a few KB
+
+
+def _refusal(request) -> JsonResponse | None:
+    """None when the request is Slack's, signed with the configured secret; else the JSON error to answer."""
+    config = slack_config()
+    if config is None:
+        return json_error(404, "not_found", "Slack is not configured")
+    secret = os.environ.get(config.signing_secret_env, "")
+    if not secret:
+        return json_error(503, "service_unavailable", f"Slack signing secret ({config.signing_secret_env}) is not set")
+    if len(request.body) > MAX_BODY_BYTES:
+        return json_error(413, "payload_too_large", f"Slack requests are at most {MAX_BODY_BYTES} bytes")
+    timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
+    signature = request.headers.get("X-Slack-Signature", "")
+    try:
+        body = request.body.decode("utf-8")
+    except UnicodeDecodeError:
+        return json_error(400, "bad_request", "request body is not UTF-8")
+    if not timestamp or not signature or not SignatureVerifier(secret).is_valid(body, timestamp, signature):
+        return json_error(401, "unauthorized", "missing, invalid or stale Slack signature")
+    return None
+
+
+@csrf_exempt
+@require_POST
+def events(request):
+    """Events API: the URL verification handshake, and `app_mention` events (questions in a thread)."""
+    refusal = _refusal(request)
+    if refusal is not None:
+        return refusal
+    try:
+        payload = json.loads(request.body)
+    except ValueError:
+        return json_error(400, "bad_request", "request body is not JSON")
+    if not isinstance(payload, dict):
+        return json_error(400, "bad_request", "request body must be a JSON object")
+    if payload.get("type") == "url_verification":
+        return JsonResponse({"challenge": str(payload.get("challenge", ""))})
+    if request.headers.get("X-Slack-Retry-Reason") == "http_timeout":
+        return JsonResponse({"ok": True})  # the first delivery arrived (it was only slow): taken already
+    event = payload.get("event")
+    if payload.get("type") == "event_callback" and isinstance(event, dict) and event.get("type") == "app_mention":
+        thread_ts = str(event.get("thread_ts") or "")
+        if thread_ts:
+            inbound.mention_in_thread(channel=str(event.get("channel", "")), thread_ts=thread_ts,
+                                      text=str(event.get("text", "")), user=str(event.get("user", "")))
+    return JsonResponse({"ok": True})
+
+
+@csrf_exempt
+@require_POST
+def commands(request):
+    """`/tarsy ask <session> <question>`: the answer is shown to the one who asked (ephemeral)."""
+    refusal = _refusal(request)
+    if refusal is not None:
+        return refusal
+    form = {k: v[0] for k, v in parse_qs(request.body.decode("utf-8")).items()}
+    reply = inbound.slash_command(text=form.get("text", ""), user=form.get("user_id", ""))
+    return JsonResponse({"response_type": "ephemeral", "text": reply})

@@ -1,0 +1,40 @@
+"""Slack's side of a test: signed requests as Slack sends them, and the `slack:` config section."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+from urllib.parse import urlencode
+
+from slack_sdk.signature import SignatureVerifier
+
+SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+
+
+def signed_headers(body: str, *, secret: str = SIGNING_SECRET, timestamp: int | None = None) -> dict[str, str]:
+    """Django test-client headers for a request signed as Slack signs it (v0 HMAC-SHA256 of the raw body)."""
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    signature = SignatureVerifier(secret).generate_signature(timestamp=ts, body=body)
+    return {"HTTP_X_SLACK_REQUEST_TIMESTAMP": ts, "HTTP_X_SLACK_SIGNATURE": signature}
+
+
+def mention_event(*, channel: str, thread_ts: str, text: str, user: str = "U0ALICE") -> str:
+    """An Events API `app_mention` callback for a reply in a thread, as JSON text."""
+    return json.dumps({
+        "token": "unused", "team_id": "T0TEAM", "api_app_id": "A0TARSY", "type": "event_callback",
+        "event_id": "Ev0001", "event_time": int(time.time()),
+        "event": {"type": "app_mention", "user": user, "text": text, "ts": f"{time.time():.6f}",
+                  "channel": channel, "thread_ts": thread_ts, "event_ts": f"{time.time():.6f}"},
+    })
+
+
+def slash_command(text: str, *, user: str = "U0ALICE") -> str:
+    """A `/tarsy` slash command as Slack posts it (form-encoded)."""
+    return urlencode({"token": "unused", "team_id": "T0TEAM", "channel_id": "CALERTS", "user_id": user,
+                      "user_name": "alice", "command": "/tarsy", "text": text,
+                      "response_url": "https://hooks.slack.com/commands/T0TEAM/1/x", "trigger_id": "1.2.3"})
+
+
+def slack_section(base_url: str, **overrides: Any) -> dict[str, Any]:
+    return {"channel": "#alerts", "base_url": base_url, "update_interval": "0.2s", **overrides}
