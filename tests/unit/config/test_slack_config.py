@@ -33,7 +33,7 @@ def test_without_the_section_there_is_no_slack(tmp_path):
     ({"channel": "#a", "bot_token": "xoxb-1"}, None, "slack.bot_token: Extra inputs are not permitted"),
     ({"channel": "#a", "base_url": "slack.internal"}, None, "slack.base_url: base_url must be"),
     ({"channel": "#a", "chain_channels": {"ghost": "#b"}}, None, "slack.chain_channels: unknown chain 'ghost'"),
-    ({"channel": "#a"}, {"external_url": "tarsy.example.com"}, "system.external_url: external_url must be"),
+    ({"channel": "#a"}, {"external_url": "tarsy.example.com"}, "system.external_url: must be an absolute http(s) URL"),
 ])
 def test_mistakes_are_refused_with_their_key(tmp_path, slack, system, problem):
     with pytest.raises(ConfigError) as err:
