@@ -5,13 +5,11 @@ question asked from the thread answered by the chat agent; with Slack down the i
 from __future__ import annotations
 
 import pytest
-from django.db import transaction
 from django.test import Client
 from rest_framework.test import APIClient
 
-from tarsy.models import AlertSession, SlackThread
+from tarsy.models import SlackThread
 from tarsy.services import sessions
-from tarsy.signals import alert_attached
 from tests.support.processes import free_port, wait_for
 from tests.support.sessions import wait_terminal
 from tests.support.slack import mention_event, signed_headers, slack_section
@@ -72,9 +70,10 @@ def test_a_session_lives_in_one_slack_message_and_its_thread(scripted_config, wo
     assert "raise its memory limit to 512Mi" in _texts(summary)
     assert f"https://tarsy.example.com/sessions/{session_id}" in summary.blocks[-1]["elements"][0]["text"]
 
-    # A repeat of the alert joins the session (as deduplication announces it): it goes into the same thread.
-    with transaction.atomic():
-        alert_attached.send(sender=AlertSession, session=done, kind="occurrence", data="payments-api OOMKilled (2)")
+    # The alert fires again: deduplication joins it to the session, and it goes into the same thread.
+    again = APIClient().post("/api/v1/alerts", {"alert_type": "two-step", "data": "payments-api OOMKilled"},
+                             format="json")
+    assert again.status_code == 202 and again.json()["session_id"] == session_id, again.content
     wait_for(lambda: len(fake_slack.replies(root.ts)) == 2, timeout=20, message="the occurrence in the thread")
     assert "fired again" in _texts(fake_slack.replies(root.ts)[1])
 
