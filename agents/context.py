@@ -126,6 +126,7 @@ class IterationState:
     max_iterations: int
     consecutive_timeouts: int = 0
     last_interaction_failed: bool = False
+    budget_reached: str | None = None  # why the investigation must conclude now (its budget is used up)
 
 
 @dataclass

@@ -33,6 +33,7 @@ class TimelineEventType(StrEnum):
     URL_CONTEXT_RESULT = "url_context_result"
     ALERT_RESOLVED = "alert_resolved"
     RELATED_ALERTS = "related_alerts"
+    BUDGET_REACHED = "budget_reached"
 
 
 TOOL_CALL_EVENTS = (TimelineEventType.LLM_TOOL_CALL, TimelineEventType.MCP_TOOL_CALL)
@@ -206,6 +207,14 @@ class RelatedAlertsMetadata(EventMetadata):
     count: int = 0
 
 
+class BudgetMetadata(EventMetadata):
+    """Which limit of the investigation's budget was reached, and how much had been used."""
+
+    kind: Literal["tokens", "cost_usd", "tool_calls", "wall_time"] | None = None
+    limit: float | None = None
+    used: float | None = None
+
+
 METADATA_MODELS: dict[TimelineEventType, type[EventMetadata]] = {
     TimelineEventType.LLM_THINKING: TextMetadata,
     TimelineEventType.LLM_RESPONSE: TextMetadata,
@@ -222,6 +231,7 @@ METADATA_MODELS: dict[TimelineEventType, type[EventMetadata]] = {
     TimelineEventType.URL_CONTEXT_RESULT: GroundingMetadata,
     TimelineEventType.ALERT_RESOLVED: AlertResolvedMetadata,
     TimelineEventType.RELATED_ALERTS: RelatedAlertsMetadata,
+    TimelineEventType.BUDGET_REACHED: BudgetMetadata,
 }
 
 

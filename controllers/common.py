@@ -86,11 +86,13 @@ def failure_outcome(ctx: ExecutionContext, result: LLMCallResult, *, final: str 
 
 
 def needs_forced_conclusion(ctx: ExecutionContext) -> bool:
-    return ctx.state.iteration > ctx.state.max_iterations
+    """Out of iterations, or the investigation's budget is used up: conclude with what the agent has."""
+    return ctx.state.iteration > ctx.state.max_iterations or bool(ctx.state.budget_reached)
 
 
 def max_iterations_failure(ctx: ExecutionContext) -> StepOutcome:
-    message = f"Reached the maximum of {ctx.state.max_iterations} iterations and the last LLM call failed"
+    reached = ctx.state.budget_reached or f"Reached the maximum of {ctx.state.max_iterations} iterations"
+    message = f"{reached} and the last LLM call failed"
     ctx.recorder.add_event(TimelineEventType.ERROR, message,
                            event_metadata(TimelineEventType.ERROR, max_iterations=True), status="failed")
     return StepOutcome(StepStatus.FAILED, error=message, last_interaction_failed=True)

@@ -46,7 +46,10 @@ ITERATION_SECONDS = Histogram("tarsy_iteration_duration_seconds", "Agent iterati
                               buckets=(0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600))
 LLM_CALLS = Counter("tarsy_llm_calls_total", "LLM calls", ["provider", "model", "outcome"])
 LLM_ERRORS = Counter("tarsy_llm_errors_total", "Failed LLM calls", ["provider", "model"])
-LLM_TOKENS = Counter("tarsy_llm_tokens_total", "LLM tokens", ["provider", "model", "kind"])
+LLM_TOKENS = Counter("tarsy_llm_tokens_total", "LLM tokens (kind: input, output, thinking; cached: part of input)",
+                     ["provider", "model", "kind"])
+LLM_COST = Counter("tarsy_llm_cost_usd_total", "Estimated USD of priced LLM calls", ["provider", "model"])
+LLM_UNPRICED = Counter("tarsy_llm_unpriced_calls_total", "LLM calls whose model has no price", ["provider", "model"])
 LLM_SECONDS = Histogram("tarsy_llm_call_duration_seconds", "LLM call duration", ["provider", "model"],
                         buckets=(0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320))
 MCP_CALLS = Counter("tarsy_mcp_calls_total", "MCP tool calls", ["server", "tool", "outcome"])
@@ -61,17 +64,21 @@ SLACK_DROPPED = Counter("tarsy_slack_dropped_total", "Slack messages given up on
 WS_CONNECTIONS = Gauge("tarsy_ws_connections_active", "Open WebSocket connections", multiprocess_mode="livesum")
 
 
-def observe_llm_call(*, provider: str, model: str, success: bool, duration_ms: int, usage) -> None:
-    """One recorded LLM interaction (any kind: iteration, summary, chat…)."""
+def observe_llm_call(*, provider: str, model: str, success: bool, duration_ms: int, usage, cost_usd=None) -> None:
+    """One recorded LLM interaction (any kind: iteration, summary, chat…); `cost_usd` None: no price."""
     outcome = "success" if success else "error"
     LLM_CALLS.labels(provider, model, outcome).inc()
     if not success:
         LLM_ERRORS.labels(provider, model).inc()
     LLM_SECONDS.labels(provider, model).observe(max(duration_ms, 0) / 1000)
-    for kind in ("input", "output", "thinking"):
+    for kind in ("input", "output", "thinking", "cached"):
         value = getattr(usage, f"{kind}_tokens", 0) or 0
         if value:
             LLM_TOKENS.labels(provider, model, kind).inc(value)
+    if cost_usd is None:
+        LLM_UNPRICED.labels(provider, model).inc()
+    elif cost_usd:
+        LLM_COST.labels(provider, model).inc(float(cost_usd))
 
 
 def observe_mcp_call(*, server: str, tool: str, success: bool, duration_ms: int) -> None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from .schema import (
     AgentConfig,
+    BudgetConfig,
     ChainConfig,
     DefaultsConfig,
     IntakeConfig,
@@ -52,6 +53,12 @@ class TarsyConfig:
 
     def chain(self, chain_id: str) -> ChainConfig:
         return self.chains[chain_id]
+
+    def budget(self, chain_id: str) -> BudgetConfig:
+        """The chain's budget over the defaults' (a chain no longer configured keeps the defaults')."""
+        chain = self.chains.get(chain_id)
+        base = self.defaults.budget
+        return chain.budget.merged_over(base) if chain is not None and chain.budget is not None else base
 
     def provider(self, name: str | None) -> LLMProviderConfig:
         return self.llm_providers[name or self.default_provider]

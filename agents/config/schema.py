@@ -7,6 +7,8 @@ startup rather than silently fall back to a default.
 from __future__ import annotations
 
 import re
+from datetime import date
+from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -56,6 +58,19 @@ class NativeTools(_Strict):
         return NativeTools(**data)
 
 
+Price = Annotated[Decimal, Field(ge=0, max_digits=12, decimal_places=6)]  # USD per million tokens
+
+
+class ModelPricing(_Strict):
+    """USD per million tokens of one model, and the date the prices were taken (they change)."""
+
+    input_per_mtok: Price
+    output_per_mtok: Price
+    cached_input_per_mtok: Price  # cache reads; the cached part of the input is billed at this rate
+    thinking_per_mtok: Price | None = None  # None: thinking is billed as output, as most vendors do
+    as_of: date
+
+
 class LLMProviderConfig(_Strict):
     type: ProviderType
     model: str = ""
@@ -65,6 +80,7 @@ class LLMProviderConfig(_Strict):
     native_tools: NativeTools = Field(default_factory=NativeTools)
     llm_backend: LLMBackend = ""
     temperature: float | None = None
+    pricing: ModelPricing | None = None  # overrides the bundled snapshot for this provider's model
     # scripted provider only
     script_file: str = ""
     script: list[dict[str, Any]] | dict[str, Any] | None = None
@@ -238,6 +254,19 @@ class StageConfig(_Strict):
         return self.replicas > 1 or len(self.agents) > 1
 
 
+class BudgetConfig(_Strict):
+    """Limits on one investigation; reaching any forces its agents to conclude with what they have."""
+
+    tokens: int | None = Field(default=None, gt=0)
+    cost_usd: Decimal | None = Field(default=None, gt=0)
+    tool_calls: int | None = Field(default=None, gt=0)
+    wall_time: Duration | None = None
+
+    def merged_over(self, base: BudgetConfig) -> BudgetConfig:
+        """This level's limits, and the base's where this level sets none."""
+        return BudgetConfig(**{**base.model_dump(exclude_none=True), **self.model_dump(exclude_none=True)})
+
+
 class ChatConfig(_Strict):
     enabled: bool = True
     agent: str = "ChatAgent"
@@ -278,6 +307,7 @@ class ChainConfig(_Strict):
     dedup: Annotated[DedupConfig | None, BeforeValidator(_off_is_none)] = Field(default_factory=DedupConfig)
     correlation: Annotated[CorrelationConfig | None, BeforeValidator(_off_is_none)] = Field(
         default_factory=CorrelationConfig)
+    budget: BudgetConfig | None = None  # over the defaults' budget, limit by limit
     stages: list[StageConfig] = Field(min_length=1)
 
 
@@ -291,6 +321,7 @@ class DefaultsConfig(_Strict):
     alert_type: str = "kubernetes"
     runbook: str = ""
     alert_masking: AlertMaskingConfig = Field(default_factory=AlertMaskingConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
 
 
 SeverityName = Literal["critical", "high", "warning", "info"]
@@ -328,6 +359,8 @@ class SystemConfig(_Strict):
     allowed_ws_origins: list[str] = Field(default_factory=list)
     runbooks: RunbooksConfig = Field(default_factory=RunbooksConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
+    # Once today's (UTC) estimated spend reaches it, new investigations stay queued until tomorrow or a raise.
+    daily_spend_limit_usd: Decimal | None = Field(default=None, ge=0)
 
     @field_validator("external_url")
     @classmethod

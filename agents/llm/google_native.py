@@ -193,6 +193,7 @@ class _StreamReader:
                 output_tokens=outputs,
                 thinking_tokens=thinking,
                 total_tokens=usage.total_token_count or inputs + outputs + thinking,
+                cached_tokens=usage.cached_content_token_count or 0,
             )
         state: dict[str, Any] = {}
         if self._call_signatures:

@@ -209,6 +209,8 @@ def _usage(message: AIMessageChunk) -> Iterator[UsageChunk]:
         output_tokens=max(outputs - thinking, 0),
         thinking_tokens=thinking,
         total_tokens=int(usage.get("total_tokens", inputs + outputs)),
+        # LangChain reports cache reads inside input_tokens for every vendor (Anthropic's included).
+        cached_tokens=int((usage.get("input_token_details") or {}).get("cache_read", 0) or 0),
     )
 
 

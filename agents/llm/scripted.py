@@ -53,9 +53,10 @@ class ScriptToolCall(_Strict):
 
 
 class ScriptUsage(_Strict):
-    input_tokens: int = 0
+    input_tokens: int = 0  # includes cached_tokens
     output_tokens: int = 0
     thinking_tokens: int = 0
+    cached_tokens: int = 0
 
 
 class ScriptError(_Strict):
@@ -217,6 +218,7 @@ class ScriptedProvider:
             output_tokens=u.output_tokens,
             thinking_tokens=u.thinking_tokens,
             total_tokens=total,
+            cached_tokens=u.cached_tokens,
         )
 
 

@@ -90,10 +90,11 @@ class GroundingChunk(_Model):
 
 class UsageChunk(_Model):
     type: Literal["usage"] = "usage"
-    input_tokens: int = 0
+    input_tokens: int = 0  # includes the cached ones
     output_tokens: int = 0
     thinking_tokens: int = 0
     total_tokens: int = 0
+    cached_tokens: int = 0  # input tokens read from the provider's prompt cache (billed at a lower rate)
 
 
 class ProviderStateChunk(_Model):
@@ -146,10 +147,11 @@ class LLMRequest(_Model):
 
 
 class Usage(_Model):
-    input_tokens: int = 0
+    input_tokens: int = 0  # includes cached_tokens
     output_tokens: int = 0
     thinking_tokens: int = 0
     total_tokens: int = 0
+    cached_tokens: int = 0
 
     def add(self, other: Usage | UsageChunk) -> Usage:
         return Usage(
@@ -157,6 +159,7 @@ class Usage(_Model):
             output_tokens=self.output_tokens + other.output_tokens,
             thinking_tokens=self.thinking_tokens + other.thinking_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
         )
 
 

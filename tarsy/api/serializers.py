@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
@@ -79,37 +80,66 @@ class AlertTypesSerializer(serializers.Serializer):
     alert_types = AlertTypeSerializer(many=True)
 
 
-class ExecutionSerializer(serializers.ModelSerializer):
+_TOKEN_FIELDS = ("input_tokens", "output_tokens", "thinking_tokens", "total_tokens", "cached_tokens")
+_COST_FIELDS = ("cost_usd", "unpriced_calls")
+COST_HELP = ("Estimated USD (a decimal string) of the priced LLM calls; null when calls were made but none "
+             "could be priced. With unpriced_calls > 0 it is a floor")
+
+
+def shown_cost(cost: Decimal, unpriced_calls: int) -> str | None:
+    """A total as the API shows it: unknown (null), never 0, when nothing of it could be priced."""
+    return None if unpriced_calls and not cost else str(cost)
+
+
+class CostMixin(serializers.Serializer):
+    cost_usd = serializers.SerializerMethodField(help_text=COST_HELP)
+
+    def get_cost_usd(self, row) -> str | None:
+        return shown_cost(row.cost_usd, row.unpriced_calls)
+
+
+class ExecutionSerializer(CostMixin, serializers.ModelSerializer):
     class Meta:
         model = AgentExecution
         fields = ["id", "agent_name", "agent_index", "iteration_strategy", "llm_provider", "llm_backend", "status",
-                  "error_message", "current_iteration", "iterations_completed", "max_iterations", "input_tokens",
-                  "output_tokens", "thinking_tokens", "total_tokens", "started_at", "completed_at"]
+                  "error_message", "current_iteration", "iterations_completed", "max_iterations", "started_at",
+                  "completed_at", *_TOKEN_FIELDS, *_COST_FIELDS]
 
 
-_TOKEN_FIELDS = ("input_tokens", "output_tokens", "thinking_tokens", "total_tokens")
 # Identity, urgency and what joined the session: repeats (occurrence_count counts the first alert too) and the
 # related alerts of the group it leads.
 _STORM_FIELDS = ("severity", "fingerprint", "occurrence_count", "last_seen_at", "group_key", "related_count")
 
 
 class StageSerializer(serializers.ModelSerializer):
-    """Token totals of a stage are the sum of its executions' (computed from the prefetched rows)."""
+    """Token and cost totals of a stage are the sums of its executions' (computed from the prefetched rows)."""
 
     executions = ExecutionSerializer(many=True, read_only=True)
     input_tokens = serializers.SerializerMethodField()
     output_tokens = serializers.SerializerMethodField()
     thinking_tokens = serializers.SerializerMethodField()
     total_tokens = serializers.SerializerMethodField()
+    cached_tokens = serializers.SerializerMethodField()
+    cost_usd = serializers.SerializerMethodField(help_text=COST_HELP)
+    unpriced_calls = serializers.SerializerMethodField()
 
     class Meta:
         model = Stage
         fields = ["id", "name", "index", "kind", "chain_stage_index", "parallel_type", "success_policy",
                   "expected_agent_count", "status", "error_message", "final_analysis", "chat_message_id",
-                  "started_at", "completed_at", "executions", *_TOKEN_FIELDS]
+                  "started_at", "completed_at", "executions", *_TOKEN_FIELDS, *_COST_FIELDS]
 
-    def _sum(self, stage: Stage, field: str) -> int:
-        return sum(getattr(e, field) for e in stage.executions.all())
+    def _sum(self, stage: Stage, field: str) -> Any:
+        return sum((getattr(e, field) for e in stage.executions.all()), Decimal(0) if field == "cost_usd" else 0)
+
+    def get_cached_tokens(self, stage: Stage) -> int:
+        return self._sum(stage, "cached_tokens")
+
+    def get_cost_usd(self, stage: Stage) -> str | None:
+        return shown_cost(self._sum(stage, "cost_usd"), self._sum(stage, "unpriced_calls"))
+
+    def get_unpriced_calls(self, stage: Stage) -> int:
+        return self._sum(stage, "unpriced_calls")
 
     def get_input_tokens(self, stage: Stage) -> int:
         return self._sum(stage, "input_tokens")
@@ -124,17 +154,27 @@ class StageSerializer(serializers.ModelSerializer):
         return self._sum(stage, "total_tokens")
 
 
-class SessionSerializer(serializers.ModelSerializer):
+class BudgetReachedSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["tokens", "cost_usd", "tool_calls", "wall_time"])
+    limit = serializers.FloatField()
+    used = serializers.FloatField()
+    message = serializers.CharField()
+
+
+class SessionSerializer(CostMixin, serializers.ModelSerializer):
     duration_seconds = serializers.FloatField(read_only=True, allow_null=True)
     score = serializers.SerializerMethodField()
     review = serializers.SerializerMethodField()
+    budget_reached = BudgetReachedSerializer(allow_null=True, read_only=True,
+                                             help_text="Set when the budget forced the investigation to conclude")
 
     class Meta:
         model = AlertSession
         fields = ["id", "alert_type", "chain_id", "status", "author", "runbook_url", "final_analysis",
                   "executive_summary", "executive_summary_error", "error_message", "current_stage_index",
                   "created_at", "started_at", "completed_at", "last_interaction_at", "duration_seconds",
-                  *_TOKEN_FIELDS, *_STORM_FIELDS, "score", "review"]
+                  "budget_reached", *_TOKEN_FIELDS, *_COST_FIELDS, *_STORM_FIELDS, "score",
+                  "review"]
 
     @extend_schema_field(ScoreSerializer(allow_null=True))
     def get_score(self, session: AlertSession) -> dict | None:
@@ -147,19 +187,20 @@ class SessionSerializer(serializers.ModelSerializer):
         return ReviewSerializer(review).data if review else None
 
 
-class SessionListItemSerializer(serializers.ModelSerializer):
+class SessionListItemSerializer(CostMixin, serializers.ModelSerializer):
     """A history row: no alert data or full analysis (they can be megabytes), a summary preview instead."""
 
     duration_seconds = serializers.FloatField(read_only=True, allow_null=True)
     executive_summary_preview = serializers.SerializerMethodField()
     score = serializers.SerializerMethodField()
     review = serializers.SerializerMethodField()
+    budget_reached = BudgetReachedSerializer(allow_null=True, read_only=True)
 
     class Meta:
         model = AlertSession
         fields = ["id", "alert_type", "chain_id", "status", "author", "error_message", "created_at", "started_at",
-                  "completed_at", "duration_seconds", "executive_summary_preview", *_TOKEN_FIELDS, *_STORM_FIELDS,
-                  "score", "review"]
+                  "completed_at", "duration_seconds", "executive_summary_preview", "budget_reached",
+                  *_TOKEN_FIELDS, *_COST_FIELDS, *_STORM_FIELDS, "score", "review"]
 
     @extend_schema_field(ScoreBriefSerializer(allow_null=True))
     def get_score(self, session: AlertSession) -> dict | None:
@@ -293,6 +334,9 @@ class LLMInteractionSerializer(serializers.Serializer):
     output_tokens = serializers.IntegerField()
     thinking_tokens = serializers.IntegerField()
     total_tokens = serializers.IntegerField()
+    cached_tokens = serializers.IntegerField()
+    cost_usd = serializers.DecimalField(max_digits=20, decimal_places=10, allow_null=True,
+                                        help_text="Estimated USD; null: the model has no price")
     duration_ms = serializers.IntegerField()
     success = serializers.BooleanField()
     error_message = serializers.CharField(allow_blank=True)
@@ -405,3 +449,50 @@ class MCPServerStatusSerializer(serializers.Serializer):
 
 class MCPServersSerializer(serializers.Serializer):
     servers = MCPServerStatusSerializer(many=True)
+
+
+class SpendGroupSerializer(serializers.Serializer):
+    key = serializers.CharField(help_text="The UTC day (YYYY-MM-DD) or the chain id")
+    cost_usd = serializers.DecimalField(max_digits=24, decimal_places=10)
+    calls = serializers.IntegerField()
+    unpriced_calls = serializers.IntegerField()
+    sessions = serializers.IntegerField()
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    thinking_tokens = serializers.IntegerField()
+    total_tokens = serializers.IntegerField()
+    cached_tokens = serializers.IntegerField()
+
+
+class DailyLimitSerializer(serializers.Serializer):
+    limit_usd = serializers.DecimalField(max_digits=24, decimal_places=10, allow_null=True)
+    spent_today_usd = serializers.DecimalField(max_digits=24, decimal_places=10)
+    reached = serializers.BooleanField()
+
+
+class SpendQuerySerializer(serializers.Serializer):
+    group_by = serializers.ChoiceField(choices=["day", "chain"], default="day")
+    since = serializers.DateField(required=False, help_text="First UTC day (default: 29 days before `until`)")
+    until = serializers.DateField(required=False, help_text="Last UTC day (default: today)")
+
+    MAX_DAYS = 366  # a year of days in one answer; longer ranges are asked in parts
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        import datetime
+
+        until = attrs.get("until") or datetime.datetime.now(datetime.UTC).date()
+        since = attrs.get("since") or until - datetime.timedelta(days=29)
+        if since > until:
+            raise serializers.ValidationError({"since": "must not be after until"})
+        if (until - since).days >= self.MAX_DAYS:
+            raise serializers.ValidationError({"since": f"a range covers at most {self.MAX_DAYS} days"})
+        return {**attrs, "since": since, "until": until}
+
+
+class SpendSerializer(serializers.Serializer):
+    group_by = serializers.CharField()
+    since = serializers.DateField()
+    until = serializers.DateField()
+    groups = SpendGroupSerializer(many=True)
+    total_usd = serializers.DecimalField(max_digits=24, decimal_places=10)
+    daily_limit = DailyLimitSerializer()

@@ -24,6 +24,7 @@ urlpatterns = [
     path(f"{S}/review", quality_views.SessionReviewView.as_view(), name="session-review"),
     path("quality", quality_views.QualityView.as_view(), name="quality"),
     path(f"{S}/chat/messages", session_views.ChatMessagesView.as_view(), name="session-chat-messages"),
+    path("spend", views.SpendView.as_view(), name="spend"),
     path("system/warnings", views.SystemWarningsView.as_view(), name="system-warnings"),
     path("system/mcp-servers", views.MCPServersView.as_view(), name="system-mcp-servers"),
     # Signed by Slack (not the API's auth mode): see tarsy/slack/views.py.

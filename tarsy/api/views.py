@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
 from tarsy.config import get_config
 from tarsy.identity import request_author
+from tarsy.pipeline.budget import daily_limit_warning, daily_spend
 from tarsy.services import sessions as session_service
+from tarsy.services import spend as spend_service
 
 from .base import AUTH_ERRORS, JsonAPIView, errors
 from .health import worker_status
@@ -17,6 +21,8 @@ from .serializers import (
     AlertSubmitSerializer,
     AlertTypesSerializer,
     MCPServersSerializer,
+    SpendQuerySerializer,
+    SpendSerializer,
     WarningsSerializer,
 )
 
@@ -51,7 +57,8 @@ class AlertTypesView(JsonAPIView):
 
 
 class SystemWarningsView(JsonAPIView):
-    """Configuration warnings (e.g. missing API keys), MCP servers that fail, no live worker."""
+    """Configuration warnings (e.g. missing API keys), MCP servers that fail, no live worker, the daily spend
+    limit holding investigations back."""
 
     @extend_schema(responses={200: WarningsSerializer, **errors(*AUTH_ERRORS)})
     def get(self, request):
@@ -65,6 +72,9 @@ class SystemWarningsView(JsonAPIView):
         if worker_status()["status"] != "ok":  # the health probe's answer, shared for its window
             warnings.append({"category": "runtime",
                              "message": "No live worker: alerts are queued but not investigated"})
+        spend_limit = daily_limit_warning()
+        if spend_limit:
+            warnings.append({"category": "budget", "message": spend_limit})
         return Response({"warnings": warnings})
 
 
@@ -76,3 +86,21 @@ class MCPServersView(JsonAPIView):
         from agents.mcp.health import check_servers
 
         return Response({"servers": check_servers(get_config())})
+
+
+class SpendView(JsonAPIView):
+    """Estimated LLM spend per UTC day or per chain over a range of days, and today's against the daily limit."""
+
+    @extend_schema(parameters=[SpendQuerySerializer], responses={200: SpendSerializer, **errors(400, *AUTH_ERRORS)})
+    def get(self, request):
+        query = SpendQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        groups = spend_service.spend_grouped(group_by=params["group_by"], since=params["since"],
+                                             until=params["until"])
+        today = daily_spend()
+        return Response(SpendSerializer({
+            **params, "groups": groups, "total_usd": sum((g["cost_usd"] for g in groups), Decimal(0)),
+            "daily_limit": {"limit_usd": today.limit_usd, "spent_today_usd": today.spent_usd,
+                            "reached": today.reached},
+        }).data)

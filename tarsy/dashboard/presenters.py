@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from agents.timeline_events import (
@@ -42,6 +43,7 @@ LABELS = {
     "google_search_result": "Google search", "url_context_result": "URL context",
     "alert_resolved": "Alert resolved",
     "related_alerts": "Related alerts",
+    "budget_reached": "Budget reached",
 }
 MARKDOWN_TYPES = {"llm_thinking", "llm_response", "mcp_tool_summary", "user_question", "executive_summary",
                   "final_analysis", "google_search_result", "url_context_result"}
@@ -167,6 +169,14 @@ class StageGroup:
     @property
     def total_tokens(self) -> int:
         return sum(e.execution.total_tokens for e in self.tabs)
+
+    @property
+    def cost_usd(self) -> Decimal:
+        return sum((e.execution.cost_usd for e in self.tabs), Decimal(0))
+
+    @property
+    def unpriced_calls(self) -> int:
+        return sum(e.execution.unpriced_calls for e in self.tabs)
 
     @property
     def stage_ids(self) -> str:

@@ -122,6 +122,9 @@ class LLMInteraction(models.Model):
     output_tokens = models.IntegerField(default=0)
     thinking_tokens = models.IntegerField(default=0)
     total_tokens = models.IntegerField(default=0)
+    cached_tokens = models.IntegerField(default=0, help_text="Part of input_tokens read from the prompt cache")
+    cost_usd = models.DecimalField(max_digits=20, decimal_places=10, null=True, blank=True,
+                                   help_text="Estimated USD at the prices of the time; null: the model has no price")
     duration_ms = models.IntegerField(default=0)
     success = models.BooleanField(default=True)
     error_message = models.TextField(blank=True, default="")
@@ -132,6 +135,7 @@ class LLMInteraction(models.Model):
         indexes = [
             models.Index(fields=["session", "created_at"], name="llm_session_created"),
             models.Index(fields=["execution", "iteration"], name="llm_exec_iteration"),
+            models.Index(fields=["created_at"], name="llm_created"),  # spend per day, the daily limit
         ]
 
     def __str__(self) -> str:

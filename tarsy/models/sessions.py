@@ -57,10 +57,16 @@ class LiveSessionManager(models.Manager):
 
 
 class TokenTotals(models.Model):
+    """What the LLM calls under a row added up to: tokens by kind and their estimated cost."""
+
     input_tokens = models.BigIntegerField(default=0)
     output_tokens = models.BigIntegerField(default=0)
     thinking_tokens = models.BigIntegerField(default=0)
     total_tokens = models.BigIntegerField(default=0)
+    cached_tokens = models.BigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=20, decimal_places=10, default=0,
+                                   help_text="Estimated USD of the priced calls")
+    unpriced_calls = models.IntegerField(default=0, help_text="Calls whose model has no price: cost_usd is a floor")
 
     class Meta:
         abstract = True
@@ -101,6 +107,9 @@ class AlertSession(TokenTotals):
     completed_at = models.DateTimeField(null=True, blank=True)
     last_interaction_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
+    budget_reached = models.JSONField(
+        null=True, blank=True, help_text="The budget that forced the investigation to conclude: kind, limit, used",
+    )
 
     objects = LiveSessionManager()
     all_objects = models.Manager()

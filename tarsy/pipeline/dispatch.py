@@ -15,6 +15,8 @@ from django.utils import timezone
 from tarsy.config import get_config
 from tarsy.services import sessions, stages
 
+from .budget import daily_limit_reached
+
 log = logging.getLogger(__name__)
 
 DISPATCH_COALESCE_S = 0.05
@@ -31,6 +33,8 @@ def dispatch_pending() -> list[str]:
     their first stage."""
     cap = get_config().queue.max_concurrent_sessions
     started: list[str] = []
+    if daily_limit_reached():  # today's spend is used up: everything pending waits (a system warning says so)
+        return started
     with transaction.atomic():
         sessions.sessions_lock_dispatch()
         free = cap - sessions.sessions_active_count()

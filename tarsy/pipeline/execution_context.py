@@ -28,6 +28,8 @@ from tarsy.models import AgentExecution, AlertSession, Stage, StageKind
 from tarsy.services import chats, occurrences, stages, timeline
 from tarsy.services.recorder import DbRecorder
 
+from .budget import budget_reached
+
 
 class NoTools:
     """Tool executor of tool-less strategies (synthesis)."""
@@ -119,7 +121,8 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
         stage_name=stage.name, config=resolved,
         state=IterationState(iteration=iteration, max_iterations=execution.max_iterations,
                              consecutive_timeouts=execution.consecutive_timeouts,
-                             last_interaction_failed=execution.last_interaction_failed),
+                             last_interaction_failed=execution.last_interaction_failed,
+                             budget_reached=budget_reached(execution)),
         alert_type=session.alert_type, alert_data=session.alert_data + related, runbook=runbook,
         previous_stage_context=previous_stage_context(stage)
         if first_prompt and stage.kind == StageKind.INVESTIGATION else "",

@@ -20,8 +20,8 @@ from .decisions import FinishSession, Nothing, StartStage, StartSynthesis, enact
 
 def next_after_stage(stage: Stage, session: AlertSession) -> StartStage | StartSynthesis | FinishSession | Nothing:
     """Given a stage that just closed and its session: a parallel stage is followed by its synthesis, a
-    completed stage by the chain's next one; a failed stage, a session no longer running or the chain's end
-    finish the session. A chat stage has nothing after it (its close answered the question)."""
+    completed stage by the chain's next one; a failed stage, a session no longer running, a reached budget or
+    the chain's end finish the session. A chat stage has nothing after it (its close answered the question)."""
     if stage.kind == StageKind.CHAT:
         return Nothing()
     session_id = str(session.id)
@@ -30,6 +30,8 @@ def next_after_stage(stage: Stage, session: AlertSession) -> StartStage | StartS
     if stage.kind == StageKind.INVESTIGATION and stage.parallel_type:
         return StartSynthesis(session_id, stage.id)
     next_index = (stage.chain_stage_index or 0) + 1
+    if session.budget_reached:  # the budget is spent: the findings so far are the answer
+        return FinishSession(session_id)
     if next_index < len(get_config().chain(session.chain_id).stages):
         return StartStage(session_id, next_index)
     return FinishSession(session_id)

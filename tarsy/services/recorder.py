@@ -78,7 +78,7 @@ class DbRecorder:
         self._pending_messages: list[ConversationMessage] = []
         self._pending_messages_start = 1
         # Tokens of the batch's LLM calls and whether it holds any call: added to the totals once per batch.
-        self._pending_tokens: dict[str, int] = dict.fromkeys(interactions.TOKEN_FIELDS, 0)
+        self._pending_tokens: dict[str, Any] = dict.fromkeys(interactions.TOTAL_FIELDS, 0)
         self._pending_touch = False
 
     # ---- batching -------------------------------------------------------------
@@ -110,7 +110,7 @@ class DbRecorder:
 
     def _clear_pending(self) -> None:
         self._pending_messages, self._pending = [], []
-        self._pending_tokens = dict.fromkeys(interactions.TOKEN_FIELDS, 0)
+        self._pending_tokens = dict.fromkeys(interactions.TOTAL_FIELDS, 0)
         self._pending_touch = False
 
     def flush_after_failure(self) -> None:
@@ -212,8 +212,8 @@ class DbRecorder:
         self._pending.append(lambda: interactions.llm_interaction_record(
             session_id=self.session_id, execution_id=self.execution_id, iteration=self.iteration, record=record,
             add_to_totals=False))
-        for name in interactions.TOKEN_FIELDS:
-            self._pending_tokens[name] += getattr(record.usage, name)
+        for name, value in interactions.call_totals(record).items():
+            self._pending_tokens[name] += value
         self._pending_touch = True
 
     def record_mcp_interaction(self, record: MCPInteractionRecord) -> None:

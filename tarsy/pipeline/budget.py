@@ -1,0 +1,117 @@
+"""Budgets: has an investigation used up one of its limits, and so must its agents conclude now?
+
+Checked when an investigation iteration starts, from what the session has used so far (tokens and cost
+totals, MCP tool calls, time since it started). A reached budget takes the max-iterations path: the agent
+gets the forced-conclusion call without tools, and no later chain stage starts (see `stages.next_after_stage`).
+The first agent to see it records the marker and the timeline event (through tarsy.services.spend).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.utils import timezone
+
+from agents.config.schema import BudgetConfig
+from tarsy.config import get_config
+from tarsy.models import AgentExecution, AlertSession, SessionStatus, StageKind
+from tarsy.services import spend
+
+_LABELS = {"tokens": "tokens", "cost_usd": "estimated cost (USD)", "tool_calls": "tool calls",
+           "wall_time": "wall time (s)"}
+
+
+@dataclass(frozen=True)
+class BudgetHit:
+    kind: str  # tokens / cost_usd / tool_calls / wall_time
+    limit: float
+    used: float
+
+    @property
+    def message(self) -> str:
+        return (f"Budget reached: {_LABELS[self.kind]} {_figure(self.used)} of {_figure(self.limit)}; "
+                "concluding with the findings so far")
+
+    def marker(self) -> dict[str, Any]:
+        return {"kind": self.kind, "limit": self.limit, "used": self.used, "message": self.message}
+
+
+def usd(value: Decimal) -> str:
+    """Dollars as people read them: cents, or four places below a dollar so small spends do not show as $0.00."""
+    return f"${value:,.2f}" if value >= 1 else f"${value:.4f}"
+
+
+def _figure(value: float) -> str:
+    return f"{value:g}" if value != int(value) else str(int(value))
+
+
+def budget_hit(budget: BudgetConfig, *, tokens: int, cost_usd: Decimal, tool_calls: int,
+               wall_time_s: float) -> BudgetHit | None:
+    """The first limit of `budget` that the usage has reached, in the order of the config keys."""
+    used = {"tokens": tokens, "cost_usd": cost_usd, "tool_calls": tool_calls, "wall_time": wall_time_s}
+    for kind, limit in budget.model_dump(exclude_none=True).items():
+        if used[kind] >= limit:
+            return BudgetHit(kind=kind, limit=float(limit), used=round(float(used[kind]), 6))
+    return None
+
+
+def session_budget_hit(session: AlertSession) -> BudgetHit | None:
+    budget = get_config().budget(session.chain_id)
+    if not budget.model_dump(exclude_none=True):
+        return None
+    started = session.started_at or timezone.now()
+    return budget_hit(budget, tokens=session.total_tokens, cost_usd=session.cost_usd,
+                      tool_calls=spend.session_tool_calls(session_id=session.id) if budget.tool_calls else 0,
+                      wall_time_s=(timezone.now() - started).total_seconds())
+
+
+def budget_reached(execution: AgentExecution) -> str | None:
+    """For the iteration about to run: why it must be the forced conclusion (the budget's message), or None.
+    Investigation stages only: a synthesis is one call over the findings, a chat answers a question."""
+    if execution.stage.kind != StageKind.INVESTIGATION:
+        return None
+    session = execution.session
+    if session.budget_reached:
+        return session.budget_reached.get("message") or "Budget reached"
+    hit = session_budget_hit(session)
+    if hit is None:
+        return None
+    spend.session_budget_mark(session_id=session.id, marker=hit.marker(), message=hit.message)
+    return hit.message
+
+
+# ---- the global daily spend limit ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DailySpend:
+    limit_usd: Decimal | None
+    spent_usd: Decimal  # today (UTC) so far
+
+    @property
+    def reached(self) -> bool:
+        return self.limit_usd is not None and self.spent_usd >= self.limit_usd
+
+
+def daily_spend() -> DailySpend:
+    """Today's (UTC) estimated spend against `system.daily_spend_limit_usd`."""
+    return DailySpend(limit_usd=get_config().system.daily_spend_limit_usd,
+                      spent_usd=spend.spend_since(since=spend.utc_day_start()))
+
+
+def daily_limit_reached() -> bool:
+    """Dispatch asks before claiming: once today's spend reaches the limit, new investigations stay queued."""
+    return get_config().system.daily_spend_limit_usd is not None and daily_spend().reached
+
+
+def daily_limit_warning() -> str | None:
+    """The system warning while the limit holds investigations back, else None."""
+    state = daily_spend()
+    if not state.reached:
+        return None
+    queued = AlertSession.objects.filter(status=SessionStatus.PENDING).count()
+    return (f"Daily spend limit reached: {usd(state.spent_usd)} of {usd(state.limit_usd)} spent today (UTC). "
+            f"{queued} new investigation{'s stay' if queued != 1 else ' stays'} queued until 00:00 UTC "
+            "or until the limit is raised")
