@@ -19,7 +19,14 @@ from typing import Any
 
 import yaml
 
-from tarsy.models import TERMINAL_SESSION_STATUSES, AlertSession, LLMInteraction, MCPInteraction
+from tarsy.models import (
+    TERMINAL_SESSION_STATUSES,
+    AlertSession,
+    LLMInteraction,
+    MCPInteraction,
+    Rating,
+    SessionReview,
+)
 from tarsy.services.errors import Conflict, NotFound
 from tarsy.services.sessions import session_get
 
@@ -159,7 +166,7 @@ def _root_cause_phrase(analysis: str) -> str:
     return re.split(r"(?<=[.!?])\s", text)[0][:200]
 
 
-def _draft_expect(session: AlertSession) -> tuple[dict[str, Any], str]:
+def _draft_expect(session: AlertSession, review: SessionReview | None = None) -> tuple[dict[str, Any], str]:
     calls = MCPInteraction.objects.filter(session=session)
     tools = list(dict.fromkeys(f"{c.server}.{c.tool}" for c in calls.order_by("created_at", "id") if c.success))
     iterations = LLMInteraction.objects.filter(session=session, interaction_type__in=INVESTIGATION_CALLS).exclude(
@@ -177,8 +184,25 @@ def _draft_expect(session: AlertSession) -> tuple[dict[str, Any], str]:
     header = (f"DRAFT expectations from session {session.id} ({session.status}). Edit before committing:\n"
               "findings: phrasings (plain text or {regex: ...}) a correct analysis must contain;\n"
               "forbidden: red herrings it must not blame; tools: calls it must make; budgets: limits.\n"
-              "The session's final analysis, for reference:\n\n" + session.final_analysis)
+              + _review_note(review) + "The session's final analysis, for reference:\n\n" + session.final_analysis)
+    if review is not None and review.rating == Rating.INACCURATE:
+        # The recorded conclusion was wrong: it becomes what a correct run must not say, not what it must say.
+        expect["findings"] = [{"name": "root cause (DRAFT: what a correct analysis must contain; see the review "
+                                       "above)", "any": ["DRAFT"]}]
+        expect["forbidden"] = [{"name": "the conclusion reviewed as inaccurate (DRAFT: keep only the wrong part)",
+                                "any": [phrase or "DRAFT"]}]
     return expect, header
+
+
+def _review_note(review: SessionReview | None) -> str:
+    if review is None:
+        return ""
+    lines = [f"Reviewed {review.rating} by {review.author}."]
+    if review.feedback:
+        lines.append(f"Feedback: {review.feedback}")
+    if review.action_taken:
+        lines.append(f"Action taken: {review.action_taken}")
+    return "\n".join(lines) + "\n"
 
 
 def finished_session(session_id: Any) -> AlertSession:
@@ -193,13 +217,14 @@ def finished_session(session_id: Any) -> AlertSession:
     return session
 
 
-def export_session(session_id: Any, directory: Path) -> list[str]:
-    """Write the scenario folder; return notes about what could not be captured exactly."""
+def export_session(session_id: Any, directory: Path, review: SessionReview | None = None) -> list[str]:
+    """Write the scenario folder; return notes about what could not be captured exactly. With the engineer's
+    `review`, the draft expectations carry its feedback (and an inaccurate conclusion becomes a forbidden one)."""
     session = finished_session(session_id)
     notes: list[str] = []
     tools = _tools(session, notes)
     script = _script(session, notes)
-    expect, expect_header = _draft_expect(session)
+    expect, expect_header = _draft_expect(session, review)
     directory.mkdir(parents=True, exist_ok=True)
     origin = f"Exported from session {session.id} ({session.alert_type}, {session.status})."
     (directory / "alert.yaml").write_text(dump(_alert(session), origin))

@@ -20,6 +20,8 @@ from .models import (
     LLMInteraction,
     MCPInteraction,
     Message,
+    SessionReview,
+    SessionScore,
     Stage,
     TimelineEvent,
 )
@@ -96,19 +98,46 @@ class DeletedFilter(admin.SimpleListFilter):
         return queryset
 
 
+class ScoreInline(ReadOnlyMixin, admin.StackedInline):
+    model = SessionScore
+    can_delete = False
+    fields = ["status", "score", "support", "scorer_score", "tags", "rationale", "signals", "provider", "model",
+              "error", "requested_at", "scored_at"]
+    readonly_fields = fields
+
+
+class ReviewInline(ReadOnlyMixin, admin.StackedInline):
+    model = SessionReview
+    can_delete = False
+    fields = ["rating", "author", "feedback", "action_taken", "created_at", "updated_at"]
+    readonly_fields = fields
+
+
 @admin.register(AlertSession)
 class AlertSessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["short_id", "alert_type", "chain_id", "status", "author", "created_at", "duration",
-                    "total_tokens", "summary_preview"]
-    list_filter = ["status", "alert_type", "chain_id", ("created_at", admin.DateFieldListFilter), DeletedFilter]
+                    "total_tokens", "score_value", "review_rating", "summary_preview"]
+    list_filter = ["status", "alert_type", "chain_id", ("created_at", admin.DateFieldListFilter), DeletedFilter,
+                   ("score__support", admin.ChoicesFieldListFilter), ("review__rating", admin.ChoicesFieldListFilter)]
     search_fields = ["id", "alert_data", "final_analysis", "executive_summary", "author"]
     date_hierarchy = "created_at"
-    inlines = [StageInline]
+    inlines = [ScoreInline, ReviewInline, StageInline]
     readonly_fields = [f.name for f in AlertSession._meta.fields]
     list_per_page = 50
 
     def get_queryset(self, request):
-        return AlertSession.all_objects.all()
+        return AlertSession.all_objects.select_related("score", "review")
+
+    @admin.display(description="score", ordering="score__score")
+    def score_value(self, obj):
+        if not hasattr(obj, "score"):  # a missing one-to-one raises an AttributeError
+            return "-"
+        score = obj.score
+        return f"{score.score} ({score.support}) {', '.join(score.tags)}" if score.status == "scored" else score.status
+
+    @admin.display(description="review", ordering="review__rating")
+    def review_rating(self, obj):
+        return f"{obj.review.rating} by {obj.review.author}" if hasattr(obj, "review") else "-"
 
     @admin.display(description="session", ordering="id")
     def short_id(self, obj):
@@ -233,3 +262,27 @@ class APITokenAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+@admin.register(SessionScore)
+class SessionScoreAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["session_link", "status", "score", "support", "tags", "provider", "scored_at"]
+    list_filter = ["status", "support", "provider"]
+    search_fields = ["session__id", "rationale", "error"]
+    readonly_fields = [f.name for f in SessionScore._meta.fields]
+
+    @admin.display(description="session")
+    def session_link(self, obj):
+        return _link(obj.session)
+
+
+@admin.register(SessionReview)
+class SessionReviewAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ["session_link", "rating", "author", "updated_at"]
+    list_filter = ["rating", "author"]
+    search_fields = ["session__id", "feedback", "action_taken", "author"]
+    readonly_fields = [f.name for f in SessionReview._meta.fields]
+
+    @admin.display(description="session")
+    def session_link(self, obj):
+        return _link(obj.session)

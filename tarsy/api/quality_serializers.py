@@ -91,6 +91,7 @@ class QualityOverviewSerializer(serializers.Serializer):
     by_agent = GroupStatsSerializer(many=True)
     by_provider = GroupStatsSerializer(many=True)
     agreement = AgreementSerializer()
+    by_day = GroupStatsSerializer(many=True, help_text="Per day of creation (UTC), oldest first")
     tag_vocabulary = serializers.SerializerMethodField()
 
     def get_tag_vocabulary(self, _) -> dict[str, str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.http import QueryDict
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
@@ -10,8 +9,7 @@ from rest_framework.response import Response
 
 from tarsy.identity import request_author
 from tarsy.selectors.filters import SessionFilter
-from tarsy.selectors.quality import quality_overview
-from tarsy.selectors.sessions import sessions_list
+from tarsy.selectors.quality import overview_filter, quality_overview
 from tarsy.services import quality
 from tarsy.services import sessions as session_service
 
@@ -24,9 +22,6 @@ from .quality_serializers import (
     SessionReviewSerializer,
     related_or_none,
 )
-
-DEFAULT_PERIOD = "30d"  # the overview's window when the query names none
-_PERIOD_PARAMS = ("created_within", "start_date", "end_date")
 
 
 class SessionScoreView(JsonAPIView):
@@ -54,14 +49,6 @@ class SessionReviewView(JsonAPIView):
         body.is_valid(raise_exception=True)
         review = quality.review_save(session_id=session_id, author=request_author(request), **body.validated_data)
         return Response({"session_id": str(session_id), "review": ReviewSerializer(review).data})
-
-
-def overview_filter(query: QueryDict) -> SessionFilter:
-    """The sessions of the overview: the history filter, over the last 30 days unless a period is given."""
-    data = query.copy()
-    if not any(data.get(name) for name in _PERIOD_PARAMS):
-        data["created_within"] = DEFAULT_PERIOD
-    return SessionFilter(data, queryset=sessions_list())
 
 
 class QualityView(JsonAPIView):

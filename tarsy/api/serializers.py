@@ -238,6 +238,11 @@ class FilterOptionsSerializer(serializers.Serializer):
     chain_ids = serializers.ListField(child=serializers.CharField())
     authors = serializers.ListField(child=serializers.CharField())
     ordering = serializers.ListField(child=serializers.CharField())
+    supports = serializers.ListField(child=serializers.CharField())
+    scoring_states = serializers.ListField(child=serializers.CharField())
+    tags = serializers.ListField(child=serializers.CharField())
+    review_states = serializers.ListField(child=serializers.CharField())
+    ratings = serializers.ListField(child=serializers.CharField())
 
 
 class AlertOccurrenceSerializer(serializers.Serializer):

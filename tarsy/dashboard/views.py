@@ -20,8 +20,7 @@ from tarsy.api.errors import json_error
 from tarsy.api.health import checks
 from tarsy.api.inputs import ascii_int
 from tarsy.config import get_config
-from tarsy.identity import request_author
-from tarsy.models import AlertSession, SessionStatus, Stage, StageKind, TimelineEvent
+from tarsy.models import AlertSession, Rating, SessionStatus, Stage, StageKind, TimelineEvent
 from tarsy.pipeline.chat import chat_available
 from tarsy.selectors.filters import CREATED_WITHIN
 from tarsy.selectors.sessions import session_filter_options, sessions_active
@@ -31,13 +30,16 @@ from tarsy.streaming.publisher import SESSIONS_CHANNEL, session_channel
 
 from . import presenters
 from .access import dashboard_view
+from .context import page_context
 from .history import history
+from .quality import session_quality
 
 CANCELLABLE = (SessionStatus.PENDING, SessionStatus.IN_PROGRESS)
 MAX_FRAGMENT_EVENTS = 200  # one batch of completed events re-rendered per request
 SORTS = [("-created_at", "Newest first"), ("created_at", "Oldest first"), ("-duration", "Longest"),
          ("duration", "Shortest"), ("-total_tokens", "Most tokens"), ("total_tokens", "Fewest tokens"),
-         ("status", "Status"), ("alert_type", "Alert type"), ("author", "Author")]
+         ("status", "Status"), ("alert_type", "Alert type"), ("author", "Author"), ("-score", "Highest score"),
+         ("score", "Lowest score")]
 VERSIONED_PACKAGES = ["Django", "djangorestframework", "celery", "channels", "uvicorn", "mcp", "google-genai",
                       "langchain-core", "pydantic"]
 
@@ -49,8 +51,6 @@ def _session(session_id) -> AlertSession:
         raise Http404("session not found") from exc
 
 
-def _base(request, **extra):
-    return {"author": request_author(request), "auth_mode": get_config().system.auth.mode, **extra}
 
 
 # ---- sessions list -----------------------------------------------------------------------------------------------
@@ -61,8 +61,9 @@ def _base(request, **extra):
 def sessions_page(request):
     """Active and queued panels and the history table; the filters are the API's (same names, same meaning)."""
     cursor = event_cursor(SESSIONS_CHANNEL)
-    context = _base(request, cursor=cursor, history=history(request.GET), options=session_filter_options(),
+    context = page_context(request, cursor=cursor, history=history(request.GET), options=session_filter_options(),
                     created_within=list(CREATED_WITHIN), sorts=SORTS, query=_query_without_page(request),
+                    ratings=Rating.choices,
                     **presenters.active_panels(sessions_active()))
     fragment = request.GET.get("fragment")
     if fragment == "active":
@@ -84,7 +85,7 @@ def _query_without_page(request) -> str:
 
 def _session_context(request, session: AlertSession, cursor: int) -> dict:
     stages = presenters.session_stage_groups(session)
-    return _base(
+    return page_context(
         request, session=session, cursor=cursor, cancellable=session.status in CANCELLABLE,
         position=session_queue_position(session), chat_available=chat_available(session),
         chat_running=Stage.objects.filter(session=session, kind=StageKind.CHAT,
@@ -93,7 +94,7 @@ def _session_context(request, session: AlertSession, cursor: int) -> dict:
         summary_html=presenters.render_markdown(session.executive_summary),
         final_html=presenters.render_markdown(session.final_analysis),
         duration=presenters.duration_text((session.duration_seconds or 0) * 1000) if session.duration_seconds
-        is not None else "", **stages,
+        is not None else "", quality=session_quality(session), **stages,
     )
 
 
@@ -106,6 +107,7 @@ def session_page(request, session_id):
 
 
 SESSION_FRAGMENTS = {"header": "dashboard/_session_header.html", "summary": "dashboard/_summary.html",
+                     "quality": "dashboard/_quality.html",
                      "chat": "dashboard/_chat.html", "loose": "dashboard/_session_items.html"}
 
 
@@ -147,7 +149,7 @@ def events_fragment(request, session_id):
 @dashboard_view
 def trace_page(request, session_id):
     session = _session(session_id)
-    return render(request, "dashboard/trace.html", _base(request, session=session,
+    return render(request, "dashboard/trace.html", page_context(request, session=session,
                                                          **presenters.session_trace(session)))
 
 
@@ -164,7 +166,7 @@ def submit_page(request):
         earlier = AlertSession.objects.filter(id=source).first() if _is_uuid(source) else None
         prefill = earlier.alert_data if earlier else ""
     servers = [{"name": name, "transport": cfg.transport.type} for name, cfg in sorted(config.mcp_servers.items())]
-    return render(request, "dashboard/submit.html", _base(
+    return render(request, "dashboard/submit.html", page_context(
         request, prefill=prefill, servers=servers, allowed_runbook_domains=config.system.runbooks.allowed_domains))
 
 
@@ -183,7 +185,7 @@ def _is_uuid(value: str) -> bool:
 def system_page(request):
     config = get_config()
     health = checks()
-    return render(request, "dashboard/system.html", _base(
+    return render(request, "dashboard/system.html", page_context(
         request, warnings=config.warnings(), health=health, workers=health["workers"], versions=_versions(),
         config=config,
         config_dir=config.config_dir or "(built-in defaults)", embedded=settings.EMBEDDED,

@@ -8,8 +8,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import QuerySet
+from django.http import QueryDict
 
-from tarsy.models import SUPPORT_BANDS, AgentExecution, Rating, ScoreStatus, SessionStatus, StageKind
+from tarsy.models import (
+    SUPPORT_BANDS,
+    AgentExecution,
+    Rating,
+    ScoreStatus,
+    SessionReview,
+    SessionStatus,
+    StageKind,
+)
+
+from .filters import SessionFilter
+from .sessions import sessions_list
+
+DEFAULT_PERIOD = "30d"  # the overview's window when the query names none
+PERIOD_PARAMS = ("created_within", "start_date", "end_date")
 
 # A rating agrees with a score when the score's band is the one the rating stands for.
 RATING_BAND = {Rating.ACCURATE: "supported", Rating.PARTIALLY_ACCURATE: "partly", Rating.INACCURATE: "unsupported"}
@@ -46,10 +61,25 @@ class _Group:
                 "tags": dict(self.tags.most_common())}
 
 
+def overview_filter(query: QueryDict) -> SessionFilter:
+    """The overview's sessions: the history filter, over the last 30 days unless the query names a period."""
+    data = query.copy()
+    if not any(data.get(name) for name in PERIOD_PARAMS):
+        data["created_within"] = DEFAULT_PERIOD
+    return SessionFilter(data, queryset=sessions_list())
+
+
+def reviews_with_rating(rating: str) -> list[SessionReview]:
+    """Reviews of (not deleted) sessions with this rating, oldest first: eval candidates for export_scenario."""
+    return list(SessionReview.objects.filter(rating=rating, session__deleted_at__isnull=True)
+                .select_related("session").order_by("created_at"))
+
+
 def _rows(sessions: QuerySet) -> list[dict[str, Any]]:
-    rows = sessions.order_by().values("id", "chain_id", "status", "score__status", "score__score", "score__support",
-                                      "score__tags", "review__rating")
-    return [{"id": r["id"], "chain": r["chain_id"], "status": r["status"], "score_status": r["score__status"],
+    rows = sessions.order_by().values("id", "chain_id", "status", "created_at", "score__status", "score__score",
+                                      "score__support", "score__tags", "review__rating")
+    return [{"id": r["id"], "chain": r["chain_id"], "status": r["status"], "day": r["created_at"].date().isoformat(),
+             "score_status": r["score__status"],
              "score": r["score__score"] if r["score__status"] == ScoreStatus.SCORED else None,
              "support": r["score__support"], "tags": r["score__tags"] or [], "rating": r["review__rating"] or ""}
             for r in rows]
@@ -102,6 +132,9 @@ def quality_overview(sessions: QuerySet) -> dict[str, Any]:
     def ordered(groups: dict[str, _Group]) -> list[dict[str, Any]]:
         return [g.as_dict() for g in sorted(groups.values(), key=lambda g: (-g.sessions, g.name))]
 
+    days: dict[str, _Group] = {}
+    for row in rows:
+        days.setdefault(row["day"], _Group(row["day"])).add(row)
     summary = overall.as_dict()
     return {
         "sessions": len(rows), "scored": summary["scored"], "mean_score": summary["mean_score"],
@@ -110,4 +143,5 @@ def quality_overview(sessions: QuerySet) -> dict[str, Any]:
         "scoring_failed": sum(1 for r in rows if r["score_status"] == ScoreStatus.FAILED),
         "overall": summary, "by_chain": ordered(chains), "by_agent": ordered(agents),
         "by_provider": ordered(providers), "agreement": _agreement(rows),
+        "by_day": [days[day].as_dict() for day in sorted(days)],
     }

@@ -9,11 +9,14 @@ from django.db.models import Count, Q, QuerySet
 
 from tarsy.models import (
     ACTIVE_SESSION_STATUSES,
+    FAILURE_TAGS,
+    SUPPORT_BANDS,
     TERMINAL_EXEC_STATUSES,
     AlertSession,
     ChatUserMessage,
     LLMInteraction,
     MCPInteraction,
+    Rating,
     SessionStatus,
     Stage,
     StageKind,
@@ -21,7 +24,7 @@ from tarsy.models import (
 )
 from tarsy.services.queue import in_queue_order
 
-from .filters import ORDERING_FIELDS, with_duration
+from .filters import ORDERING_FIELDS, REVIEW_STATES, SCORE_STATES, with_duration
 
 
 def sessions_list() -> QuerySet:
@@ -57,6 +60,11 @@ def session_filter_options() -> dict[str, list[str]]:
         "chain_ids": sorted(used("chain_id") | set(config.chains)),
         "authors": sorted(used("author")),
         "ordering": [*ORDERING_FIELDS, *(f"-{f}" for f in ORDERING_FIELDS)],
+        "supports": list(SUPPORT_BANDS),
+        "scoring_states": list(SCORE_STATES),
+        "tags": list(FAILURE_TAGS),
+        "review_states": list(REVIEW_STATES),
+        "ratings": [r.value for r in Rating],
     }
 
 

@@ -78,3 +78,20 @@ def test_admin_login_is_throttled_per_username_and_address():
     elsewhere = Client(REMOTE_ADDR="198.51.100.4")
     assert elsewhere.post("/admin/login/", {"username": "oncall", "password": "the-right-password"}).status_code == 302
     assert elsewhere.get("/admin/tarsy/alertsession/").status_code == 200
+
+
+def test_score_and_review_show_in_the_session_list_and_page(admin_client, sessions):
+    from tarsy.models import SessionReview, SessionScore
+
+    failed, done, _ = sessions
+    SessionScore.objects.create(session=done, status="scored", score=72, support="supported", tags=["uncited_claim"],
+                                rationale="Follows from the disk usage.")
+    SessionReview.objects.create(session=done, rating="partially_accurate", author="carol", feedback="close")
+    page = admin_client.get("/admin/tarsy/alertsession/").content.decode()
+    assert "72 (supported) uncited_claim" in page and "partially_accurate by carol" in page
+    filtered = admin_client.get("/admin/tarsy/alertsession/?review__rating__exact=partially_accurate").content.decode()
+    assert str(done.id)[:8] in filtered and str(failed.id)[:8] not in filtered
+    detail = admin_client.get(f"/admin/tarsy/alertsession/{done.id}/change/").content.decode()
+    assert "Follows from the disk usage." in detail and "carol" in detail
+    assert admin_client.get("/admin/tarsy/sessionscore/").status_code == 200
+    assert admin_client.get("/admin/tarsy/sessionreview/").status_code == 200
