@@ -37,6 +37,7 @@ class SlackPostKind(models.TextChoices):
     SUMMARY = "summary"  # the session ended: executive summary or failure reason, with the link
     OCCURRENCE = "occurrence"  # the same alert fired again
     RELATED = "related"  # another alert of the same group joined the session
+    RESOLVED = "resolved"  # the monitoring source says the alert is over
     ANSWER = "answer"  # a follow-up question and the chat agent's answer
     NOTICE = "notice"  # why a question from the thread was not taken
 

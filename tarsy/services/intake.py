@@ -22,6 +22,7 @@ from tarsy.config import get_config
 from tarsy.intake.items import Batch, Resolved
 from tarsy.intake.mapping import map_alert
 from tarsy.models import AlertSession, SessionStatus, TimelineEvent, TimelineEventType
+from tarsy.signals import alert_resolved
 
 from . import sessions, timeline
 from .errors import ServiceError
@@ -85,8 +86,10 @@ def session_resolve_alert(*, source: str, resolution: Resolved) -> dict[str, Any
         action, note = "annotated", "The investigation continues: its findings still explain what happened."
     else:
         action, note = "annotated", ""
+    content = f"Alert resolved in {source}{when}. {note}".strip()
     timeline.timeline_event_create(session_id=session.id, event_type=TimelineEventType.ALERT_RESOLVED,
-                                   content=f"Alert resolved in {source}{when}. {note}".strip(),
+                                   content=content,
                                    metadata={"source": source, "resolved_at": resolution.at, "action": action})
+    alert_resolved.send(sender=AlertSession, session=session, text=content)
     answer["action"] = action
     return answer

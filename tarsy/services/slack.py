@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q
 
 from tarsy.models import SlackPost, SlackThread
 
@@ -96,5 +96,6 @@ def slack_threads_stalled(*, now: datetime) -> list[Any]:
     """Sessions with undelivered Slack work that no worker holds and whose backoff has passed: their task was
     lost (a worker died mid-delivery, a queued retry vanished)."""
     idle = (Q(lease_until__isnull=True) | Q(lease_until__lt=now)) & (Q(retry_at__isnull=True) | Q(retry_at__lte=now))
-    behind = Q(revision__gt=F("shown_revision")) | Q(posts__sent_at__isnull=True, posts__dropped_at__isnull=True)
-    return list(SlackThread.objects.filter(idle & behind).values_list("session_id", flat=True).distinct())
+    pending = SlackPost.objects.filter(thread_id=OuterRef("session_id"), sent_at__isnull=True, dropped_at__isnull=True)
+    behind = Q(revision__gt=F("shown_revision")) | Exists(pending)
+    return list(SlackThread.objects.filter(idle & behind).values_list("session_id", flat=True))

@@ -108,6 +108,11 @@ def attached_message(*, kind: str, data: str, url: str) -> Message:
     return head, [_section(f"{head}\n```{escape(excerpt)}```"), _context(_link(url))]
 
 
+def resolved_message(*, text: str, url: str) -> Message:
+    """The monitoring source reports the session's alert as resolved."""
+    return text, [_section(f":large_green_circle: {escape(text)}"), _context(_link(url))]
+
+
 def answer_message(*, question: str, answer: str, ok: bool, url: str) -> Message:
     """A follow-up question and the chat agent's answer (or why there is none)."""
     quoted = "\n".join(f"&gt; {line}" for line in escape(clip(question, 600)).splitlines() or [""])

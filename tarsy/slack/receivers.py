@@ -12,10 +12,10 @@ from typing import Any
 from django.db import DatabaseError, transaction
 
 from tarsy.metrics import SLACK_DROPPED
-from tarsy.models import AlertSession, SlackPostKind, Stage, StageKind
+from tarsy.models import AlertSession, ExecStatus, SlackPostKind, Stage, StageKind
 from tarsy.pipeline.decisions import SlackDeliver, enact_on_commit
 from tarsy.services import slack as slack_service
-from tarsy.signals import alert_attached, session_status_changed, stage_status_changed
+from tarsy.signals import alert_attached, alert_resolved, session_status_changed, stage_status_changed
 
 from . import messages
 from .config import session_link, slack_config
@@ -28,6 +28,7 @@ def connect() -> None:
     session_status_changed.connect(on_session_status, dispatch_uid="tarsy.slack.session")
     stage_status_changed.connect(on_stage_status, dispatch_uid="tarsy.slack.stage")
     alert_attached.connect(on_alert_attached, dispatch_uid="tarsy.slack.attached")
+    alert_resolved.connect(on_alert_resolved, dispatch_uid="tarsy.slack.resolved")
 
 
 def _record(session_id: Any, write: Callable[[str], None]) -> None:
@@ -73,7 +74,7 @@ def on_stage_status(sender, stage: Stage, **kwargs) -> None:
         return
     if stage.completed_at is None or stage.chat_message_id is None:
         return
-    ok = stage.status == "completed"
+    ok = stage.status == ExecStatus.COMPLETED
     text, blocks = messages.answer_message(question=stage.chat_message.content,
                                            answer=stage.final_analysis if ok else stage.error_message, ok=ok,
                                            url=session_link(stage.session_id))
@@ -87,3 +88,13 @@ def on_alert_attached(sender, session: AlertSession, data: str, kind: str, **kwa
     text, blocks = messages.attached_message(kind=post_kind, data=data, url=session_link(session.id))
     _record(session.id, lambda channel: slack_service.slack_post_add(
         session_id=session.id, channel=channel, kind=post_kind, text=text, blocks=blocks))
+
+
+def on_alert_resolved(sender, session: AlertSession, text: str, **kwargs) -> None:
+    """The source resolved the alert: say so in the thread of an investigation that started (a queued one is
+    cancelled by it and never had a message)."""
+    if session.started_at is None:
+        return
+    body, blocks = messages.resolved_message(text=text, url=session_link(session.id))
+    _record(session.id, lambda channel: slack_service.slack_post_add(
+        session_id=session.id, channel=channel, kind=SlackPostKind.RESOLVED, text=body, blocks=blocks))

@@ -186,3 +186,37 @@ def test_without_slack_configured_nothing_is_recorded(scripted_config):
     session = _started()
     assert not SlackThread.objects.filter(session=session).exists()
     assert deliver(session_id=session.id) is None
+
+
+def test_a_resolution_from_the_monitoring_source_goes_into_the_thread(configure, fake_slack):
+    from tarsy.intake.items import Resolved
+    from tarsy.services.intake import session_resolve_alert
+
+    configure()
+    session = sessions.session_receive(data="pod web-1 CrashLoopBackOff", fingerprint="fp-web-1").session
+    assert sessions.session_claim(session=session, worker_id="w1", now=timezone.now())
+    queued = sessions.session_receive(data="pod other CrashLoopBackOff", fingerprint="fp-other").session
+    assert session_resolve_alert(source="alertmanager", resolution=Resolved("fp-web-1", "2026-11-23T12:00:00Z"))[
+        "action"] == "annotated"
+    assert session_resolve_alert(source="alertmanager", resolution=Resolved("fp-other"))["action"] == "cancelled"
+    deliver(session_id=session.id)
+    [root] = fake_slack.top_level()  # the queued one never started: no message for it
+    [resolved] = fake_slack.replies(root.ts)
+    assert "Alert resolved in alertmanager at 2026-11-23T12:00:00Z" in _blocks_text(resolved.blocks)
+    assert not SlackThread.objects.filter(session=queued).exists()
+
+
+def test_work_whose_task_was_lost_is_found_again_and_only_that(configure, fake_slack):
+    from tarsy.services.slack import slack_threads_stalled
+
+    configure()
+    behind, leased, backing_off, done = (_started() for _ in range(4))
+    deliver(session_id=done.id)
+    now = timezone.now()
+    SlackThread.objects.filter(session=leased).update(lease_until=now + timedelta(seconds=60))
+    SlackThread.objects.filter(session=backing_off).update(retry_at=now + timedelta(seconds=60))
+    assert slack_threads_stalled(now=now) == [behind.id]
+    SlackThread.objects.filter(session=leased).update(lease_until=now - timedelta(seconds=1))  # its worker died
+    assert set(slack_threads_stalled(now=now)) == {behind.id, leased.id}
+    alert_attached.send(sender=AlertSession, session=done, kind="occurrence", data="again")  # a reply waits
+    assert set(slack_threads_stalled(now=now)) == {behind.id, leased.id, done.id}
