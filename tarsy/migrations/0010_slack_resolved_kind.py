@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tarsy', '0008_slack_threads'),
+        ('tarsy', '0009_spend_and_budgets'),
     ]
 
     operations = [
