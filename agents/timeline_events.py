@@ -193,9 +193,10 @@ class GroundingMetadata(EventMetadata):
 
 
 class AlertResolvedMetadata(EventMetadata):
-    """The alert's source reported it resolved: which source, and its own timestamp for it."""
+    """The alert's source reported it resolved: which source and alert, and the source's timestamp for it."""
 
     source: str
+    fingerprint: str = ""
     resolved_at: str = ""
     action: Literal["cancelled", "annotated"] = "annotated"
 

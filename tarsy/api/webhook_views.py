@@ -57,7 +57,8 @@ class DeliverySessionSerializer(serializers.Serializer):
     fingerprint = serializers.CharField()
     alert_type = serializers.CharField()
     severity = serializers.CharField()
-    deduplicated = serializers.BooleanField()
+    deduplicated = serializers.BooleanField()  # a repeat of an alert: joined the session already on it
+    related = serializers.BooleanField()  # another alert of a correlated group: joined the group's session
 
 
 class DeliveryResolutionSerializer(serializers.Serializer):

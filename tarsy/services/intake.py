@@ -3,11 +3,12 @@
 A delivery is all or nothing (one transaction): a refused alert refuses the delivery with its reason and
 nothing of it is stored, so the sender's view and TARSy's never disagree.
 
-A resolution finds the most recent session with the alert's fingerprint and records an `alert_resolved`
-timeline event on it. A session still waiting for a slot is cancelled — nobody needs an investigation of an
-alert that is over before it began. A running investigation is not stopped: it is already spending effort on
-what happened, and its findings explain a self-healed or flapping alert; the event tells the reader the alert
-cleared meanwhile. A finished session is annotated. Repeated resolutions of one session change nothing.
+A resolution finds the most recent session the alert started (else the one it joined as a related alert) and
+records an `alert_resolved` timeline event on it. A session still waiting for a slot is cancelled: nobody needs
+an investigation of an alert that is over before it began. A running investigation is not stopped: it already
+spends effort on what happened, and its findings explain a self-healed or flapping alert; the event tells the
+reader the alert cleared meanwhile. A finished session, or one the alert only joined (its own alert may still
+fire), is annotated. A resolution the sender repeats (same alert, same time) is recorded once.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from agents.config.schema import IntakeSourceConfig
 from tarsy.config import get_config
 from tarsy.intake.items import Batch, Resolved
 from tarsy.intake.mapping import map_alert
-from tarsy.models import AlertSession, SessionStatus, TimelineEvent, TimelineEventType
+from tarsy.models import AlertOccurrence, AlertSession, OccurrenceKind, SessionStatus, TimelineEvent, TimelineEventType
 from tarsy.signals import alert_resolved
 
 from . import sessions, timeline
@@ -58,26 +59,40 @@ def intake_deliver(*, source: str, batch: Batch, author: str) -> DeliveryResult:
             raise
         result.sessions.append({"session_id": str(receipt.session.id), "fingerprint": mapped.fingerprint,
                                 "alert_type": receipt.session.alert_type, "severity": receipt.session.severity,
-                                "deduplicated": receipt.deduplicated})
+                                "deduplicated": receipt.deduplicated, "related": receipt.related})
     for item in batch.resolved:
         result.resolved.append(session_resolve_alert(source=source, resolution=item))
     return result
 
 
+def _resolved_session(fingerprint: str) -> tuple[Any, bool]:
+    """The most recent session started by the alert, else the most recent one it joined as a related alert."""
+    own = (AlertSession.objects.filter(fingerprint=fingerprint).order_by("-created_at")
+           .values_list("id", flat=True).first())
+    if own is not None:
+        return own, False
+    joined = (AlertOccurrence.objects.filter(fingerprint=fingerprint, kind=OccurrenceKind.RELATED)
+              .order_by("-id").values_list("session_id", flat=True).first())
+    return joined, True
+
+
 def session_resolve_alert(*, source: str, resolution: Resolved) -> dict[str, Any]:
-    """Cancel a pending session of the alert, annotate any other; see the module docstring for why."""
+    """Cancel a pending session of the alert, annotate any other; see the module docstring for why. A sender
+    repeats a resolved alert in later deliveries: the same resolution (fingerprint and time) is recorded once."""
     answer: dict[str, Any] = {"fingerprint": resolution.fingerprint, "session_id": None, "action": "unmatched"}
-    latest = (AlertSession.objects.filter(fingerprint=resolution.fingerprint).order_by("-created_at")
-              .values_list("id", flat=True).first())
-    if latest is None:
+    session_id, related = _resolved_session(resolution.fingerprint)
+    if session_id is None:
         return answer
-    session = sessions.session_lock(session_id=latest)
+    session = sessions.session_lock(session_id=session_id)
     answer["session_id"] = str(session.id)
-    if TimelineEvent.objects.filter(session_id=session.id, event_type=TimelineEventType.ALERT_RESOLVED).exists():
+    if TimelineEvent.objects.filter(session_id=session.id, event_type=TimelineEventType.ALERT_RESOLVED,
+                                    metadata__fingerprint=resolution.fingerprint,
+                                    metadata__resolved_at=resolution.at).exists():
         answer["action"] = "already_resolved"
         return answer
     when = f" at {resolution.at}" if resolution.at else ""
-    if session.status == SessionStatus.PENDING:
+    what = "A related alert" if related else "Alert"
+    if session.status == SessionStatus.PENDING and not related:
         sessions.session_set_status(session_id=session.id, status=SessionStatus.CANCELLED,
                                     from_statuses=(SessionStatus.PENDING,),
                                     error_message=f"Alert resolved in {source}{when} before the investigation began")
@@ -86,10 +101,11 @@ def session_resolve_alert(*, source: str, resolution: Resolved) -> dict[str, Any
         action, note = "annotated", "The investigation continues: its findings still explain what happened."
     else:
         action, note = "annotated", ""
-    content = f"Alert resolved in {source}{when}. {note}".strip()
-    timeline.timeline_event_create(session_id=session.id, event_type=TimelineEventType.ALERT_RESOLVED,
-                                   content=content,
-                                   metadata={"source": source, "resolved_at": resolution.at, "action": action})
+    content = f"{what} resolved in {source}{when}. {note}".strip()
+    timeline.timeline_event_create(
+        session_id=session.id, event_type=TimelineEventType.ALERT_RESOLVED, content=content,
+        metadata={"source": source, "fingerprint": resolution.fingerprint, "resolved_at": resolution.at,
+                  "action": action})
     alert_resolved.send(sender=AlertSession, session=session, text=content)
     answer["action"] = action
     return answer

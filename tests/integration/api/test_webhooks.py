@@ -79,7 +79,8 @@ def test_resolution_cancels_a_queued_session_once(api):
     assert session.status == "cancelled"
     assert "resolved in alertmanager at 2026-11-23T10:40:07.125Z" in session.error_message
     [(content, metadata)] = resolved_events(session.id)
-    assert metadata == {"source": "alertmanager", "resolved_at": "2026-11-23T10:40:07.125Z", "action": "cancelled"}
+    assert metadata == {"source": "alertmanager", "fingerprint": started["fingerprint"],
+                        "resolved_at": "2026-11-23T10:40:07.125Z", "action": "cancelled"}
     again = post(api, "alertmanager", resolved).json()["resolved"]
     assert again[0]["action"] == "already_resolved"
     assert len(resolved_events(session.id)) == 1
@@ -98,6 +99,42 @@ def test_resolution_annotates_a_running_or_finished_session_without_stopping_it(
     [(content, _)] = resolved_events(started["session_id"])
     assert content.startswith("Alert resolved in alertmanager at 2026-11-23T10:50:00Z.")
     assert ("investigation continues" in content) == (status == "in_progress")
+
+
+def test_a_repeated_notification_joins_the_session_already_on_the_alert(api):
+    first = post(api, "alertmanager", fixture("alertmanager_v4.json")).json()["sessions"]
+    again = post(api, "alertmanager", fixture("alertmanager_v4.json")).json()["sessions"]
+    assert [s["session_id"] for s in again] == [s["session_id"] for s in first]
+    assert [(s["deduplicated"], s["related"]) for s in again] == [(True, False), (True, False)]
+    assert AlertSession.objects.count() == 2
+    assert AlertSession.objects.get(id=first[0]["session_id"]).occurrence_count == 2  # the first and its repeat
+
+
+def test_a_flapping_alert_gets_each_resolution_recorded_once(api):
+    payload = fixture("alertmanager_v4.json")
+    started = post(api, "alertmanager", payload).json()["sessions"][0]
+    AlertSession.objects.filter(id=started["session_id"]).update(status="in_progress")
+    for ended in ("2026-11-23T10:40:00Z", "2026-11-23T10:40:00Z", "2026-11-23T10:55:00Z"):
+        post(api, "alertmanager", {**payload, "status": "resolved",
+                                   "alerts": [{**payload["alerts"][0], "status": "resolved", "endsAt": ended}]})
+    times = [metadata["resolved_at"] for _, metadata in resolved_events(started["session_id"])]
+    assert times == ["2026-11-23T10:40:00Z", "2026-11-23T10:55:00Z"]
+
+
+def test_a_correlated_alert_joins_the_group_session_and_its_resolution_only_annotates(api, tmp_path):
+    write_config(tmp_path, tarsy={"agent_chains": {"kubernetes": {
+        "alert_types": ["kubernetes"], "correlation": {"labels": ["alert.labels.namespace"]},
+        "stages": [{"name": "analysis", "agents": [{"name": "KubernetesAgent"}]}]}}})
+    payload = fixture("alertmanager_v4.json")
+    lead, joined = post(api, "alertmanager", payload).json()["sessions"]
+    assert joined["session_id"] == lead["session_id"] and (joined["related"], joined["deduplicated"]) == (True, False)
+    resolved = {**payload, "status": "resolved",
+                "alerts": [{**payload["alerts"][1], "status": "resolved", "endsAt": "2026-11-23T10:45:00Z"}]}
+    [answer] = post(api, "alertmanager", resolved).json()["resolved"]
+    assert (answer["session_id"], answer["action"]) == (lead["session_id"], "annotated")
+    assert AlertSession.objects.get(id=lead["session_id"]).status == "pending"  # its own alert still fires
+    [(content, _)] = resolved_events(lead["session_id"])
+    assert content.startswith("A related alert resolved in alertmanager")
 
 
 def test_group_mode_starts_one_session_for_the_group(api, tmp_path):
