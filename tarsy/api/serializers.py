@@ -5,10 +5,12 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agents.timeline_events import read_metadata
+from tarsy.links import session_url
 from tarsy.models import AgentExecution, AlertSession, Stage
 
 from .quality_serializers import (
@@ -61,8 +63,21 @@ class AlertSubmitSerializer(serializers.Serializer):
                                       help_text="Alerts sharing it join the group's first investigation")
 
 
+@extend_schema_field(OpenApiTypes.URI)
+class SessionURLField(serializers.Field):
+    """The session's dashboard page as an absolute URL, for links from Slack, PagerDuty or a ticket: built from
+    `system.external_url`, else from the request's host."""
+
+    def __init__(self, **kwargs):
+        super().__init__(source="*", read_only=True, **kwargs)
+
+    def to_representation(self, session: AlertSession) -> str:
+        return session_url(session.id, self.context.get("request"))
+
+
 class AlertAcceptedSerializer(serializers.Serializer):
     session_id = serializers.UUIDField()
+    session_url = serializers.URLField()
     status = serializers.CharField(help_text="queued: a new session; attached: the alert joined an existing one")
     deduplicated = serializers.BooleanField(help_text="A repeat of the session's alert (same fingerprint)")
     related = serializers.BooleanField(help_text="Another alert of the group the session investigates")
@@ -163,6 +178,7 @@ class BudgetReachedSerializer(serializers.Serializer):
 
 class SessionSerializer(CostMixin, serializers.ModelSerializer):
     duration_seconds = serializers.FloatField(read_only=True, allow_null=True)
+    session_url = SessionURLField()
     score = serializers.SerializerMethodField()
     review = serializers.SerializerMethodField()
     budget_reached = BudgetReachedSerializer(allow_null=True, read_only=True,
@@ -170,7 +186,7 @@ class SessionSerializer(CostMixin, serializers.ModelSerializer):
 
     class Meta:
         model = AlertSession
-        fields = ["id", "alert_type", "chain_id", "status", "author", "runbook_url", "final_analysis",
+        fields = ["id", "session_url", "alert_type", "chain_id", "status", "author", "runbook_url", "final_analysis",
                   "executive_summary", "executive_summary_error", "error_message", "current_stage_index",
                   "created_at", "started_at", "completed_at", "last_interaction_at", "duration_seconds",
                   "budget_reached", *_TOKEN_FIELDS, *_COST_FIELDS, *_STORM_FIELDS, "score",
@@ -191,6 +207,7 @@ class SessionListItemSerializer(CostMixin, serializers.ModelSerializer):
     """A history row: no alert data or full analysis (they can be megabytes), a summary preview instead."""
 
     duration_seconds = serializers.FloatField(read_only=True, allow_null=True)
+    session_url = SessionURLField()
     executive_summary_preview = serializers.SerializerMethodField()
     score = serializers.SerializerMethodField()
     review = serializers.SerializerMethodField()
@@ -198,8 +215,8 @@ class SessionListItemSerializer(CostMixin, serializers.ModelSerializer):
 
     class Meta:
         model = AlertSession
-        fields = ["id", "alert_type", "chain_id", "status", "author", "error_message", "created_at", "started_at",
-                  "completed_at", "duration_seconds", "executive_summary_preview", "budget_reached",
+        fields = ["id", "session_url", "alert_type", "chain_id", "status", "author", "error_message", "created_at",
+                  "started_at", "completed_at", "duration_seconds", "executive_summary_preview", "budget_reached",
                   *_TOKEN_FIELDS, *_COST_FIELDS, *_STORM_FIELDS, "score", "review"]
 
     @extend_schema_field(ScoreBriefSerializer(allow_null=True))

@@ -49,7 +49,7 @@ class SessionListView(JsonAPIView, generics.ListAPIView):
 class SessionActiveView(JsonAPIView):
     @extend_schema(responses={200: ActiveSessionsSerializer, **errors(*AUTH_ERRORS)})
     def get(self, request):
-        return Response(ActiveSessionsSerializer(selectors.sessions_active()).data)
+        return Response(ActiveSessionsSerializer(selectors.sessions_active(), context={"request": request}).data)
 
 
 class SessionFilterOptionsView(JsonAPIView):
@@ -64,7 +64,7 @@ class SessionDetailView(JsonAPIView):
         session = session_service.session_get(session_id=session_id)
         cursor = event_cursor(session_channel(session.id))
         return Response(SessionDetailSerializer(selectors.session_detail(session),
-                                                context={"last_event_id": cursor}).data)
+                                                context={"last_event_id": cursor, "request": request}).data)
 
     @extend_schema(responses={204: None, **errors(404, 409, *AUTH_ERRORS)})
     def delete(self, request, session_id):
