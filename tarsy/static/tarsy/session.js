@@ -213,6 +213,7 @@
   }
 
   function onSessionStatus(message, completed) {
+    if (message.status) TarsySessionState.show(message.status, message);
     refreshHeader();
     if (completed) {
       refresh("summary");
@@ -309,5 +310,7 @@
     }
   }
 
+  const head = page.querySelector(".session-head");
+  TarsySessionState.start(sessionId, head ? head.dataset.status : "pending");
   window.tarsySocket = new Tarsy.LiveSocket({[channel]: Number(page.dataset.cursor) || 0}, onEvent);
 })();
