@@ -54,7 +54,8 @@ def test_every_query_names_only_exported_metrics(dashboard):
 def test_dashboard_shows_what_on_call_asks_for(dashboard):
     text = " ".join(queries(dashboard))
     for metric in ("tarsy_sessions", "tarsy_sessions_queued", "tarsy_iteration_duration_seconds_bucket",
-                   "tarsy_llm_errors_total", "tarsy_llm_tokens_total", "tarsy_task_queue_wait_seconds_bucket"):
+                   "tarsy_llm_errors_total", "tarsy_llm_tokens_total", "tarsy_task_queue_wait_seconds_bucket",
+                   "tarsy_llm_cost_usd_total"):
         assert re.search(rf"\b{metric}\b", text), metric
     assert "by (provider" in text  # tokens and errors per provider
 
