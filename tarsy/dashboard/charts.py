@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-ROW_H, BAR_H, LABEL_W, COUNT_W = 26, 16, 190, 60
-HIST_W, HIST_H, HIST_PAD = 520, 180, 28
+# Sized for half a page column, so that 12px text in the viewBox stays about 12px on screen.
+ROW_H, BAR_H, LABEL_W, COUNT_W = 24, 16, 140, 36
+HIST_W, HIST_H, HIST_PAD = 460, 180, 28
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ def _text(x: float, y: float, text: str, css: str = "", anchor: str = "start") -
     return (f'<text x="{x:.1f}" y="{y:.1f}" class="{css}" text-anchor="{anchor}">{escape(text)}</text>')
 
 
-def stacked_bars(rows: list[tuple[str, list[Segment]]], *, title: str, width: int = 720) -> SafeString:
+def stacked_bars(rows: list[tuple[str, list[Segment]]], *, title: str, width: int = 440) -> SafeString:
     """One horizontal bar per row, split into segments by share of the row's total (a count at the end)."""
     if not rows:
         return mark_safe('<p class="muted empty">No sessions in this period.</p>')
@@ -36,7 +37,7 @@ def stacked_bars(rows: list[tuple[str, list[Segment]]], *, title: str, width: in
     for i, (label, segments) in enumerate(rows):
         y = i * ROW_H + 4
         total = sum(s.value for s in segments)
-        shown = label if len(label) <= 26 else label[:25] + "…"
+        shown = label if len(label) <= 20 else label[:19] + "…"
         parts.append(_text(0, y + BAR_H - 3, shown, "chart-label"))
         parts.append(f'<rect x="{LABEL_W}" y="{y}" width="{bar_w}" height="{BAR_H}" class="seg-empty"/>')
         x = float(LABEL_W)
@@ -75,7 +76,7 @@ def histogram(bins: list[int], *, title: str, band_classes: list[str]) -> SafeSt
     return mark_safe("".join(parts))
 
 
-def line(points: list[tuple[str, float | None]], *, title: str, width: int = 720, height: int = 180) -> SafeString:
+def line(points: list[tuple[str, float | None]], *, title: str, width: int = 460, height: int = 180) -> SafeString:
     """Mean score per day: a line over the days that have one (0–100 axis), labelled at its ends."""
     known = [(i, v) for i, (_, v) in enumerate(points) if v is not None]
     if not known:

@@ -15,7 +15,7 @@ class Migration(migrations.Migration):
             name='SessionReview',
             fields=[
                 ('session', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='review', serialize=False, to='tarsy.alertsession')),
-                ('rating', models.CharField(choices=[('accurate', 'Accurate'), ('partially_accurate', 'Partially Accurate'), ('inaccurate', 'Inaccurate')], db_index=True, max_length=20)),
+                ('rating', models.CharField(choices=[('accurate', 'Accurate'), ('partially_accurate', 'Partially accurate'), ('inaccurate', 'Inaccurate')], db_index=True, max_length=20)),
                 ('feedback', models.TextField(blank=True, default='')),
                 ('action_taken', models.TextField(blank=True, default='')),
                 ('author', models.CharField(max_length=255)),
@@ -29,7 +29,7 @@ class Migration(migrations.Migration):
                 ('session', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='score', serialize=False, to='tarsy.alertsession')),
                 ('status', models.CharField(choices=[('pending', 'Pending'), ('scored', 'Scored'), ('failed', 'Failed')], default='pending', max_length=10)),
                 ('score', models.IntegerField(blank=True, db_index=True, help_text='0–100, within the support band', null=True)),
-                ('support', models.CharField(blank=True, choices=[('supported', 'Supported'), ('partly', 'Partly'), ('unsupported', 'Unsupported')], default='', max_length=12)),
+                ('support', models.CharField(blank=True, choices=[('supported', 'Supported'), ('partly', 'Partly supported'), ('unsupported', 'Unsupported')], default='', max_length=12)),
                 ('scorer_score', models.IntegerField(blank=True, help_text='What the scorer answered, before signals', null=True)),
                 ('rationale', models.TextField(blank=True, default='')),
                 ('tags', models.JSONField(blank=True, default=list, help_text='Failure tags from the fixed vocabulary')),

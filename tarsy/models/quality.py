@@ -10,9 +10,9 @@ from .sessions import AlertSession
 class Support(models.TextChoices):
     """How far the evidence supports the conclusion; each level caps the score (tarsy.pipeline.scoring.rubric)."""
 
-    SUPPORTED = "supported"
-    PARTLY = "partly"
-    UNSUPPORTED = "unsupported"
+    SUPPORTED = "supported", "Supported"
+    PARTLY = "partly", "Partly supported"
+    UNSUPPORTED = "unsupported", "Unsupported"
 
 
 # Each support level caps the score: an unsupported conclusion can never score like a supported one.
@@ -43,9 +43,9 @@ class ScoreStatus(models.TextChoices):
 
 
 class Rating(models.TextChoices):
-    ACCURATE = "accurate"
-    PARTIALLY_ACCURATE = "partially_accurate"
-    INACCURATE = "inaccurate"
+    ACCURATE = "accurate", "Accurate"
+    PARTIALLY_ACCURATE = "partially_accurate", "Partially accurate"
+    INACCURATE = "inaccurate", "Inaccurate"
 
 
 class SessionScore(models.Model):
