@@ -53,6 +53,7 @@ class SlackPost(models.Model):
     sent_at = models.DateTimeField(null=True, blank=True)
     dropped_at = models.DateTimeField(null=True, blank=True, help_text="Given up after bounded retries")
     ts = models.CharField(max_length=32, blank=True, default="")
+    repeats = models.IntegerField(default=1, help_text="Alerts of a storm merged into this reply while it waited")
 
     class Meta:
         ordering = ["id"]

@@ -5,6 +5,7 @@ never lost nor sent for a change that rolled back; delivered later by a task und
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,6 +29,26 @@ def slack_post_add(*, session_id: Any, channel: str, kind: str, text: str, block
     """Queue a reply for the session's thread (the thread's message is posted first if it is not yet)."""
     _thread_ensure(session_id, channel)
     return SlackPost.objects.create(thread_id=session_id, kind=kind, text=text, blocks=blocks)
+
+
+def slack_post_merge(*, session_id: Any, channel: str, kind: str,
+                     render: Callable[[int], tuple[str, list[dict[str, Any]]]]) -> SlackPost:
+    """Queue a reply of `kind`, or merge it into the one of that kind still waiting: a storm of repeats becomes
+    one reply per delivery, `render(repeats)` giving its text and blocks."""
+    _thread_ensure(session_id, channel)
+    waiting = (SlackPost.objects.select_for_update().filter(thread_id=session_id, kind=kind, sent_at__isnull=True,
+                                                            dropped_at__isnull=True).order_by("-id").first())
+    repeats = waiting.repeats + 1 if waiting else 1
+    text, blocks = render(repeats)
+    if waiting is None:
+        return SlackPost.objects.create(thread_id=session_id, kind=kind, text=text, blocks=blocks)
+    SlackPost.objects.filter(id=waiting.id).update(text=text, blocks=blocks, repeats=repeats)
+    return waiting
+
+
+def slack_post_last_sent(*, session_id: Any, kind: str) -> datetime | None:
+    return (SlackPost.objects.filter(thread_id=session_id, kind=kind, sent_at__isnull=False)
+            .order_by("-sent_at").values_list("sent_at", flat=True).first())
 
 
 def slack_thread_lease(*, session_id: Any, now: datetime, seconds: float) -> SlackThread | None:
@@ -71,8 +92,10 @@ def slack_thread_give_up(*, session_id: Any, error: str, revision: int, now: dat
     return dropped
 
 
-def slack_post_sent(*, post_id: int, ts: str, now: datetime) -> None:
-    SlackPost.objects.filter(id=post_id).update(sent_at=now, ts=ts)
+def slack_post_sent(*, post_id: int, repeats: int, ts: str, now: datetime) -> None:
+    """Slack has the reply as it was read (`repeats`); one merged into it meanwhile stays queued, so it is
+    posted as well (its count then includes the ones already shown)."""
+    SlackPost.objects.filter(id=post_id, repeats=repeats).update(sent_at=now, ts=ts)
 
 
 def slack_posts_pending(*, session_id: Any) -> list[SlackPost]:

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from tarsy.config import get_config
 from tarsy.metrics import SLACK_DROPPED
-from tarsy.models import AlertSession, SlackThread
+from tarsy.models import AlertSession, SlackPost, SlackPostKind, SlackThread
 from tarsy.services import sessions, stages
 from tarsy.services import slack as slack_service
 
@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 LEASE_S = 300.0  # longer than a delivery's calls can take (timeouts × retries, short Retry-After waits)
 MAX_FAILURES = 5  # consecutive failed calls before the pending replies are given up
 MAX_BACKOFF_S = 60.0
+MERGED_KINDS = (SlackPostKind.OCCURRENCE, SlackPostKind.RELATED)
 
 
 def deliver(*, session_id: Any) -> float | None:
@@ -56,11 +57,22 @@ def _deliver_leased(thread: SlackThread, gateway: SlackGateway, interval: float)
     try:
         again_in = _show_session(thread, session, gateway, interval, replies_waiting=bool(posts))
         for post in posts:
+            wait = _storm_wait(post, interval)
+            if wait > 0:  # later replies wait too: the thread keeps its order
+                return wait if again_in is None else min(wait, again_in)
             _, ts = gateway.post(channel=thread.channel, text=post.text, blocks=post.blocks, thread_ts=thread.ts)
-            slack_service.slack_post_sent(post_id=post.id, ts=ts, now=timezone.now())
+            slack_service.slack_post_sent(post_id=post.id, repeats=post.repeats, ts=ts, now=timezone.now())
     except SlackUnavailable as exc:
         return _failed(thread, exc)
     return again_in
+
+
+def _storm_wait(post: SlackPost, interval: float) -> float:
+    """Seconds before a repeat/related reply may go: one per interval, so a storm merges into few replies."""
+    if post.kind not in MERGED_KINDS:
+        return 0.0
+    last = slack_service.slack_post_last_sent(session_id=post.thread_id, kind=post.kind)
+    return 0.0 if last is None else interval - (timezone.now() - last).total_seconds()
 
 
 def _show_session(thread: SlackThread, session: AlertSession, gateway: SlackGateway, interval: float, *,

@@ -101,9 +101,14 @@ def summary_message(session: AlertSession, *, url: str) -> Message:
                 FALLBACK_MAX), [_section(text), _context(_link(url))]
 
 
-def attached_message(*, kind: str, data: str, url: str) -> Message:
-    """An occurrence (same alert again) or a related alert (same group) joining the session."""
-    head = "*The alert fired again*" if kind == "occurrence" else "*A related alert joined this investigation*"
+def attached_message(*, kind: str, data: str, url: str, repeats: int = 1) -> Message:
+    """An occurrence (same alert again) or related alerts (same group) joining the session; `repeats` of them
+    merged into one reply during a storm, showing the latest."""
+    if kind == "occurrence":
+        head = "*The alert fired again*" if repeats == 1 else f"*The alert fired {repeats} more times* (the latest:)"
+    else:
+        head = ("*A related alert joined this investigation*" if repeats == 1
+                else f"*{repeats} related alerts joined this investigation* (the latest:)")
     excerpt = clip(data, 2400)
     return head, [_section(f"{head}\n```{escape(excerpt)}```"), _context(_link(url))]
 

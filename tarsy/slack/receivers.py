@@ -83,11 +83,13 @@ def on_stage_status(sender, stage: Stage, **kwargs) -> None:
 
 
 def on_alert_attached(sender, session: AlertSession, data: str, kind: str, **kwargs) -> None:
-    """A repeat of the alert, or a related one, joined the session: say so in its thread."""
+    """A repeat of the alert, or a related one, joined the session: say so in its thread — at most one such
+    reply per `update_interval`, the others merged into it (a storm must not flood the channel)."""
     post_kind = SlackPostKind.OCCURRENCE if kind == "occurrence" else SlackPostKind.RELATED
-    text, blocks = messages.attached_message(kind=post_kind, data=data, url=session_link(session.id))
-    _record(session.id, lambda channel: slack_service.slack_post_add(
-        session_id=session.id, channel=channel, kind=post_kind, text=text, blocks=blocks))
+    url = session_link(session.id)
+    _record(session.id, lambda channel: slack_service.slack_post_merge(
+        session_id=session.id, channel=channel, kind=post_kind,
+        render=lambda repeats: messages.attached_message(kind=post_kind, data=data, url=url, repeats=repeats)))
 
 
 def on_alert_resolved(sender, session: AlertSession, text: str, **kwargs) -> None:

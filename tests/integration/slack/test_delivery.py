@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from tarsy.metrics import SLACK_CALLS, SLACK_DROPPED
@@ -220,3 +221,25 @@ def test_work_whose_task_was_lost_is_found_again_and_only_that(configure, fake_s
     assert set(slack_threads_stalled(now=now)) == {behind.id, leased.id}
     alert_attached.send(sender=AlertSession, session=done, kind="occurrence", data="again")  # a reply waits
     assert set(slack_threads_stalled(now=now)) == {behind.id, leased.id, done.id}
+
+
+def test_a_storm_of_repeats_becomes_one_reply_per_interval(configure, fake_slack):
+    configure(update_interval="30s")
+    session = _started()
+
+    def fire(n: int) -> None:
+        for i in range(n):
+            alert_attached.send(sender=AlertSession, session=session, kind="occurrence", data=f"web-1 down #{i}")
+
+    fire(1)
+    assert deliver(session_id=session.id) is None
+    [root] = fake_slack.top_level()
+    fire(100)
+    assert SlackPost.objects.filter(thread_id=session.id).count() == 2  # the storm waits as one reply
+    wait = deliver(session_id=session.id)
+    assert wait is not None and 0 < wait <= 30 and len(fake_slack.replies(root.ts)) == 1
+    SlackPost.objects.filter(thread_id=session.id).update(sent_at=F("sent_at") - timedelta(seconds=30))
+    assert deliver(session_id=session.id) is None
+    first, storm = fake_slack.replies(root.ts)
+    assert "fired again" in _blocks_text(first.blocks)
+    assert "fired 100 more times" in _blocks_text(storm.blocks) and "web-1 down #99" in _blocks_text(storm.blocks)
