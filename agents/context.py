@@ -1,8 +1,8 @@
-"""What a controller step receives: resolved config, dependencies and the recorder.
+"""What a controller step receives: resolved config, dependencies, the recorder and the liveness.
 
 Controllers never import Django. The `tarsy` app implements `Recorder` (rows,
-events) and builds the `ExecutionContext` for each step; tests may build one
-around any implementation of the protocols.
+events) and `Liveness` (heartbeat, stop check) and builds the `ExecutionContext`
+for each step; tests may build one around any implementation of the protocols.
 """
 
 from __future__ import annotations
@@ -190,6 +190,11 @@ class Recorder(Protocol):
 
     def record_mcp_interaction(self, record: MCPInteractionRecord) -> None: ...
 
+
+class Liveness(Protocol):
+    """A running step's link to the outside: asked at every boundary (between chunks, between tool calls), it
+    keeps the step's heartbeat fresh and says whether the step must stop."""
+
     def stop_reason(self) -> str | None:
         """'cancelled' or 'timed_out' when the session must stop at the next boundary, else None."""
         ...
@@ -217,6 +222,7 @@ class ExecutionContext:
     llm: Provider
     tools: ToolExecutor
     recorder: Recorder
+    liveness: Liveness
     deadline: float  # time.time() epoch: the step's own deadline (iteration timeout or session timeout)
     chat: ChatContext | None = None
     parallel_results: str = ""  # formatted investigations of a parallel stage (synthesis)

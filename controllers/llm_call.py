@@ -56,6 +56,7 @@ class _TimelineStream:
     def __init__(self, ctx: ExecutionContext, text_event_type: TimelineEventType | None,
                  text_source: TextSource) -> None:
         self._recorder = ctx.recorder
+        self._liveness = ctx.liveness
         self._text_event_type = text_event_type
         self._text_source = text_source
         self.thinking_event_id: int | None = None
@@ -73,7 +74,7 @@ class _TimelineStream:
                 self.text_event_id = recorder.start_event(
                     self._text_event_type, event_metadata(self._text_event_type, source=self._text_source))
             recorder.stream_event(self.text_event_id, chunk.text, kind="text")
-        return recorder.stop_reason()
+        return self._liveness.stop_reason()
 
     def finish(self, call: RecordedCall) -> LLMCallResult:
         """Complete the thinking event (and a stopped text event); the caller completes or re-types the text."""

@@ -2,7 +2,9 @@
 
 Any worker process can run any step: nothing here depends on memory of an
 earlier step except per-process caches (providers, MCP sessions, runbooks).
-The rows are read through tarsy.services.
+The rows are read through tarsy.services. The step writes through its
+recorder (tarsy.services.recorder) and asks its liveness (heartbeat, stop
+check) at every boundary.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from agents.timeline_events import TimelineEventType, event_metadata
 from tarsy.config import get_config
 from tarsy.models import AgentExecution, AlertSession, Stage, StageKind
 from tarsy.services import chats, occurrences, stages, timeline
-from tarsy.services.recorder import DbRecorder
+from tarsy.services.recorder import DbRecorder, Liveness
 
 from .budget import budget_reached
 
@@ -91,7 +93,10 @@ def chat_context(stage: Stage) -> ChatContext:
     return ChatContext(investigation=investigation, history=history, question=message.content if message else "")
 
 
-def build_execution_context(execution: AgentExecution, iteration: int, recorder: DbRecorder) -> ExecutionContext:
+def build_execution_context(execution: AgentExecution, iteration: int, recorder: DbRecorder, *,
+                            stop_checked: bool = False) -> ExecutionContext:
+    """`stop_checked`: the caller has just seen the session running (the claim), so the step's first stop
+    check can wait an interval."""
     from agents.mcp.executor import MCPToolExecutor
     from agents.mcp.summarizer import ResultSummarizer
 
@@ -99,6 +104,8 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
     stage, session = execution.stage, execution.session
     resolved = resolve_for_execution(execution)
     s_deadline = session_deadline(session) if stage.kind != StageKind.CHAT else None
+    liveness = Liveness(session_id=session.id, execution_id=execution.id, session_deadline=s_deadline,
+                        stop_checked=stop_checked)
     deadline = time.time() + resolved.iteration_timeout
     if s_deadline:
         deadline = min(deadline, s_deadline)
@@ -126,7 +133,7 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
         alert_type=session.alert_type, alert_data=session.alert_data + related, runbook=runbook,
         previous_stage_context=previous_stage_context(stage)
         if first_prompt and stage.kind == StageKind.INVESTIGATION else "",
-        llm=target.adapter, tools=tools, recorder=recorder, deadline=deadline,
+        llm=target.adapter, tools=tools, recorder=recorder, liveness=liveness, deadline=deadline,
         chat=chat_context(stage) if stage.kind == StageKind.CHAT else None,
         parallel_results=parallel_results(stage) if first_prompt and stage.kind == StageKind.SYNTHESIS else "",
     )

@@ -96,12 +96,10 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
     if execution is None:
         return None
     recorder = DbRecorder(session_id=execution.session_id, stage_id=execution.stage_id, execution_id=execution.id,
-                          iteration=iteration, session_deadline=None if execution.stage.kind == StageKind.CHAT
-                          else session_deadline(execution.session),
-                          next_event_sequence=execution.next_event_sequence, stop_checked=True)
+                          iteration=iteration, next_event_sequence=execution.next_event_sequence)
     started = time.monotonic()
     try:
-        ctx = build_execution_context(execution, iteration, recorder)
+        ctx = build_execution_context(execution, iteration, recorder, stop_checked=True)
         outcome = controller_for(ctx.config.iteration_strategy).step(ctx)
     except SoftTimeLimitExceeded:
         outcome = timeout_outcome(_state(execution), f"Iteration {iteration} exceeded its time limit "
@@ -140,16 +138,15 @@ def next_after_iteration(execution_id: Any, iteration: int, outcome: StepOutcome
 
 def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome, timeout: float = 0.0,
                      recorder: DbRecorder | None = None) -> None:
-    """Mark the iteration done (once), then carry out what follows it. The recorder's last batch commits with
-    the completion: an iteration is either done with everything it recorded, or not done at all."""
+    """Mark the iteration done (once), then carry out what follows it. The recorder's last batch and the
+    iteration's tokens commit with the completion: an iteration is either done with everything it recorded, or
+    not done at all."""
     with transaction.atomic():
         if not executions.iteration_complete(
                 execution_id=execution_id, iteration=iteration, consecutive_timeouts=outcome.consecutive_timeouts,
                 last_interaction_failed=outcome.last_interaction_failed,
-                token_changes=recorder.execution_token_changes() if recorder else {}):
+                recorded=recorder.batch if recorder is not None else None):
             return
-        if recorder is not None:
-            recorder.flush(execution_totals=False)  # the UPDATE above added the execution's tokens
         decision = next_after_iteration(execution_id, iteration, outcome, timeout)
         if isinstance(decision, RunIteration):
             enact_on_commit([decision])

@@ -25,7 +25,7 @@ from tarsy.models import (
 )
 
 from . import interactions, messages, timeline
-from .recorder import HEARTBEAT_INTERVAL_S
+from .recorder import HEARTBEAT_INTERVAL_S, WriteBatch
 
 # Read with the claim: the recorder numbers this iteration's timeline events without a lookup of its own.
 _LAST_EVENT_SEQUENCE = Subquery(TimelineEvent.objects.filter(execution_id=OuterRef("pk"))
@@ -71,14 +71,23 @@ def execution_lease_release(*, execution_id: Any, iteration: int) -> None:
 
 
 def iteration_complete(*, execution_id: Any, iteration: int, consecutive_timeouts: int,
-                       last_interaction_failed: bool, token_changes: dict[str, Any]) -> bool:
-    """Compare-and-set: iteration `iteration` is done (once), its lease released; `token_changes` adds the
-    iteration's tokens in the same statement. False when another task already completed it."""
-    return bool(AgentExecution.objects.filter(id=execution_id, iterations_completed=iteration - 1).update(
+                       last_interaction_failed: bool, recorded: WriteBatch | None = None) -> bool:
+    """Compare-and-set: iteration `iteration` is done (once), its lease released. Call inside a transaction:
+    with the completion go the step's last `recorded` rows and its tokens — the one place usage is applied,
+    to the execution in this UPDATE and to the session next to it. False when another task already completed
+    it (then nothing is written)."""
+    usage = recorded.usage if recorded is not None else interactions.UsageTally()
+    done = AgentExecution.objects.filter(id=execution_id, iterations_completed=iteration - 1).update(
         iterations_completed=iteration, consecutive_timeouts=consecutive_timeouts,
         last_interaction_failed=last_interaction_failed, last_heartbeat_at=timezone.now(),
-        lease_expires_at=None, **token_changes,
-    ))
+        lease_expires_at=None, **usage.changes(),
+    )
+    if not done:
+        return False
+    if recorded is not None:
+        recorded.write()
+        interactions.usage_apply_session(session_id=recorded.session_id, usage=usage)
+    return True
 
 
 def execution_mark_terminal(*, execution_id: Any, status: str, error: str = "", final_analysis: str = "") -> int | None:

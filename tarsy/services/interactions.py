@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -14,19 +15,72 @@ from agents.llm.pricing import call_cost, price_for
 from agents.llm.types import Usage
 from tarsy.config import get_config
 from tarsy.metrics import observe_llm_call, observe_mcp_call
-from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction
+from tarsy.models import AlertSession, LLMInteraction, MCPInteraction
 
 MCP_RESULT_STORE_CAP = 512 * 1024  # chars of masked result kept for the debug view (ANCHORS: 512 KB)
 
 
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "thinking_tokens", "total_tokens", "cached_tokens")
+TOTAL_FIELDS = (*TOKEN_FIELDS, "cost_usd", "unpriced_calls")  # what a row's totals add up, per call
+
+
+def llm_call_cost(*, provider: str, model: str, usage: Usage) -> Decimal | None:
+    """USD of one call at the configured prices; None when its model has no price (or its provider is gone)."""
+    provider_cfg = get_config().llm_providers.get(provider)
+    return call_cost(usage, price_for(provider_cfg, model)) if provider_cfg is not None else None
+
+
+def call_totals(record: LLMInteractionRecord) -> dict[str, Any]:
+    """What one call adds to its execution's and session's totals."""
+    cost = llm_call_cost(provider=record.provider, model=record.model, usage=record.usage)
+    return {**{f: getattr(record.usage, f) for f in TOKEN_FIELDS},
+            "cost_usd": cost or Decimal(0), "unpriced_calls": int(cost is None)}
+
+
+@dataclass
+class UsageTally:
+    """Token and cost totals of LLM calls not yet applied, and whether any LLM or MCP call happened (the
+    session's last_interaction_at). Accumulated while calls are recorded, applied once: see
+    services.executions.iteration_complete and `usage_apply_session`."""
+
+    totals: dict[str, Any] = field(default_factory=lambda: dict.fromkeys(TOTAL_FIELDS, 0))
+    interacted: bool = False
+
+    def add(self, totals: dict[str, Any]) -> None:
+        """`totals`: one call's, from `call_totals`."""
+        for name, value in totals.items():
+            self.totals[name] += value
+        self.interacted = True
+
+    def changes(self) -> dict[str, Any]:
+        """UPDATE arguments adding the tally to a row's totals (none when there is nothing to add)."""
+        if not any(self.totals.values()):
+            return {}
+        return {f: F(f) + self.totals[f] for f in TOTAL_FIELDS}
+
+
+def usage_apply_session(*, session_id: Any, usage: UsageTally) -> None:
+    """Add a tally to the session's totals (stamping last_interaction_at when a call happened): the session's
+    half of the one place usage is applied — an execution's iteration completing
+    (services.executions.iteration_complete adds the execution's half in its own UPDATE) or a session-level
+    call being stored."""
+    fields = usage.changes()
+    if usage.interacted:
+        fields["last_interaction_at"] = timezone.now()
+    if fields:
+        AlertSession.all_objects.filter(id=session_id).update(**fields)
+
+
 @transaction.atomic(savepoint=False)  # joins the caller's batch without a savepoint
 def llm_interaction_record(
-    *, session_id: Any, execution_id: Any, iteration: int, record: LLMInteractionRecord, touch_session: bool = False,
+    *, session_id: Any, execution_id: Any, iteration: int, record: LLMInteractionRecord,
     add_to_totals: bool = True,
 ) -> LLMInteraction:
-    """Store the call with its estimated cost and add both to the totals; `touch_session` also stamps the
-    session's last_interaction_at, in the same statement as its totals. `add_to_totals=False`: the caller adds
-    `call_totals(record)` itself, in the same transaction (a batch of several calls in one statement per row)."""
+    """Store the call with its estimated cost. An execution's calls count when their iteration completes (the
+    recorder's write batch tallies them: `add_to_totals=False`); a session-level call (the executive summary)
+    is its own completion, so `add_to_totals` adds it to the session's totals here, in the same transaction."""
+    if add_to_totals and execution_id is not None:
+        raise ValueError("an execution's calls count towards the totals when their iteration completes")
     usage = record.usage
     totals = call_totals(record)
     row = LLMInteraction.objects.create(
@@ -49,57 +103,10 @@ def llm_interaction_record(
         error_message=record.error_message,
     )
     if add_to_totals:
-        add_tokens(session_id=session_id, execution_id=execution_id, sign=1, counts=totals,
-                   session_fields={"last_interaction_at": timezone.now()} if touch_session else None)
+        usage_apply_session(session_id=session_id, usage=UsageTally(totals=totals))
     observe_llm_call(provider=record.provider, model=record.model, success=record.success,
                      duration_ms=record.duration_ms, usage=usage, cost_usd=row.cost_usd)
     return row
-
-
-TOKEN_FIELDS = ("input_tokens", "output_tokens", "thinking_tokens", "total_tokens", "cached_tokens")
-TOTAL_FIELDS = (*TOKEN_FIELDS, "cost_usd", "unpriced_calls")  # what a row's totals add up, per call
-
-
-def llm_call_cost(*, provider: str, model: str, usage: Usage) -> Decimal | None:
-    """USD of one call at the configured prices; None when its model has no price (or its provider is gone)."""
-    provider_cfg = get_config().llm_providers.get(provider)
-    return call_cost(usage, price_for(provider_cfg, model)) if provider_cfg is not None else None
-
-
-def call_totals(record: LLMInteractionRecord) -> dict[str, Any]:
-    """What one call adds to its execution's and session's totals."""
-    cost = llm_call_cost(provider=record.provider, model=record.model, usage=record.usage)
-    return {**{f: getattr(record.usage, f) for f in TOKEN_FIELDS},
-            "cost_usd": cost or Decimal(0), "unpriced_calls": int(cost is None)}
-
-
-def row_totals(row: LLMInteraction) -> dict[str, Any]:
-    """What a stored call added to the totals."""
-    return {**{f: getattr(row, f) for f in TOKEN_FIELDS}, "cost_usd": row.cost_usd or Decimal(0),
-            "unpriced_calls": int(row.cost_usd is None)}
-
-
-def token_changes(counts: dict[str, Any], sign: int = 1) -> dict[str, Any]:
-    """UPDATE arguments adding `counts` to a row's totals (none when there is nothing to add)."""
-    if not any(counts.get(f) for f in TOTAL_FIELDS):
-        return {}
-    return {f: F(f) + sign * counts.get(f, 0) for f in TOTAL_FIELDS}
-
-
-def add_tokens(*, session_id: Any, execution_id: Any, sign: int, counts: dict[str, Any],
-               session_fields: dict[str, Any] | None = None) -> None:
-    """Add to the execution's (when given) and the session's totals: the execution row first, as everywhere."""
-    changes = token_changes(counts, sign)
-    if changes and execution_id:
-        AgentExecution.objects.filter(id=execution_id).update(**changes)
-    if changes or session_fields:
-        AlertSession.all_objects.filter(id=session_id).update(**changes, **(session_fields or {}))
-
-
-def token_totals_subtract(*, execution_id: Any, rows: list[LLMInteraction]) -> None:
-    """Discarded calls (an interrupted attempt being re-run) no longer count towards the totals."""
-    for row in rows:
-        add_tokens(session_id=row.session_id, execution_id=execution_id, sign=-1, counts=row_totals(row))
 
 
 def mcp_interaction_record(
@@ -127,8 +134,7 @@ def mcp_interaction_record(
 
 
 def interactions_discard_iteration(*, execution_id: Any, iteration: int) -> None:
-    """An interrupted attempt's LLM and MCP records go, and its calls' tokens leave the totals."""
-    calls = LLMInteraction.objects.filter(execution_id=execution_id, iteration=iteration)
-    token_totals_subtract(execution_id=execution_id, rows=list(calls))
-    calls.delete()
+    """An interrupted attempt's LLM and MCP records go (their tokens and cost never reached the totals: an
+    iteration's usage is applied when it completes)."""
+    LLMInteraction.objects.filter(execution_id=execution_id, iteration=iteration).delete()
     MCPInteraction.objects.filter(execution_id=execution_id, iteration=iteration).delete()

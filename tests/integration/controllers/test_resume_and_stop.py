@@ -131,8 +131,8 @@ def test_a_step_rerun_after_the_worker_died_mid_tool_call_leaves_no_duplicates(c
     (mcp,) = MCPInteraction.objects.filter(execution_id=execution.id)
     assert (mcp.tool, mcp.success, mcp.arguments) == ("get_pods", True, {"namespace": "prod"})
     assert "web-1  CrashLoopBackOff" in mcp.result
-    # Token totals count each kept call once: the killed attempt's call (written before its tool call) was
-    # subtracted with it; the last call's tokens came with the UPDATE that completed the iteration.
+    # Token totals count each kept call once: the killed attempt's call (written before its tool call) never
+    # counted, its iteration never completed; each iteration's tokens came with the UPDATE that completed it.
     kept = sum(i.total_tokens for i in interactions(execution.id))
     assert kept > 0
     assert AgentExecution.objects.get(id=execution.id).total_tokens == kept

@@ -1,0 +1,136 @@
+"""The write batch: what a step records (timeline events, LLM and MCP records, messages), held in memory and
+written in one transaction.
+
+One flush rule: the batch is written before anything slow starts (`write`, called before every LLM call and
+summary), with an event that must show at once (the recorder's `start_event`), and last inside the transaction
+that completes the iteration (services.executions.iteration_complete). One commit (one WAL flush) for a handful
+of rows instead of one each. Nothing is weakened: a worker that dies before the batch is written re-runs the
+iteration, which discards the attempt anyway; and the user never waits on a batch, because it is written before
+anything slow starts.
+
+The batch also numbers the execution's timeline events and messages (this task is their one writer during its
+iteration, under the lease; unique constraints still guard the numbers) and tallies the tokens of the
+iteration's LLM calls, which are applied once, when the iteration completes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.db import transaction
+
+from agents.context import LLMInteractionRecord, MCPInteractionRecord
+from agents.llm.types import ConversationMessage
+from tarsy.models import TimelineEvent
+from tarsy.streaming.publisher import batched_events
+
+from .. import interactions, messages, timeline
+
+
+class WriteBatch:
+    def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int,
+                 next_event_sequence: int | None = None):
+        """`next_event_sequence`: the execution's next timeline sequence number when the caller knows it
+        (looked up otherwise)."""
+        self.session_id = session_id
+        self.stage_id = stage_id
+        self.execution_id = execution_id
+        self.iteration = iteration
+        self.usage = interactions.UsageTally()  # the whole iteration's, not cleared by a write
+        self._next_event_sequence = next_event_sequence
+        self._conversation: list[ConversationMessage] | None = None
+        self._next_message_sequence = 1
+        self._writes: list[Callable[[], Any]] = []
+        self._messages: list[ConversationMessage] = []
+        self._messages_start = 1
+
+    # ---- the flush rule ---------------------------------------------------------
+    def write(self) -> None:
+        """Write what is pending in one transaction (joins the caller's when there is one)."""
+        if not self._writes and not self._messages:
+            return
+        with transaction.atomic(savepoint=False):
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        if self._messages:
+            messages.messages_append(session_id=self.session_id, execution_id=self.execution_id,
+                                     iteration=self.iteration, messages=self._messages, start=self._messages_start)
+        with batched_events():
+            for write in self._writes:
+                write()
+        self.discard()  # only once written: a failed write leaves the batch for the error path
+
+    def discard(self) -> None:
+        """Forget what is pending (a batch that cannot be written); the usage tally stays with its calls' rows."""
+        self._messages, self._writes = [], []
+
+    def write_with(self, create: Callable[[], TimelineEvent]) -> TimelineEvent:
+        """Write what is pending and, in the same transaction, the row `create` writes (an event shown at once)."""
+        with transaction.atomic(savepoint=False):
+            self._write_pending()
+            return create()
+
+    # ---- conversation ---------------------------------------------------------
+    def conversation(self) -> list[ConversationMessage]:
+        if self._conversation is None:
+            self._conversation, self._next_message_sequence = messages.messages_with_next_sequence(
+                execution_id=self.execution_id)
+        return list(self._conversation)
+
+    def add_messages(self, msgs: list[ConversationMessage]) -> None:
+        if not msgs:
+            return
+        self.conversation()  # the sequence numbers continue the stored conversation
+        if not self._messages:
+            self._messages_start = self._next_message_sequence
+        self._messages.extend(msgs)
+        self._conversation.extend(msgs)
+        self._next_message_sequence += len(msgs)
+
+    # ---- timeline -------------------------------------------------------------
+    def next_sequence(self) -> int | None:
+        if not self.execution_id:
+            return None  # session-level events: looked up under the session's own rows
+        if self._next_event_sequence is None:
+            self._next_event_sequence = timeline.next_sequence(session_id=self.session_id,
+                                                               execution_id=self.execution_id)
+        sequence = self._next_event_sequence
+        self._next_event_sequence += 1
+        return sequence
+
+    def event_create(self, event_type: str, content: str, metadata: dict[str, Any] | None, status: str,
+                     sequence_number: int | None) -> TimelineEvent:
+        """Write one event now (inside the caller's transaction)."""
+        return timeline.timeline_event_create(
+            session_id=self.session_id, stage_id=self.stage_id, execution_id=self.execution_id,
+            iteration=self.iteration, event_type=event_type, content=content, metadata=metadata, status=status,
+            sequence_number=sequence_number,
+        )
+
+    def add_event(self, event_type: str, content: str, metadata: dict[str, Any] | None, status: str) -> None:
+        sequence = self.next_sequence()
+        self._writes.append(lambda: self.event_create(event_type, content, metadata, status, sequence))
+
+    def finish_event(self, event: TimelineEvent | None, event_id: int, content: str, status: str,
+                     metadata: dict[str, Any] | None, event_type: str | None) -> None:
+        """Complete an event: `event` as this step wrote it, or None for one read back under a lock."""
+        if event is None:
+            self._writes.append(lambda: timeline.timeline_event_complete(
+                event_id=event_id, content=content, status=status, metadata=metadata, event_type=event_type))
+            return
+        self._writes.append(lambda: timeline.timeline_event_finish(
+            event, content=content, status=status, metadata=metadata, event_type=event_type))
+
+    # ---- debug records ----------------------------------------------------------
+    def add_llm_interaction(self, record: LLMInteractionRecord) -> None:
+        self._writes.append(lambda: interactions.llm_interaction_record(
+            session_id=self.session_id, execution_id=self.execution_id, iteration=self.iteration, record=record,
+            add_to_totals=False))
+        self.usage.add(interactions.call_totals(record))
+
+    def add_mcp_interaction(self, record: MCPInteractionRecord) -> None:
+        self._writes.append(lambda: interactions.mcp_interaction_record(
+            session_id=self.session_id, execution_id=self.execution_id, iteration=self.iteration, record=record))
+        self.usage.interacted = True
