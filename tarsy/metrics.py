@@ -149,7 +149,11 @@ def serve_worker_metrics(*, forking_pool: bool) -> int | None:
         log.error("%s is set but PROMETHEUS_MULTIPROC_DIR is not: the prefork children's LLM, MCP and iteration "
                   "metrics will be missing from the worker's endpoint", METRICS_PORT_ENV)
     addr = os.environ.get("TARSY_METRICS_ADDR", "0.0.0.0")  # scraped from other pods
-    start_http_server(int(port), addr=addr, registry=process_registry())
+    try:
+        start_http_server(int(port), addr=addr, registry=process_registry())
+    except OSError as exc:  # the port is taken (two workers on one host with one setting): investigations go on
+        log.error("worker metrics endpoint not started on %s:%s: %s", addr, port, exc)
+        return None
     log.info("worker metrics on %s:%s", addr, port)
     return int(port)
 

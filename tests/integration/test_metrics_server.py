@@ -35,3 +35,24 @@ def test_serves_the_session_gauges_and_process_counters():
 def test_other_paths_are_not_served():
     status, body = call("/admin/")
     assert status.startswith("404")
+
+
+def test_a_worker_whose_metrics_port_is_taken_keeps_working(monkeypatch, caplog):
+    import socket
+
+    from tarsy.metrics import serve_worker_metrics
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        monkeypatch.setenv("TARSY_METRICS_PORT", str(taken.getsockname()[1]))
+        monkeypatch.setenv("TARSY_METRICS_ADDR", "127.0.0.1")
+        assert serve_worker_metrics(forking_pool=False) is None
+    assert "worker metrics endpoint not started" in caplog.text
+
+
+def test_no_port_configured_starts_no_endpoint(monkeypatch):
+    from tarsy.metrics import serve_worker_metrics
+
+    monkeypatch.delenv("TARSY_METRICS_PORT", raising=False)
+    assert serve_worker_metrics(forking_pool=True) is None

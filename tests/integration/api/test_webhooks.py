@@ -239,6 +239,23 @@ def test_without_a_secret_the_auth_mode_applies(tmp_path):
     assert "loopback" in response.json()["detail"]
 
 
+def test_in_token_mode_a_webhook_without_a_secret_needs_an_api_token(tmp_path):
+    from io import StringIO
+
+    from django.core.management import call_command
+    from rest_framework.test import APIClient
+
+    write_config(tmp_path, tarsy={"system": {"auth": {"mode": "token"}}})
+    out = StringIO()
+    call_command("create_api_token", "grafana-prod", stdout=out)
+    anonymous = post(APIClient(REMOTE_ADDR="10.1.2.3"), "grafana", fixture("grafana.json"))
+    assert anonymous.status_code == 401
+    client = APIClient(REMOTE_ADDR="10.1.2.3", HTTP_AUTHORIZATION=f"Token {out.getvalue().strip()}")
+    response = post(client, "grafana", fixture("grafana.json"))
+    assert response.status_code == 202, response.content
+    assert AlertSession.objects.get(id=response.json()["sessions"][0]["session_id"]).author == "grafana-prod"
+
+
 def test_a_secret_named_but_not_set_refuses_with_503(api, tmp_path, monkeypatch):
     monkeypatch.delenv("TARSY_AM_SECRET", raising=False)
     write_config(tmp_path, tarsy={"intake": {"alertmanager": {"secret_env": "TARSY_AM_SECRET"}}})
