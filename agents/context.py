@@ -110,6 +110,7 @@ class ToolResult:
     content: str
     is_error: bool = False
     summarized: bool = False
+    evidence_id: str = ""  # E<n>: shown to the model next to the content, cited by the analysis
 
 
 class ToolExecutor(Protocol):
@@ -187,6 +188,10 @@ class Recorder(Protocol):
         ...
 
     def record_llm_interaction(self, record: LLMInteractionRecord) -> None: ...
+
+    def evidence_id(self) -> str:
+        """A new evidence id (E<n>, unique within the session) for a tool result about to be recorded."""
+        ...
 
     def record_mcp_interaction(self, record: MCPInteractionRecord) -> None: ...
 

@@ -136,11 +136,13 @@ class MCPToolCallMetadata(ToolRef):
 
 
 class ToolResultMetadata(ToolRef):
-    """What the LLM was given back for one call."""
+    """What the LLM was given back for one call; `evidence_id` (E<n>, unique in the session) is how an analysis
+    cites it (see agents.citations)."""
 
     is_error: bool | None = None
     summarized: bool | None = None
     tool_call_id: str | None = None
+    evidence_id: str | None = None
 
 
 class ToolSummaryMetadata(ToolRef):

@@ -7,7 +7,7 @@ import json
 from agents.context import ExecutionContext
 from agents.llm.types import CodeExecutionChunk, ConversationMessage, LLMResponse, ToolDefinition
 from agents.mcp.masking.boundary import mask_arguments
-from agents.prompts.builder import build_native_messages
+from agents.prompts.builder import build_native_messages, tool_response
 from agents.timeline_events import TimelineEventType, event_metadata
 
 from .base import StepOutcome, StepStatus
@@ -86,7 +86,7 @@ class NativeThinkingController(IterationController):
                                    event_metadata(TimelineEventType.LLM_TOOL_CALL, server_name=server, tool_name=tool,
                                                   arguments=shown, tool_call_id=call.id, source="native"))
             tool_result = ctx.tools.execute(call)
-            ctx.recorder.add_messages([ConversationMessage(role="tool", content=tool_result.content,
+            ctx.recorder.add_messages([ConversationMessage(role="tool", content=tool_response(tool_result),
                                                            tool_call_id=call.id, tool_name=call.name)])
         return StepOutcome(StepStatus.CONTINUE)
 

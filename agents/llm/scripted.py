@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agents.citations import cite, evidence_shown
 from agents.config.schema import LLMProviderConfig
 
 from .retry import DEADLINE_EXCEEDED
@@ -40,6 +41,7 @@ CHARS_PER_TOKEN = 4  # the usual rough estimate, used when a turn gives no usage
 DEFAULT_KEY = "default"
 AUXILIARY_CALLS = ("summarization", "executive_summary")
 _REPLICA_SUFFIX = re.compile(r"-\d+$")  # "KubernetesAgent-2" → "KubernetesAgent"
+EVIDENCE_PLACEHOLDER = "{evidence}"
 
 
 class _Strict(BaseModel):
@@ -186,7 +188,7 @@ class ScriptedProvider:
     def _chunks(self, turn: ScriptTurn, request: LLMRequest) -> list[Chunk]:
         size = self._cfg.chunk_size
         chunks: list[Chunk] = [ThinkingChunk(text=p) for p in _pieces(turn.thinking, size)]
-        chunks += [TextChunk(text=p) for p in _pieces(turn.text, size)]
+        chunks += [TextChunk(text=p) for p in _pieces(_with_evidence(turn.text, request), size)]
         for index, call in enumerate(turn.tool_calls):
             call_id = call.id or _call_id(request, index)
             chunks.append(ToolCallChunk(call=ToolCall(id=call_id, name=call.name, arguments=call.arguments)))
@@ -220,6 +222,15 @@ class ScriptedProvider:
             total_tokens=total,
             cached_tokens=u.cached_tokens,
         )
+
+
+def _with_evidence(text: str, request: LLMRequest) -> str:
+    """`{evidence}` in a turn's text cites every evidence id the request's conversation presents ("[E1][E2]"):
+    a script cites what its tools returned without knowing the ids in advance (parallel agents race for them)."""
+    if EVIDENCE_PLACEHOLDER not in text:
+        return text
+    shown = evidence_shown("\n".join(m.content for m in request.messages if m.role in ("user", "tool")))
+    return text.replace(EVIDENCE_PLACEHOLDER, "".join(cite(identifier) for identifier in shown))
 
 
 def _call_id(request: LLMRequest, index: int) -> str:

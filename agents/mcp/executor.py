@@ -4,8 +4,9 @@ Order for every call: event start → pooled call (bounded by the server's call
 timeout and the step's deadline) → masking, before anything is stored, shown
 or returned → display event → optional summarization → MCP interaction record
 (so its `summarized` flag is the truth) → `tool_result` event with what the LLM
-sees. No failure raises: unknown tools, dead servers and timeouts become error
-results the controller turns into observations. The server gets the arguments
+sees, under a new evidence id the analysis cites. No failure raises: unknown
+tools, dead servers and timeouts become error results the controller turns into
+observations. The server gets the arguments
 the model wrote; what is stored and shown of them is masked, like error text.
 """
 
@@ -235,9 +236,11 @@ class MCPToolExecutor:
 
     def _finish(self, call: ToolCall, server: str, tool: str, content: str, *, is_error: bool,
                 summarized: bool) -> ToolResult:
+        evidence = self._recorder.evidence_id()
         self._recorder.add_event(
             TimelineEventType.TOOL_RESULT, truncate(content, DISPLAY_CAP_CHARS, "Result truncated for display"),
             metadata=event_metadata(TimelineEventType.TOOL_RESULT, server_name=server, tool_name=tool,
-                                    is_error=is_error, summarized=summarized, tool_call_id=call.id),
+                                    is_error=is_error, summarized=summarized, tool_call_id=call.id,
+                                    evidence_id=evidence),
         )
-        return ToolResult(call=call, content=content, is_error=is_error, summarized=summarized)
+        return ToolResult(call=call, content=content, is_error=is_error, summarized=summarized, evidence_id=evidence)

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.citations import cite
 from agents.timeline_events import (
     LLMToolCallMetadata,
     MCPToolCallMetadata,
@@ -136,13 +137,15 @@ def format_history(investigation: AgentInvestigation) -> str:
 
 
 def _tool_result_block(metadata: ToolResultMetadata | ToolSummaryMetadata, content: str) -> str:
-    """tool_result: what the LLM was given back; mcp_tool_summary: the summary of a large result."""
+    """tool_result: what the LLM was given back, under its evidence id; mcp_tool_summary: the summary of a large
+    result."""
     result = metadata if isinstance(metadata, ToolResultMetadata) else None
     label = "Tool error" if result and result.is_error else "Tool result"
     if result is None or result.summarized:
         label += ", summarized"
     name = metadata.qualified_name
-    return f"**{label}**" + (f" ({name})" if name else "") + f":\n{content}"
+    evidence = f", evidence {cite(result.evidence_id)}" if result and result.evidence_id else ""
+    return f"**{label}**" + (f" ({name})" if name else "") + f"{evidence}:\n{content}"
 
 
 def _arguments(arguments: Any) -> str:

@@ -169,6 +169,21 @@ class StageSerializer(serializers.ModelSerializer):
         return self._sum(stage, "total_tokens")
 
 
+class CitationsSerializer(serializers.Serializer):
+    """The final analysis's citations as verified when it was written (agents.citations).
+
+    `valid`: cited ids that are tool results of this session (`E<n>`, with the timeline `event_id` holding
+    them) or fields of its alert (`A:<path>`); `invalid`: cited ids that are neither, with a `reason`;
+    `uncited`: the session's tool results the analysis never cites."""
+
+    valid = serializers.ListField(child=serializers.DictField())
+    invalid = serializers.ListField(child=serializers.DictField())
+    uncited = serializers.ListField(child=serializers.DictField())
+    cited_count = serializers.IntegerField()
+    evidence_count = serializers.IntegerField()
+    verified_at = serializers.DateTimeField()
+
+
 class BudgetReachedSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["tokens", "cost_usd", "tool_calls", "wall_time"])
     limit = serializers.FloatField()
@@ -181,6 +196,7 @@ class SessionSerializer(CostMixin, serializers.ModelSerializer):
     session_url = SessionURLField()
     score = serializers.SerializerMethodField()
     review = serializers.SerializerMethodField()
+    citations = CitationsSerializer(read_only=True, allow_null=True)
     budget_reached = BudgetReachedSerializer(allow_null=True, read_only=True,
                                              help_text="Set when the budget forced the investigation to conclude")
 
@@ -189,7 +205,7 @@ class SessionSerializer(CostMixin, serializers.ModelSerializer):
         fields = ["id", "session_url", "alert_type", "chain_id", "status", "author", "runbook_url", "final_analysis",
                   "executive_summary", "executive_summary_error", "error_message", "current_stage_index",
                   "created_at", "started_at", "completed_at", "last_interaction_at", "duration_seconds",
-                  "budget_reached", *_TOKEN_FIELDS, *_COST_FIELDS, *_STORM_FIELDS, "score",
+                  "budget_reached", "citations", *_TOKEN_FIELDS, *_COST_FIELDS, *_STORM_FIELDS, "score",
                   "review"]
 
     @extend_schema_field(ScoreSerializer(allow_null=True))

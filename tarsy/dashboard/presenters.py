@@ -84,6 +84,7 @@ class TimelineItem:
     collapsed: bool = False
     stage_id: int | None = None
     execution_id: str = ""
+    evidence_id: str = ""  # a tool result's E<n>, what citations link to
 
 
 def _apply_metadata(item: TimelineItem, meta: EventMetadata) -> None:
@@ -96,6 +97,8 @@ def _apply_metadata(item: TimelineItem, meta: EventMetadata) -> None:
         item.duration = duration_text(meta.duration_ms)
     if isinstance(meta, MCPToolCallMetadata | ToolResultMetadata):
         item.is_error = item.is_error or bool(meta.is_error)
+    if isinstance(meta, ToolResultMetadata):
+        item.evidence_id = meta.evidence_id or ""
     item.summarized = isinstance(meta, ToolSummaryMetadata) or (isinstance(meta, ToolResultMetadata)
                                                                 and bool(meta.summarized))
     if isinstance(meta, TextMetadata | LLMToolCallMetadata | ErrorMetadata):

@@ -30,6 +30,7 @@ from tarsy.streaming.publisher import SESSIONS_CHANNEL, session_channel
 
 from . import presenters
 from .access import dashboard_view
+from .citations import citations_view, link_citations
 from .context import page_context
 from .history import history
 from .quality import session_quality
@@ -85,6 +86,7 @@ def _query_without_page(request) -> str:
 
 def _session_context(request, session: AlertSession, cursor: int) -> dict:
     stages = presenters.session_stage_groups(session)
+    cited = citations_view(session.citations)
     return page_context(
         request, session=session, cursor=cursor, cancellable=session.status in CANCELLABLE,
         position=session_queue_position(session), chat_available=chat_available(session),
@@ -92,7 +94,7 @@ def _session_context(request, session: AlertSession, cursor: int) -> dict:
                                           status__in=["pending", "active"]).exists(),
         alert_text=presenters.pretty_data(session.alert_data),
         summary_html=presenters.render_markdown(session.executive_summary),
-        final_html=presenters.render_markdown(session.final_analysis),
+        final_html=link_citations(presenters.render_markdown(session.final_analysis), cited), citations=cited,
         duration=presenters.duration_text((session.duration_seconds or 0) * 1000) if session.duration_seconds
         is not None else "", quality=session_quality(session), **stages,
     )

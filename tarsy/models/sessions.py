@@ -107,6 +107,12 @@ class AlertSession(TokenTotals):
     completed_at = models.DateTimeField(null=True, blank=True)
     last_interaction_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
+    evidence_count = models.IntegerField(
+        default=0, help_text="Evidence ids issued so far: the last tool result's E<n> (agents.citations)"
+    )
+    citations = models.JSONField(
+        null=True, blank=True, help_text="The final analysis's citations as verified when it was written"
+    )
     budget_reached = models.JSONField(
         null=True, blank=True, help_text="The budget that forced the investigation to conclude: kind, limit, used",
     )

@@ -15,7 +15,7 @@ from agents.llm.recorded import LLMTarget, recorded_call
 from agents.llm.types import LLMRequest
 from tarsy.config import get_config
 from tarsy.models import TERMINAL_EXEC_STATUSES, AlertSession, ExecStatus, SessionStatus, StageKind
-from tarsy.services import interactions, quality, sessions, stages, timeline
+from tarsy.services import citations, interactions, quality, sessions, stages, timeline
 
 log = logging.getLogger(__name__)
 
@@ -50,15 +50,17 @@ def session_finish(*, session_id: Any) -> None:
     final_analysis = completed[-1].final_analysis if completed else ""
     if last.status == ExecStatus.COMPLETED:
         summary, summary_error = _executive_summary(session, final_analysis)
-        sessions.session_set_status(session_id=session.id, status=SessionStatus.COMPLETED,
-                                    from_statuses=(SessionStatus.IN_PROGRESS,), final_analysis=final_analysis,
-                                    executive_summary=summary, executive_summary_error=summary_error)
-        quality.score_on_completion(session_id=session.id)
+        changes = dict(status=SessionStatus.COMPLETED, executive_summary=summary, executive_summary_error=summary_error)
     else:
-        status = _STAGE_TO_SESSION.get(last.status, SessionStatus.FAILED)
-        sessions.session_set_status(session_id=session.id, status=status, from_statuses=(SessionStatus.IN_PROGRESS,),
-                                    final_analysis=final_analysis,
-                                    error_message=f"Stage {last.name!r} {last.status}: {last.error_message}"[:4000])
+        changes = dict(status=_STAGE_TO_SESSION.get(last.status, SessionStatus.FAILED),
+                       error_message=f"Stage {last.name!r} {last.status}: {last.error_message}"[:4000])
+    with transaction.atomic():  # the analysis is never shown without its verified citations
+        finished = sessions.session_set_status(session_id=session.id, from_statuses=(SessionStatus.IN_PROGRESS,),
+                                               final_analysis=final_analysis, **changes)
+        if finished:
+            citations.citations_verify(session_id=session.id)
+    if finished:
+        quality.score_on_completion(session_id=session.id)  # after the commit: the scorer reads the check
 
 
 def _executive_summary(session: AlertSession, final_analysis: str) -> tuple[str, str]:

@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Iterator
 
+from agents.citations import CITATION
 from agents.llm.types import (
     Chunk,
     LLMRequest,
@@ -115,7 +116,7 @@ def executive_summary(analysis: str) -> str:
     """One or two sentences: the root cause line if the analysis has one, else its opening sentences."""
     match = _ROOT_CAUSE.search(analysis)
     if match:
-        cause = _strip_markdown(match.group(1)).rstrip(".")
+        cause = _strip_markdown(CITATION.sub("", match.group(1))).rstrip(". ")
         return f"Root cause: {cause}. (Summary by the demo investigator.)"
     body = " ".join(line for line in (_strip_markdown(x) for x in analysis.splitlines()) if line)
     sentences = re.split(r"(?<=[.!?])\s+", body)

@@ -65,6 +65,7 @@ class Observation:
     arguments: dict[str, Any]
     text: str
     is_error: bool
+    evidence_id: str = ""  # what a report cites for it ("" when the result came without one)
 
     @property
     def short(self) -> str:
@@ -131,12 +132,28 @@ def read_conversation(request: LLMRequest) -> Conversation:
                 conv.call_count += 1
         elif message.role == "tool":
             name, args = pending.pop(message.tool_call_id or "", (message.tool_name or "", {}))
-            conv.observations.append(Observation(name, args, message.content, looks_like_error(message.content)))
+            evidence, text = _tool_response_parts(message.content)
+            conv.observations.append(Observation(name, args, text, looks_like_error(text), evidence))
         elif _is_observation(message) and react_pending:
             text, failed = _observation_body(message.content)
-            conv.observations.append(Observation(react_pending[0], react_pending[1], text, failed))
+            conv.observations.append(Observation(react_pending[0], react_pending[1], text, failed,
+                                                 _evidence_in(message.content.split("\n", 1)[0])))
             react_pending = None
     return conv
+
+
+_EVIDENCE_HEAD = re.compile(r"^Evidence \[(E\d+)\][^\n]*\n?")
+
+
+def _evidence_in(head: str) -> str:
+    match = re.search(r"Evidence \[(E\d+)\]", head)
+    return match.group(1) if match else ""
+
+
+def _tool_response_parts(content: str) -> tuple[str, str]:
+    """A native tool response: its evidence id (first line, see agents.prompts.builder.tool_response) and output."""
+    match = _EVIDENCE_HEAD.match(content)
+    return (match.group(1), content[match.end():]) if match else ("", content)
 
 
 _FENCED = re.compile(r"^(?P<fence>`{3,})[^\n]*\n(?P<body>.*?)\n(?P=fence)\s*$", re.S | re.M)

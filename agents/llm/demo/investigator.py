@@ -2,7 +2,7 @@
 
 Plan: list pods → pick the unhealthy pod → its namespace's events → its details
 → its (previous) logs → if the logs name an unreachable dependency, that
-dependency's pod → conclude. Every claim in the report quotes a tool result.
+dependency's pod → conclude. Every claim in the report quotes a tool result and cites its evidence id.
 """
 
 from __future__ import annotations
@@ -46,25 +46,37 @@ class Findings:
     logs: dict[str, list[str]] = field(default_factory=dict)
     events: list[EventFact] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)  # "pods_list", "pods_log:<pod>"… → evidence id
+
+    def cite(self, *keys: str) -> str:
+        """The citations of the results behind `keys` (" [E1][E4]"), "" when none has an id."""
+        ids = dict.fromkeys(self.sources[key] for key in keys if self.sources.get(key))
+        return (" " + "".join(f"[{identifier}]" for identifier in ids)) if ids else ""
 
 
 def gather(conv: Conversation) -> Findings:
     found = Findings()
     for obs in conv.observations:
         if obs.is_error:
-            found.errors.append(f"`{obs.short}` failed: {obs.text.strip().splitlines()[0][:200] if obs.text else ''}")
+            first = obs.text.strip().splitlines()[0][:200] if obs.text else ""
+            found.errors.append(f"`{obs.short}` failed: {first}" + (f" [{obs.evidence_id}]" if obs.evidence_id else ""))
             continue
         if obs.short in ("pods_list", "pods_list_in_namespace"):
             found.pods = parse_pod_table(obs.text) or found.pods
+            found.sources["pods_list"] = obs.evidence_id
         elif obs.short == "pods_get":
             detail = parse_pod_detail(obs.text)
             if detail:
                 found.details[detail.name] = detail
+                found.sources[f"pods_get:{detail.name}"] = obs.evidence_id
         elif obs.short == "pods_log":
-            found.logs[str(obs.arguments.get("name", ""))] = log_highlights(obs.text)
+            name = str(obs.arguments.get("name", ""))
+            found.logs[name] = log_highlights(obs.text)
+            found.sources[f"pods_log:{name}"] = obs.evidence_id
             found.dependency_host = found.dependency_host or dependency_host(obs.text)
         elif obs.short == "events_list":
             found.events = parse_events(obs.text)
+            found.sources["events_list"] = obs.evidence_id
     unhealthy = sorted(
         (p for p in found.pods if p.unhealthy), key=lambda p: (p.name not in conv.alert, p.severity(), -p.restarts)
     )
@@ -193,27 +205,43 @@ def _recommendations(found: Findings) -> list[str]:
 def final_report(conv: Conversation, found: Findings) -> str:
     if not conv.tools or (not found.pods and found.errors) or not conv.observations:
         return unverified_report(conv.alert, found.errors)
-    lines = ["## Root cause analysis", "", LABEL, "", f"**Root cause:** {root_cause(found)}.", "", "### Evidence"]
+    lines = ["## Root cause analysis", "", LABEL, "", f"**Root cause:** {root_cause(found)}{_cause_citations(found)}.",
+             "", "### Evidence"]
     if found.primary:
-        lines.append(f"- `pods_list`: {_pod_line(found.primary, found.details.get(found.primary.name))}.")
-        for name, highlights in found.logs.items():
-            lines.append(f"- `pods_log` of `{name}`:")
+        name = found.primary.name
+        lines.append(f"- `pods_list`: {_pod_line(found.primary, found.details.get(name))}"
+                     f"{found.cite('pods_list', f'pods_get:{name}')}.")
+        for pod, highlights in found.logs.items():
+            lines.append(f"- `pods_log` of `{pod}`{found.cite(f'pods_log:{pod}')}:")
             lines += [f"  > {line}" for line in highlights]
         if found.dependency:
-            lines.append(f"- `pods_get`: {_pod_line(found.dependency, found.details.get(found.dependency.name))}.")
+            dep = found.dependency.name
+            lines.append(f"- `pods_get`: {_pod_line(found.dependency, found.details.get(dep))}"
+                         f"{found.cite('pods_list', f'pods_get:{dep}')}.")
         relevant = {found.primary.name, found.dependency.name if found.dependency else ""}
         for event in [
             e
             for e in found.events
             if e.type == "Warning" and (e.object in relevant or found.dependency_host in e.object)
         ][:5]:
-            lines.append(f'- `events_list`: {event.type} **{event.reason}** on `{event.object}`: "{event.message}"')
+            lines.append(f'- `events_list`: {event.type} **{event.reason}** on `{event.object}`: "{event.message}"'
+                         f"{found.cite('events_list')}")
     else:
-        lines.append(f"- `pods_list`: all {len(found.pods)} pods are Running and ready.")
+        lines.append(f"- `pods_list`: all {len(found.pods)} pods are Running and ready{found.cite('pods_list')}.")
     lines += [f"- {error}" for error in found.errors]
     lines += ["", "### Recommended actions"]
     lines += [f"{i}. {item}" for i, item in enumerate(_recommendations(found), 1)]
     return "\n".join(lines)
+
+
+def _cause_citations(found: Findings) -> str:
+    """The root cause rests on the primary pod's listing, details and logs, and the dependency's details."""
+    if found.primary is None:
+        return found.cite("pods_list")
+    keys = ["pods_list", f"pods_get:{found.primary.name}", f"pods_log:{found.primary.name}"]
+    if found.dependency:
+        keys.append(f"pods_get:{found.dependency.name}")
+    return found.cite(*keys)
 
 
 def unverified_report(alert: str, errors: list[str]) -> str:

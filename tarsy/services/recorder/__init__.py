@@ -24,6 +24,7 @@ from agents.context import LLMInteractionRecord, MCPInteractionRecord
 from agents.llm.types import ConversationMessage
 from tarsy.models import TimelineStatus
 
+from .. import citations
 from .batch import WriteBatch
 from .liveness import HEARTBEAT_INTERVAL_S, Liveness
 from .stream import LiveStream
@@ -87,3 +88,7 @@ class DbRecorder:
 
     def record_mcp_interaction(self, record: MCPInteractionRecord) -> None:
         self.batch.add_mcp_interaction(record)
+
+    def evidence_id(self) -> str:
+        """Issued now (one UPDATE), not batched: the model sees the id with the result in this same step."""
+        return citations.evidence_id_issue(session_id=self.batch.session_id)

@@ -7,19 +7,23 @@ import re
 
 import pytest
 
+from agents.citations import Evidence, cited_ids, verify_citations
 from agents.config.schema import MaskingConfig
+from agents.context import ToolResult
 from agents.llm.demo import DemoProvider
 from agents.llm.types import (
     ConversationMessage,
     LLMRequest,
     LLMResponse,
     TextChunk,
+    ToolCall,
     ToolCallChunk,
     ToolDefinition,
     UsageChunk,
 )
 from agents.mcp import demo_cluster_data as data
 from agents.mcp.masking import mask_tool_result
+from agents.prompts.builder import format_observation, tool_response
 
 SERVER = "demo-kubernetes"
 MAX_ITERATIONS = 8  # the demo must finish well inside the default max_iterations
@@ -60,8 +64,11 @@ async def _run_react(cluster, config) -> tuple[str, int, list[str]]:
         action = re.search(r"^Action: (\S+)\nAction Input: (.+)$", response.text, re.M | re.S)
         assert action, response.text
         called.append(action.group(1))
-        text, _ = await _tool_text(cluster, action.group(1), json.loads(action.group(2)))
-        messages.append(ConversationMessage(role="user", content=f"Observation: {text}"))
+        arguments = json.loads(action.group(2))
+        text, is_error = await _tool_text(cluster, action.group(1), arguments)
+        result = ToolResult(call=ToolCall(id=f"react-{iteration}", name=action.group(1), arguments=arguments),
+                            content=text, is_error=is_error, evidence_id=f"E{len(called)}")
+        messages.append(ConversationMessage(role="user", content=format_observation(result)))
     pytest.fail("the demo investigator did not conclude")
 
 
@@ -80,13 +87,11 @@ async def _run_native(cluster, config) -> tuple[str, int, list[str]]:
         for call in response.tool_calls:
             called.append(call.name)
             text, is_error = await _tool_text(cluster, call.name, call.arguments)
+            result = ToolResult(call=call, content=("Error: " if is_error else "") + text, is_error=is_error,
+                                evidence_id=f"E{len(called)}")
             messages.append(
-                ConversationMessage(
-                    role="tool",
-                    content=("Error: " if is_error else "") + text,
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                )
+                ConversationMessage(role="tool", content=tool_response(result), tool_call_id=call.id,
+                                    tool_name=call.name)
             )
     pytest.fail("the demo investigator did not conclude")
 
@@ -107,11 +112,21 @@ def _assert_root_cause_found(answer: str) -> None:
     assert data.DB_POD in root_cause and "OOMKilled" in root_cause and data.CRASHING_POD in root_cause
 
 
+def _assert_every_result_cited(answer: str, calls: int) -> None:
+    """The report cites the results it rests on, and only ids it was shown."""
+    evidence = [Evidence(id=f"E{n}", event_id=n) for n in range(1, calls + 1)]
+    citations = verify_citations(answer, evidence, ALERT)
+    assert citations["invalid"] == [] and citations["uncited"] == [], citations
+    root_cause = next(line for line in answer.splitlines() if line.startswith("**Root cause:**"))
+    assert len(cited_ids(root_cause)) >= 3, root_cause
+
+
 async def test_react_investigation_finds_the_oomkilled_database(open_cluster, demo_provider_config):
     async with open_cluster() as cluster:
         answer, iterations, called = await _run_react(cluster, demo_provider_config)
 
     _assert_root_cause_found(answer)
+    _assert_every_result_cited(answer, len(called))
     assert iterations <= MAX_ITERATIONS
     assert called[0] == f"{SERVER}.pods_list" and f"{SERVER}.pods_log" in called
 
@@ -121,6 +136,7 @@ async def test_native_investigation_finds_the_oomkilled_database(open_cluster, d
         answer, iterations, called = await _run_native(cluster, demo_provider_config)
 
     _assert_root_cause_found(answer)
+    _assert_every_result_cited(answer, len(called))
     assert iterations <= MAX_ITERATIONS
     plan = ["pods_list", "events_list", "pods_get", "pods_log", "pods_get"]  # web pod first, then its database
     assert called == [f"{SERVER}.{tool}" for tool in plan]

@@ -73,6 +73,7 @@ class InMemoryRecorder:
     mcp: list[MCPInteractionRecord] = field(default_factory=list)
     llm: list[LLMInteractionRecord] = field(default_factory=list)
     messages: list[ConversationMessage] = field(default_factory=list)
+    evidence_count: int = 0
 
     def conversation(self) -> list[ConversationMessage]:
         return list(self.messages)
@@ -109,6 +110,10 @@ class InMemoryRecorder:
 
     def stop_reason(self) -> str | None:
         return None
+
+    def evidence_id(self) -> str:
+        self.evidence_count += 1
+        return f"E{self.evidence_count}"
 
     def of_type(self, event_type: str) -> list[Event]:
         return [e for e in self.events if e.type == event_type]

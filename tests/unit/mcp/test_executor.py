@@ -71,14 +71,14 @@ def test_a_server_that_fails_to_start_is_skipped_with_one_warning(shared_pool, r
 def test_a_call_records_its_event_interaction_and_result_in_order(shared_pool, recorder) -> None:
     result = make_executor(shared_pool, recorder).execute(call("tools.add", a=2, b=3))
 
-    assert (result.content, result.is_error, result.summarized) == ("5", False, False)
+    assert (result.content, result.is_error, result.summarized, result.evidence_id) == ("5", False, False, "E1")
     assert [(e.type, e.status) for e in recorder.events] == [("mcp_tool_call", "completed"),
                                                               ("tool_result", "completed")]
     started = recorder.events[0]
     assert started.metadata["server_name"] == "tools" and started.metadata["tool_name"] == "add"
     assert started.metadata["arguments"] == {"a": 2, "b": 3} and started.content == "5"
     assert recorder.events[1].metadata == {"server_name": "tools", "tool_name": "add", "is_error": False,
-                                           "summarized": False, "tool_call_id": "call-1"}
+                                           "summarized": False, "tool_call_id": "call-1", "evidence_id": "E1"}
     (record,) = recorder.mcp
     assert (record.server, record.tool, record.result, record.raw_size, record.success) == ("tools", "add", "5", 1,
                                                                                           True)

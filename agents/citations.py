@@ -1,0 +1,111 @@
+"""Evidence citations: the ids the model sees next to its evidence, how an analysis cites them, and the check.
+
+Evidence ids name what an analysis may rest on:
+
+- `E<n>` — one tool result of the session (what the model was given back for one tool call). The number is
+  assigned when the result is recorded, from a counter on the session, so it is unique within the session
+  across stages and parallel agents, and it never changes. Numbers of an interrupted attempt that was
+  discarded are not reused (gaps are possible). `E7` of one session is not evidence in another.
+- `A:<path>` — a field of the alert: a key of the alert's JSON object, dotted for nested keys
+  (`A:labels.namespace`), a number for a list position (`A:pods.0`). A text (non-JSON) alert has no fields.
+
+An analysis cites them in square brackets — `[E7]`, `[E3, E7]`, `[E3][A:namespace]` — for every finding.
+`verify_citations` checks each cited id without any LLM: it must be a tool result of this session, or a field
+of this session's alert. "Uncited" evidence is a tool result of the session that the analysis never cites.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_ID = r"(?:E\d+|A:[^\s\[\],;<>&\"']+)"  # a field path has no markup characters: it reads the same in HTML
+EVIDENCE_ID = re.compile(r"E(\d+)")
+CITATION = re.compile(rf"\[\s*({_ID}(?:\s*[,;]\s*{_ID})*)\s*\]")
+_ONE_ID = re.compile(_ID)
+EVIDENCE_LABEL = re.compile(r"\bevidence \[(E\d+)\]", re.IGNORECASE)  # how prompts present an id with its result
+
+# Why a cited id is invalid (stored, shown in the API and on the dashboard).
+NOT_IN_SESSION = "not_in_session"  # no tool result of this session has that id (another session's, or made up)
+NO_ALERT_FIELD = "no_alert_field"  # the alert has no such field
+
+
+def evidence_id(number: int) -> str:
+    return f"E{number}"
+
+
+def cite(identifier: str) -> str:
+    """How the analysis writes a citation of `identifier`."""
+    return f"[{identifier}]"
+
+
+def cited_ids(text: str) -> list[str]:
+    """Every id the text cites, once each, in order of first citation."""
+    seen: dict[str, None] = {}
+    for group in CITATION.finditer(text or ""):
+        for identifier in _ONE_ID.findall(group.group(1)):
+            seen.setdefault(identifier.rstrip(".:"), None)
+    return list(seen)
+
+
+def evidence_shown(text: str) -> list[str]:
+    """The evidence ids a prompt presents ("Evidence [E3]", "evidence [E3]"), once each, in order."""
+    return list(dict.fromkeys(EVIDENCE_LABEL.findall(text or "")))
+
+
+def alert_field(alert_data: str, path: str) -> bool:
+    """Whether `path` (dotted keys, numbers for list positions) names a field of the alert's JSON object."""
+    try:
+        value: Any = json.loads(alert_data)
+    except (TypeError, ValueError):
+        return False
+    if not isinstance(value, dict) or not path:
+        return False
+    for part in path.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One tool result of the session, as the check and the dashboard need it."""
+
+    id: str  # E<n>
+    event_id: int  # the timeline event holding it
+    tool: str = ""  # server.tool
+    is_error: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": "tool_result", "event_id": self.event_id, "tool": self.tool,
+                "is_error": self.is_error}
+
+
+def verify_citations(analysis: str, evidence: list[Evidence], alert_data: str) -> dict[str, Any]:
+    """The deterministic check of an analysis's citations against the session's evidence and alert.
+
+    Returns `{"valid", "invalid", "uncited", "cited_count", "evidence_count"}`: valid and invalid cited ids in
+    order of first citation (invalid ones with a `reason`), and the session's tool results never cited."""
+    by_id = {item.id: item for item in evidence}
+    valid: list[dict[str, Any]] = []
+    invalid: list[dict[str, Any]] = []
+    cited = cited_ids(analysis)
+    for identifier in cited:
+        if identifier.startswith("A:"):
+            if alert_field(alert_data, identifier[2:]):
+                valid.append({"id": identifier, "kind": "alert_field", "field": identifier[2:]})
+            else:
+                invalid.append({"id": identifier, "kind": "alert_field", "reason": NO_ALERT_FIELD})
+        elif identifier in by_id:
+            valid.append(by_id[identifier].as_dict())
+        else:
+            invalid.append({"id": identifier, "kind": "tool_result", "reason": NOT_IN_SESSION})
+    uncited = [item.as_dict() for item in evidence if item.id not in cited]
+    return {"valid": valid, "invalid": invalid, "uncited": uncited, "cited_count": len(cited),
+            "evidence_count": len(evidence)}
