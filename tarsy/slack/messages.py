@@ -35,6 +35,11 @@ def clip(text: str, limit: int = SECTION_MAX) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _fallback(text: str) -> str:
+    """The notification text: escaped like the blocks (Slack parses it for mentions too)."""
+    return clip(escape(text), FALLBACK_MAX)
+
+
 def _section(text: str) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": clip(text)}}
 
@@ -84,7 +89,7 @@ def session_message(session: AlertSession, *, stage: Stage | None, chain_stages:
             {"type": "button", "text": {"type": "plain_text", "text": "Open in TARSy"}, "url": url,
              "action_id": "open_session"}]})
     blocks.append(_context(f"Session `{session.id}`", "Reply with `@TARSy <question>` once it has finished"))
-    return clip(f"{label}: {session.alert_type} alert ({session.severity})", FALLBACK_MAX), blocks
+    return _fallback(f"{label}: {session.alert_type} alert ({session.severity})"), blocks
 
 
 def summary_message(session: AlertSession, *, url: str) -> Message:
@@ -96,9 +101,9 @@ def summary_message(session: AlertSession, *, url: str) -> Message:
         body = session.executive_summary or session.final_analysis or "(no analysis was produced)"
         text = f"{head}\n{escape(body)}"
     else:
-        text = f"{head}\n*Reason*: {escape(session.error_message or label)}"
-    return clip(f"{head}: {body if session.status == SessionStatus.COMPLETED else session.error_message}",
-                FALLBACK_MAX), [_section(text), _context(_link(url))]
+        body = session.error_message or label
+        text = f"{head}\n*Reason*: {escape(body)}"
+    return _fallback(f"Investigation {label.lower()}: {body}"), [_section(text), _context(_link(url))]
 
 
 def attached_message(*, kind: str, data: str, url: str, repeats: int = 1) -> Message:
@@ -110,21 +115,21 @@ def attached_message(*, kind: str, data: str, url: str, repeats: int = 1) -> Mes
         head = ("*A related alert joined this investigation*" if repeats == 1
                 else f"*{repeats} related alerts joined this investigation* (the latest:)")
     excerpt = clip(data, 2400)
-    return head, [_section(f"{head}\n```{escape(excerpt)}```"), _context(_link(url))]
+    return _fallback(head.replace("*", "")), [_section(f"{head}\n```{escape(excerpt)}```"), _context(_link(url))]
 
 
 def resolved_message(*, text: str, url: str) -> Message:
     """The monitoring source reports the session's alert as resolved."""
-    return text, [_section(f":large_green_circle: {escape(text)}"), _context(_link(url))]
+    return _fallback(text), [_section(f":large_green_circle: {escape(text)}"), _context(_link(url))]
 
 
 def answer_message(*, question: str, answer: str, ok: bool, url: str) -> Message:
     """A follow-up question and the chat agent's answer (or why there is none)."""
     quoted = "\n".join(f"&gt; {line}" for line in escape(clip(question, 600)).splitlines() or [""])
     verdict = escape(answer) if ok else f":x: No answer: {escape(answer or 'the chat failed')}"
-    return clip(f"Answer: {answer}", FALLBACK_MAX), [_section(f"{quoted}\n{verdict}"), _context(_link(url))]
+    return _fallback(f"Answer: {answer}"), [_section(f"{quoted}\n{verdict}"), _context(_link(url))]
 
 
 def notice_message(text: str) -> Message:
-    return text, [_section(escape(text))]
+    return _fallback(text), [_section(escape(text))]
 

@@ -111,6 +111,7 @@ def test_attached_alerts_go_into_the_thread_masked_and_unable_to_ping_the_channe
     text = _blocks_text(occurrence.blocks)
     assert "fired again" in text and "&lt;!channel&gt;" in text and "<!channel>" not in text
     assert "hunter2" not in text and "__MASKED_PASSWORD__" in text
+    assert not any("<!channel>" in str(c.body) or "hunter2" in str(c.body) for c in fake_slack.calls)
     assert "related alert" in _blocks_text(related.blocks) and "web-2 OOMKilled" in _blocks_text(related.blocks)
 
 
