@@ -18,8 +18,11 @@ _VOLATILE_WORDS = {"at", "time", "timestamp", "ts", "date", "seen", "count", "co
 _WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?")
 _CLOCK = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\b")
-# A number standing alone ("5 times", "93.2%"), not part of a name such as pod-7d9f or node-3.
-_NUMBER = re.compile(r"(?<![\w.\-/])[+-]?\d+(?:\.\d+)?(?![\w\-/])")
+_EPOCH = re.compile(r"(?<![\w.])\d{10}(?:\d{3})?(?:\.\d+)?(?![\w.])")  # Unix seconds or milliseconds
+# A count or a measurement ("5 times", "3 restarts", "93.2%"); other numbers ("HTTP 503", "alert 7", pod-7d9f)
+# stay: two alerts that differ in them may be two problems, and folding them would lose one investigation.
+_COUNTER = re.compile(r"(?<![\w.\-/])\d+(?:\.\d+)?(?:\s*%|\s*x\b|(?=\s+(?:times?|restarts?|occurrences?|events?"
+                      r"|errors?|failures?|retries|attempts?|requests?)\b))", re.IGNORECASE)
 _MISSING = object()
 
 
@@ -30,12 +33,13 @@ def _volatile_key(key: str) -> bool:
 def _normal_text(text: str) -> str:
     text = _ISO_TIME.sub("<time>", text)
     text = _CLOCK.sub("<time>", text)
-    return _NUMBER.sub("<n>", text).strip()
+    text = _EPOCH.sub("<time>", text)
+    return _COUNTER.sub("<n>", text).strip()
 
 
 def normalised(data: Any) -> Any:
-    """The alert without what changes between repeats: time- and counter-named keys dropped, timestamps and
-    standalone numbers in text replaced."""
+    """The alert without what changes between repeats: time- and counter-named keys dropped, timestamps,
+    counts and percentages in text replaced."""
     if isinstance(data, dict):
         return {str(k): normalised(v) for k, v in data.items() if not _volatile_key(str(k))}
     if isinstance(data, list):

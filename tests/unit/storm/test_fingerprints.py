@@ -26,6 +26,12 @@ def test_text_alert_repeats_match_despite_times_and_numbers():
     assert _fp("12:01:07 disk 91% full on db-1") == _fp("12:04:55 disk 93% full on db-1")
 
 
+def test_numbers_that_are_not_counts_tell_alerts_apart():
+    assert _fp("alert 1") != _fp("alert 2")
+    assert _fp("HTTP 503 from checkout") != _fp("HTTP 404 from checkout")
+    assert _fp("failed 3 times since 1763892000") == _fp("failed 4 times since 1763892301")
+
+
 def test_different_pod_or_alert_type_is_a_different_alert():
     assert _fp({**CRASH, "pod": "payments-api-8x2k"}) != _fp(CRASH)
     assert _fp({"pod": "node-3"}) != _fp({"pod": "node-4"})  # digits inside a name are identity, not a counter
