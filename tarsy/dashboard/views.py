@@ -20,10 +20,11 @@ from tarsy.api.errors import json_error
 from tarsy.api.health import checks
 from tarsy.api.inputs import ascii_int
 from tarsy.config import get_config
-from tarsy.models import AlertSession, Rating, SessionStatus, Stage, StageKind, TimelineEvent
+from tarsy.models import AlertSession, OccurrenceKind, Rating, SessionStatus, Stage, StageKind, TimelineEvent
 from tarsy.pipeline.chat import chat_available
 from tarsy.selectors.filters import CREATED_WITHIN
 from tarsy.selectors.sessions import session_filter_options, sessions_active
+from tarsy.services.occurrences import RECENT_OCCURRENCES, occurrences_of
 from tarsy.services.sessions import session_queue_position
 from tarsy.streaming.cursor import event_cursor
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, session_channel
@@ -90,6 +91,7 @@ def _session_context(request, session: AlertSession, cursor: int) -> dict:
     return page_context(
         request, session=session, cursor=cursor, cancellable=session.status in CANCELLABLE,
         position=session_queue_position(session), chat_available=chat_available(session),
+        related_alerts=occurrences_of(session_id=session.id, kind=OccurrenceKind.RELATED, limit=RECENT_OCCURRENCES),
         chat_running=Stage.objects.filter(session=session, kind=StageKind.CHAT,
                                           status__in=["pending", "active"]).exists(),
         alert_text=presenters.pretty_data(session.alert_data),

@@ -208,3 +208,40 @@ def test_severity_from_data_then_the_alert_type_mapping(tmp_path):
     assert _receive(data={"pod": "b", "severity": "page-me"}).session.severity == "high"
     assert _receive(data={"pod": "c"}).session.severity == "high"
     assert _receive(data={"pod": "d"}, severity="info").session.severity == "info"
+
+
+# ---- what the API and the dashboard show ------------------------------------------------------------------------
+
+@pytest.mark.django_db
+def test_api_answers_deduplicated_with_the_existing_session_and_shows_the_counts():
+    from rest_framework.test import APIClient
+
+    api = APIClient(REMOTE_ADDR="127.0.0.1")
+    body = {"alert_type": "kubernetes", "data": CRASH, "severity": "high"}
+    first = api.post("/api/v1/alerts", body, format="json").json()
+    second = api.post("/api/v1/alerts", body, format="json")
+    assert second.status_code == 202
+    assert second.json() == {"session_id": first["session_id"], "status": "attached", "deduplicated": True,
+                             "related": False, "occurrence_count": 2}
+    assert first["status"] == "queued" and not first["deduplicated"]
+    detail = api.get(f"/api/v1/sessions/{first['session_id']}").json()
+    assert (detail["occurrence_count"], detail["severity"], len(detail["recent_occurrences"])) == (2, "high", 1)
+    listed = api.get("/api/v1/sessions").json()["results"][0]
+    assert listed["occurrence_count"] == 2
+    refused = api.post("/api/v1/alerts", {**body, "severity": "sev1"}, format="json")
+    assert refused.status_code == 400 and "severity" in refused.json()["detail"]
+
+
+@pytest.mark.django_db
+def test_dashboard_shows_counts_group_and_related_alerts(tmp_path):
+    from django.test import Client
+
+    _config(tmp_path, chain={"correlation": {"labels": ["namespace"]}})
+    lead = _receive(severity="critical")
+    _receive()
+    _receive(data={"alertname": "HighLatency", "namespace": "payments", "service": "api-gateway"})
+    client = Client(REMOTE_ADDR="127.0.0.1")
+    listing = client.get("/").content.decode()
+    assert "×2 alerts" in listing and "+1 related" in listing and "severity-critical" in listing
+    page = client.get(f"/sessions/{lead.session.id}").content.decode()
+    assert "namespace=payments" in page and "1 related" in page and "api-gateway" in page

@@ -305,6 +305,7 @@
       case "stage.started": case "stage.completed": onStage(message); break;
       case "session.status": onSessionStatus(message, false); break;
       case "session.completed": onSessionStatus(message, true); break;
+      case "session.occurrence": refreshHeader(); break;  // the alert count and related alerts
       case "chat.message": onChatMessage(message); break;
       default: break;
     }

@@ -20,10 +20,24 @@
   const refreshActive = Tarsy.debounce(() => reload("active", "active-panels"), 100);
   const refreshHistory = Tarsy.debounce(() => reload("history", "history"), 300);
 
+  // A repeat or a related alert joined a session: its counts change in place, wherever the session is shown.
+  function showCounts(event) {
+    for (const holder of document.querySelectorAll(`[data-session-id="${event.session_id}"] [data-alert-counts]`)) {
+      const parts = [];
+      if (event.occurrence_count > 1) parts.push(Object.assign(document.createElement("span"), {
+        className: "occurrences", textContent: `×${event.occurrence_count} alerts`}));
+      if (event.related_count) parts.push(" ", Object.assign(document.createElement("span"), {
+        className: "related", textContent: `+${event.related_count} related`}));
+      holder.replaceChildren(...parts);
+    }
+  }
+
   new Tarsy.LiveSocket({sessions: Number(page.dataset.cursor) || 0}, (event) => {
     if (event.type === "session.status" || event.type === "session.completed") {
       refreshActive();
       refreshHistory();
+    } else if (event.type === "session.occurrence") {
+      showCounts(event);
     }
   });
 
