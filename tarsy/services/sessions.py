@@ -344,9 +344,11 @@ def sessions_active_count() -> int:
 
 
 def sessions_pending_next(*, limit: int) -> list[AlertSession]:
-    """The next `limit` pending sessions in queue order (severity, then age; tarsy.services.queue), locked
-    (skipping those another dispatcher holds)."""
-    return list(queue.in_queue_order(AlertSession.objects.select_for_update(skip_locked=True))[:limit])
+    """The next `limit` pending sessions in queue order (severity, then age; tarsy.services.queue). Not locked
+    and nothing skipped: dispatchers are serialised by `sessions_lock_dispatch` and each claim is a
+    compare-and-set, which waits for a row another transaction holds. Skipping locked rows would pass over a
+    queued session while intake attaches a repeat to it, and during a storm of repeats that is all the time."""
+    return list(queue.in_queue_order(AlertSession.objects.all())[:limit])
 
 
 def session_claim(*, session: AlertSession, worker_id: str, now: datetime) -> bool:

@@ -167,6 +167,44 @@ def test_fifty_concurrent_identical_alerts_make_one_session():
     assert AlertOccurrence.objects.filter(session=session, kind="occurrence").count() == 49
 
 
+@pytest.mark.django_db(transaction=True)
+def test_dispatch_claims_a_queued_session_while_intake_attaches_a_repeat_to_it():
+    from django.db import transaction
+
+    from tarsy.pipeline.dispatch import dispatch_pending
+
+    first = _receive()
+    attached, release = threading.Event(), threading.Event()
+    claimed: list[list[str]] = []
+
+    def repeat_in_a_long_transaction() -> None:
+        try:
+            with transaction.atomic():
+                _receive()  # the repeat's count update holds the session's row until the commit
+                attached.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    def dispatch() -> None:
+        try:
+            claimed.append(dispatch_pending())
+        finally:
+            connection.close()
+
+    intake = threading.Thread(target=repeat_in_a_long_transaction)
+    intake.start()
+    assert attached.wait(10)
+    dispatcher = threading.Thread(target=dispatch)
+    dispatcher.start()
+    dispatcher.join(0.5)
+    release.set()
+    intake.join(10)
+    dispatcher.join(10)
+    assert claimed == [[str(first.session.id)]]
+    assert AlertSession.objects.get().status == "in_progress"
+
+
 # ---- queue order -----------------------------------------------------------------------------------------------
 
 def _queued(severity, *, data=None, age_s=0.0):
