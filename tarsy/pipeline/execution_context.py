@@ -143,8 +143,10 @@ def _related_alerts(execution: AgentExecution, recorder: DbRecorder, first_promp
     """Alerts of the session's group that arrived since this execution last looked (a chat answers about the
     investigation, not the storm). The first prompt carries them after the alert; later they join the
     conversation as a message of their own before the step's LLM call. Either way a timeline event says so,
-    and its metadata is the record of what this execution has seen: a discarded attempt forgets it too."""
-    if execution.stage.kind == StageKind.CHAT:
+    and its metadata is the record of what this execution has seen: a discarded attempt forgets it too.
+    `execution` comes from the claim (services.executions.execution_lock_for_iteration), which says whether the
+    session has related alerts at all."""
+    if execution.stage.kind == StageKind.CHAT or execution.latest_related_alert is None:
         return ""
     fresh = occurrences.related_after(session_id=execution.session_id,
                                       delivered=timeline.related_alerts_seen(execution_id=execution.id))

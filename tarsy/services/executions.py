@@ -17,8 +17,10 @@ from django.utils import timezone
 from tarsy.models import (
     TERMINAL_EXEC_STATUSES,
     AgentExecution,
+    AlertOccurrence,
     AlertSession,
     ExecStatus,
+    OccurrenceKind,
     SessionStatus,
     StageKind,
     TimelineEvent,
@@ -30,13 +32,19 @@ from .recorder import HEARTBEAT_INTERVAL_S, WriteBatch
 # Read with the claim: the recorder numbers this iteration's timeline events without a lookup of its own.
 _LAST_EVENT_SEQUENCE = Subquery(TimelineEvent.objects.filter(execution_id=OuterRef("pk"))
                                 .order_by("-sequence_number").values("sequence_number")[:1])
+# Read with the claim too: most sessions never have related alerts, and their steps skip looking for new ones.
+_LATEST_RELATED_ALERT = Subquery(AlertOccurrence.objects.filter(session_id=OuterRef("session_id"),
+                                                                kind=OccurrenceKind.RELATED)
+                                 .order_by("-id").values("id")[:1])
 
 
 def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
-    """The execution under its row lock (call inside a transaction), with its stage and session and its last
-    timeline sequence number (`last_event_sequence`), in one statement."""
+    """The execution under its row lock (call inside a transaction), with its stage and session, its last
+    timeline sequence number (`last_event_sequence`) and its session's latest related alert
+    (`latest_related_alert`, None when there is none), in one statement."""
     claimed = list(AgentExecution.objects.select_for_update(of=("self",)).select_related("stage", "session")
-                   .annotate(last_event_sequence=_LAST_EVENT_SEQUENCE).filter(id=execution_id)
+                   .annotate(last_event_sequence=_LAST_EVENT_SEQUENCE, latest_related_alert=_LATEST_RELATED_ALERT)
+                   .filter(id=execution_id)
                    .order_by())  # by primary key: no ORDER BY, as .first() would add
     return claimed[0] if claimed else None
 
