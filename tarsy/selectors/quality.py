@@ -85,10 +85,12 @@ def _rows(sessions: QuerySet) -> list[dict[str, Any]]:
             for r in rows]
 
 
-def _participants(session_ids: list[Any]) -> dict[Any, tuple[set[str], set[str]]]:
-    """session → (agents, providers) that worked on its investigation (chat stages came after the analysis)."""
+def _participants(sessions: QuerySet) -> dict[Any, tuple[set[str], set[str]]]:
+    """session → (agents, providers) that worked on its investigation (chat stages came after the analysis).
+    One query with the sessions as a subquery: a month of ids would not fit a parameter list."""
     out: dict[Any, tuple[set[str], set[str]]] = defaultdict(lambda: (set(), set()))
-    executions = (AgentExecution.objects.filter(session_id__in=session_ids).exclude(stage__kind=StageKind.CHAT)
+    executions = (AgentExecution.objects.filter(session_id__in=sessions.order_by().values("id"))
+                  .exclude(stage__kind=StageKind.CHAT)
                   .values_list("session_id", "agent_config_name", "agent_name", "llm_provider"))
     for session_id, config_name, agent_name, provider in executions:
         out[session_id][0].add(config_name or agent_name)
@@ -115,7 +117,7 @@ def quality_overview(sessions: QuerySet) -> dict[str, Any]:
     """Distributions over the given sessions (finished ones: a running session has nothing to judge yet)."""
     rows = [r for r in _rows(sessions) if r["status"] not in (SessionStatus.PENDING, SessionStatus.IN_PROGRESS,
                                                                 SessionStatus.CANCELLING)]
-    participants = _participants([r["id"] for r in rows])
+    participants = _participants(sessions)
     overall = _Group("all")
     chains: dict[str, _Group] = {}
     agents: dict[str, _Group] = {}
