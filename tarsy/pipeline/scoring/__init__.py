@@ -25,11 +25,15 @@ log = logging.getLogger(__name__)
 
 
 def citation_signal(session: AlertSession) -> dict[str, Any]:
-    """The stored citation check as counts; `unknown` when there is none (never counted as a pass)."""
+    """The stored citation check as counts; `unknown` when there is none (never counted as a pass).
+    `uncited_evidence` counts tool results the analysis did not cite: a hint for the scorer, not a fault."""
     stored = getattr(session, "citations", None)
     if not isinstance(stored, dict):
         return {"state": "unknown"}
-    return {"state": "verified", **{key: len(stored.get(key) or []) for key in ("valid", "invalid", "uncited")}}
+    valid, invalid = len(stored.get("valid") or []), len(stored.get("invalid") or [])
+    return {"state": "verified", "valid": valid, "invalid": invalid,
+            "cited": stored.get("cited_count", valid + invalid), "uncited_evidence": len(stored.get("uncited") or []),
+            "evidence": stored.get("evidence_count", 0)}
 
 
 def deterministic_signals(session: AlertSession, evidence: quality.Evidence) -> dict[str, Any]:

@@ -17,7 +17,7 @@ SupportLevel = Literal["supported", "partly", "unsupported"]
 _RANK = {"unsupported": 0, "partly": 1, "supported": 2}
 
 
-UNCITED_PENALTY, MAX_UNCITED_PENALTY = 5, 15  # per uncited finding
+NOTHING_CITED_PENALTY = 15  # evidence was gathered, yet no finding points at any of it
 TOOL_FAILURE_PENALTY = 5  # most tool calls failed
 BUDGET_PENALTY = 10  # a forced conclusion had no room to check itself
 REPLY_PREVIEW_CHARS = 200
@@ -125,11 +125,11 @@ def combine(verdict: Verdict, signals: dict[str, Any]) -> Scored:
             support = _cap(support, "partly")
             tag("invalid_citation")
             adjustments.append(f"{citations['invalid']} invalid citation(s): at most partly supported")
-        if citations.get("uncited"):
-            points = min(UNCITED_PENALTY * citations["uncited"], MAX_UNCITED_PENALTY)
-            penalty += points
+        if not citations.get("cited") and citations.get("evidence"):
+            penalty += NOTHING_CITED_PENALTY
             tag("uncited_claim")
-            adjustments.append(f"{citations['uncited']} uncited finding(s): -{points}")
+            adjustments.append(f"the analysis cites none of the {citations['evidence']} tool results: "
+                               f"-{NOTHING_CITED_PENALTY}")
     if signals.get("tool_calls", 0) == 0:
         support = _cap(support, "partly")
         tag("no_tool_evidence")

@@ -6,7 +6,7 @@ import pytest
 
 from tarsy.pipeline.scoring.rubric import ScoringError, Verdict, combine, parse_verdict, support_for
 
-CLEAN = {"citations": {"state": "verified", "valid": 3, "invalid": 0, "uncited": 0}, "tool_calls": 4,
+CLEAN = {"citations": {"state": "verified", "valid": 3, "invalid": 0, "cited": 3, "evidence": 4}, "tool_calls": 4,
          "failed_tool_calls": 0, "budget_exhausted": False}
 
 
@@ -45,7 +45,7 @@ def test_the_score_is_kept_inside_its_support_band():
 
 
 def test_invalid_citations_cap_support_at_partly():
-    signals = {**CLEAN, "citations": {"state": "verified", "valid": 1, "invalid": 2, "uncited": 0}}
+    signals = {**CLEAN, "citations": {"state": "verified", "valid": 1, "invalid": 2, "cited": 3, "evidence": 4}}
     scored = combine(_verdict("supported", 95), signals)
     assert (scored.support, scored.score) == ("partly", 59)
     assert "invalid_citation" in scored.tags
@@ -56,13 +56,19 @@ def test_a_missing_citation_check_is_unknown_not_a_pass_or_a_failure():
     assert (scored.support, scored.score, scored.tags, scored.adjustments) == ("supported", 88, [], [])
 
 
-def test_uncited_findings_budget_and_failing_tools_subtract_points():
-    signals = {"citations": {"state": "verified", "valid": 2, "invalid": 0, "uncited": 5}, "tool_calls": 4,
-               "failed_tool_calls": 2, "budget_exhausted": True}
+def test_citing_nothing_budget_and_failing_tools_subtract_points():
+    signals = {"citations": {"state": "verified", "valid": 0, "invalid": 0, "cited": 0, "evidence": 5},
+               "tool_calls": 4, "failed_tool_calls": 2, "budget_exhausted": True}
     scored = combine(_verdict("supported", 95), signals)
     assert scored.score == 95 - 15 - 5 - 10
     assert scored.tags == ["uncited_claim", "tool_misuse", "budget_exhausted"]
     assert len(scored.adjustments) == 3
+
+
+def test_evidence_left_uncited_is_not_a_fault_when_the_analysis_cites_some():
+    signals = {**CLEAN, "citations": {"state": "verified", "valid": 1, "invalid": 0, "cited": 1, "evidence": 9,
+                                      "uncited_evidence": 8}}
+    assert combine(_verdict("supported", 80), signals).score == 80
 
 
 def test_no_tool_call_caps_support_and_unknown_tags_are_set_aside():
