@@ -80,15 +80,16 @@ def session_score(*, session_id: Any) -> None:
 
 
 def ask_scorer(session: AlertSession, messages) -> str:
-    """One recorded call to the scoring provider; its reply text, or a ScoringError with the provider's reason."""
+    """One recorded call to the scoring provider; its reply text, or a ScoringError with the provider's reason.
+    Recorded without adding to the session's totals: scoring judges the investigation, it is not part of it."""
     config = get_config()
-    name = config.scoring.llm_provider
-    target = LLMTarget.of(name, config.provider(name))
-    request = LLMRequest(messages=messages, provider=target.config, provider_name=name, session_id=str(session.id),
-                         interaction_type="scoring", iteration=1, max_output_tokens=config.scoring.max_output_tokens,
+    target = LLMTarget.of(config.scoring.llm_provider, config.provider(config.scoring.llm_provider))
+    request = LLMRequest(messages=messages, provider=target.config, provider_name=target.name,
+                         session_id=str(session.id), interaction_type="scoring", iteration=1,
+                         max_output_tokens=config.scoring.max_output_tokens,
                          deadline=time.time() + config.scoring.timeout)
     call = recorded_call(request, target, record=lambda record: interactions.llm_interaction_record(
-        session_id=session.id, execution_id=None, iteration=0, add_to_totals=False, record=record))
-    if call.error is not None:
+        session_id=session.id, execution_id=None, iteration=0, record=record, add_to_totals=False))
+    if call.error:
         raise ScoringError(f"the scoring provider failed: {call.error.message}")
     return call.response.text
