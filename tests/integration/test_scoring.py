@@ -105,3 +105,35 @@ def test_a_scorer_failure_is_stored_and_the_session_stays_completed(scripted_con
     body = client.get(f"/api/v1/sessions/{session_id}").json()
     assert body["status"] == "completed" and body["score"]["status"] == "failed"
     assert [r["id"] for r in client.get("/api/v1/sessions", {"scoring": "failed"}).json()["results"]] == [session_id]
+
+
+def test_the_stored_citation_check_feeds_the_score(scripted_config, worker):
+    """The agent calls a tool (evidence E1) and cites it and a made-up E7: the check finds one invalid citation,
+    which caps a 'supported' verdict at the top of the partly band."""
+    from tests.browser.conftest import tools_server_config
+
+    script = {
+        "KubernetesAgent": [
+            {"text": "Thought: Ask the probe.\nAction: test-tools.echo\nAction Input: {\"text\": \"config map "
+                     "web-config not found\"}"},
+            {"text": "Thought: Done.\nFinal Answer: web-1 crashes because config map web-config is missing [E1]; "
+                     "it was deleted an hour ago [E7]."},
+        ],
+        "executive_summary": [{"text": "Missing config map."}],
+    }
+    scripted_config(script, tarsy={"scoring": {"llm_provider": "scorer"},
+                                   "mcp_servers": {"test-tools": tools_server_config()},
+                                   "agents": {"KubernetesAgent": {"mcp_servers": ["test-tools"]}}},
+                    extra_providers={"scorer": scripted_provider({"scoring": [{"text": json.dumps(
+                        {"support": "supported", "score": 90, "rationale": "Cited.", "tags": []})}]})})
+    proc = worker()
+    session_id = _submit(APIClient())
+    score = _wait_score(session_id, proc)
+
+    assert score.status == "scored", score.error
+    assert score.signals["citations"] == {"state": "verified", "valid": 1, "invalid": 1, "cited": 2,
+                                          "uncited_evidence": 0, "evidence": 1}
+    assert score.signals["tool_calls"] == 1
+    assert (score.support, score.score, score.tags) == ("partly", 59, ["invalid_citation"])
+    call = LLMInteraction.objects.get(session_id=session_id, interaction_type="scoring")
+    assert "[E1]" in call.conversation[1]["content"]  # the scorer sees the evidence by its id
