@@ -43,6 +43,15 @@ def _container(deployment: dict, name: str | None = None) -> dict:
     return container
 
 
+SKIP_AUTH_ROUTES = {"^/health$",  # probes
+                    "POST=^/api/v1/slack/(events|commands)$"}  # Slack, authenticated by its request signature
+
+
+def _args(args: list[str], flag: str) -> set[str]:
+    """Every value of a repeatable `--flag=value`."""
+    return {arg.split("=", 1)[1] for arg in args if arg.startswith(f"{flag}=")}
+
+
 def _arg(args: list[str], flag: str) -> str:
     """The value of `--flag=value` or `--flag value` in a command line."""
     for i, arg in enumerate(args):
@@ -72,7 +81,7 @@ def test_compose_publishes_only_the_proxy_and_web_listens_on_loopback(compose):
     proxy_port = _arg(proxy["command"], "--http-address").rsplit(":", 1)[1]
     published = {name: s["ports"] for name, s in services.items() if s.get("ports")}
     assert published == {"web": ["${TARSY_PORT:-4180}:" + proxy_port]}  # web's namespace, the proxy's port
-    assert _arg(proxy["command"], "--skip-auth-route") == "^/health$"  # the one route without a login
+    assert _args(proxy["command"], "--skip-auth-route") == SKIP_AUTH_ROUTES  # the only routes without a login
 
 
 def test_compose_proxy_requires_who_may_sign_in_and_its_keys(compose):
@@ -203,7 +212,7 @@ def test_web_listens_on_loopback_behind_the_proxy_sidecar_and_the_service_reache
     assert _arg(proxy["args"], "--upstream") == f"http://127.0.0.1:{_arg(web['command'], '--port')}"
     proxy_port = proxy["ports"][0]["containerPort"]
     assert _arg(proxy["args"], "--http-address") == f"0.0.0.0:{proxy_port}"
-    assert _arg(proxy["args"], "--skip-auth-route") == "^/health$"
+    assert _args(proxy["args"], "--skip-auth-route") == SKIP_AUTH_ROUTES
     service = _by_kind("Service")["tarsy-web"]
     assert [p["targetPort"] for p in service["spec"]["ports"]] == [proxy["ports"][0]["name"]]
     policy = _by_kind("NetworkPolicy")["tarsy-web"]["spec"]
