@@ -21,6 +21,12 @@ from .schema import (
 )
 
 
+def _unpriced(provider: LLMProviderConfig) -> bool:
+    from agents.llm.pricing import price_for  # the pricing module builds on this package
+
+    return price_for(provider) is None
+
+
 @dataclass
 class TarsyConfig:
     defaults: DefaultsConfig
@@ -146,6 +152,9 @@ class TarsyConfig:
             provider = self.llm_providers.get(name)
             if provider and provider.api_key_env and not env.get(provider.api_key_env):
                 out.append(f"LLM provider {name!r}: environment variable {provider.api_key_env} is not set")
+            if provider and provider.type != "scripted" and _unpriced(provider):
+                out.append(f"LLM provider {name!r}: model {provider.model!r} has no price (its calls' cost shows as "
+                           "unknown); set `pricing` on the provider")
         for source in ("alertmanager", "grafana", "pagerduty"):
             secret_env = getattr(self.intake, source).secret_env
             if secret_env and not env.get(secret_env):

@@ -53,8 +53,6 @@ def _session(session_id) -> AlertSession:
         raise Http404("session not found") from exc
 
 
-
-
 # ---- sessions list -----------------------------------------------------------------------------------------------
 
 

@@ -15,6 +15,9 @@ from typing import Any
 from django.utils import timezone
 
 from agents.config.schema import BudgetConfig
+from agents.context import Recorder, ToolExecutor, ToolResult
+from agents.llm.types import ToolCall, ToolDefinition
+from agents.timeline_events import TimelineEventType, event_metadata
 from tarsy.config import get_config
 from tarsy.models import AgentExecution, AlertSession, SessionStatus, StageKind
 from tarsy.services import spend
@@ -57,29 +60,61 @@ def budget_hit(budget: BudgetConfig, *, tokens: int, cost_usd: Decimal, tool_cal
     return None
 
 
-def session_budget_hit(session: AlertSession) -> BudgetHit | None:
-    budget = get_config().budget(session.chain_id)
-    if not budget.model_dump(exclude_none=True):
-        return None
+@dataclass(frozen=True)
+class IterationBudget:
+    """What the budget allows the iteration about to run."""
+
+    reached: str | None = None  # why it must be the forced conclusion (the budget's message)
+    tool_calls_left: int | None = None  # None: no tool-call limit
+
+
+def _usage_hit(session: AlertSession, budget: BudgetConfig, tool_calls: int) -> BudgetHit | None:
     started = session.started_at or timezone.now()
-    return budget_hit(budget, tokens=session.total_tokens, cost_usd=session.cost_usd,
-                      tool_calls=spend.session_tool_calls(session_id=session.id) if budget.tool_calls else 0,
+    return budget_hit(budget, tokens=session.total_tokens, cost_usd=session.cost_usd, tool_calls=tool_calls,
                       wall_time_s=(timezone.now() - started).total_seconds())
 
 
-def budget_reached(execution: AgentExecution) -> str | None:
-    """For the iteration about to run: why it must be the forced conclusion (the budget's message), or None.
-    Investigation stages only: a synthesis is one call over the findings, a chat answers a question."""
+def iteration_budget(execution: AgentExecution) -> IterationBudget:
+    """The budget for the iteration about to run, from what its session has used. Investigation stages only:
+    a synthesis is one call over the findings, a chat answers a question. The first agent to find the budget
+    reached records the marker and the timeline event."""
     if execution.stage.kind != StageKind.INVESTIGATION:
-        return None
+        return IterationBudget()
     session = execution.session
     if session.budget_reached:
-        return session.budget_reached.get("message") or "Budget reached"
-    hit = session_budget_hit(session)
-    if hit is None:
-        return None
-    spend.session_budget_mark(session_id=session.id, marker=hit.marker(), message=hit.message)
-    return hit.message
+        return IterationBudget(reached=session.budget_reached.get("message") or "Budget reached")
+    budget = get_config().budget(session.chain_id)
+    if not budget.model_dump(exclude_none=True):
+        return IterationBudget()
+    tool_calls = spend.session_tool_calls(session_id=session.id) if budget.tool_calls else 0
+    hit = _usage_hit(session, budget, tool_calls)
+    if hit is not None:
+        spend.session_budget_mark(session_id=session.id, marker=hit.marker(), message=hit.message)
+        return IterationBudget(reached=hit.message)
+    return IterationBudget(tool_calls_left=budget.tool_calls - tool_calls if budget.tool_calls else None)
+
+
+class BudgetedTools:
+    """The iteration's tool executor, running no more calls than the `tool_calls` budget has left: a model
+    asking for several tools at once gets the rest refused (an error result it reads, and a timeline error),
+    and its next iteration is the forced conclusion."""
+
+    def __init__(self, tools: ToolExecutor, *, left: int, recorder: Recorder) -> None:
+        self._tools, self._left, self._recorder = tools, left, recorder
+
+    def list_tools(self) -> list[ToolDefinition]:
+        return self._tools.list_tools()
+
+    def execute(self, call: ToolCall) -> ToolResult:
+        if self._left > 0:
+            self._left -= 1
+            return self._tools.execute(call)
+        server, _, tool = call.name.partition(".")
+        message = f"Tool call {call.name} not run: the investigation's tool-call budget is used up"
+        self._recorder.add_event(TimelineEventType.ERROR, message, event_metadata(
+            TimelineEventType.ERROR, server_name=server, tool_name=tool, reason="budget_reached"), status="failed")
+        return ToolResult(call=call, is_error=True,
+                          content=f"{message}. Conclude with the evidence gathered so far.")
 
 
 # ---- the global daily spend limit ----------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from tarsy.models import AgentExecution, AlertSession, Stage, StageKind
 from tarsy.services import chats, occurrences, stages, timeline
 from tarsy.services.recorder import DbRecorder, Liveness
 
-from .budget import budget_reached
+from .budget import BudgetedTools, iteration_budget
 
 
 class NoTools:
@@ -123,13 +123,16 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
         )
         tools = MCPToolExecutor(config=config, resolved=resolved, recorder=recorder, summarizer=summarizer,
                                 deadline=deadline)
+    budget = iteration_budget(execution)
+    if budget.tool_calls_left is not None and resolved.mcp_servers:
+        tools = BudgetedTools(tools, left=budget.tool_calls_left, recorder=recorder)
     return ExecutionContext(
         session_id=str(session.id), execution_id=str(execution.id), agent_name=execution.agent_name,
         stage_name=stage.name, config=resolved,
         state=IterationState(iteration=iteration, max_iterations=execution.max_iterations,
                              consecutive_timeouts=execution.consecutive_timeouts,
                              last_interaction_failed=execution.last_interaction_failed,
-                             budget_reached=budget_reached(execution)),
+                             budget_reached=budget.reached),
         alert_type=session.alert_type, alert_data=session.alert_data + related, runbook=runbook,
         previous_stage_context=previous_stage_context(stage)
         if first_prompt and stage.kind == StageKind.INVESTIGATION else "",

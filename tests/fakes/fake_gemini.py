@@ -48,12 +48,14 @@ def function_call(name: str, args: dict[str, Any] | None = None, signature: str 
     return part
 
 
-def usage(prompt: int, candidates: int, thoughts: int = 0) -> dict[str, int]:
+def usage(prompt: int, candidates: int, thoughts: int = 0, cached: int = 0) -> dict[str, int]:
+    """`cached`: the part of the prompt read from the context cache (Gemini counts it inside the prompt)."""
     return {
         "promptTokenCount": prompt,
         "candidatesTokenCount": candidates,
         "thoughtsTokenCount": thoughts,
         "totalTokenCount": prompt + candidates + thoughts,
+        **({"cachedContentTokenCount": cached} if cached else {}),
     }
 
 

@@ -6,7 +6,7 @@
 
     {"text": "hello", "chunk_size": 4,
      "tool_calls": [{"id": "call_1", "name": "k8s__get_pods", "arguments": {"ns": "x"}}],
-     "usage": {"prompt_tokens": 10, "completion_tokens": 5, "reasoning_tokens": 0},
+     "usage": {"prompt_tokens": 10, "completion_tokens": 5, "reasoning_tokens": 0, "cached_tokens": 0},
      "finish_reason": "stop", "event_delay_s": 0.0}
     {"status": 429, "message": "slow down"}
     {"text": "", "tool_calls": []}                 # an empty answer
@@ -79,6 +79,7 @@ def _usage(spec: dict[str, Any]) -> dict[str, Any]:
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
         "completion_tokens_details": {"reasoning_tokens": int(usage.get("reasoning_tokens", 0))},
+        "prompt_tokens_details": {"cached_tokens": int(usage.get("cached_tokens", 0))},
     }
 
 

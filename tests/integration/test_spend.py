@@ -154,6 +154,8 @@ def test_daily_spend_limit_holds_new_sessions_queued_until_it_is_raised(config_d
     assert "Daily spend limit reached: $0.0150 of $0.0100" in budget["message"]
     assert "1 new investigation stays queued" in budget["message"]
     assert _api().get("/api/v1/spend").json()["daily_limit"]["reached"] is True
+    banner = _api().get("/").content.decode()
+    assert 'id="spend-banner"' in banner and "Daily spend limit reached" in banner
 
     configure("1.00")  # raised: the processes restart with the new file, as a deployment would
     first_worker.stop()
@@ -164,3 +166,31 @@ def test_daily_spend_limit_holds_new_sessions_queued_until_it_is_raised(config_d
     assert second.status == "completed"
     wait_for(lambda: not [w for w in _api().get("/api/v1/system/warnings").json()["warnings"]
                           if w["category"] == "budget"], timeout=5, message="the warning to clear")
+
+
+@pytest.mark.timeout(150)
+def test_tool_calls_past_the_budget_in_one_reply_are_refused_and_the_next_iteration_concludes(config_dir, worker):
+    probes = [{"name": "tools.echo", "arguments": {"text": f"probe {i}"}} for i in range(1, 4)]
+    script = {"KubernetesAgent": [{"text": "", "tool_calls": probes},
+                                  {"text": "Two probes answered; the third was not run."}],
+              "executive_summary": ["Two probes answered."]}
+    write_config(config_dir, tarsy={
+        "defaults": {"llm_provider": "priced", "iteration_strategy": "native-thinking",
+                     "budget": {"tool_calls": 2}},
+        "mcp_servers": {"tools": {"transport": {"type": "stdio", "command": sys.executable,
+                                                "args": [TOOLS_SERVER, "stdio"]}}},
+        "agents": {"KubernetesAgent": {"mcp_servers": ["tools"]}},
+    }, providers={"priced": _priced(script)})
+    proc = worker(concurrency=1)
+    session = session_submit(alert_type="kubernetes", data="pod web-1 CrashLoopBackOff")
+    (done,) = wait_terminal([session.id], 120, proc)
+
+    assert done.status == "completed", (done.error_message, proc.log()[-3000:])
+    assert list(MCPInteraction.objects.filter(session=done).values_list("arguments", flat=True)) == [
+        {"text": "probe 1"}, {"text": "probe 2"}]
+    refused = TimelineEvent.objects.get(session=done, event_type="error", metadata__reason="budget_reached")
+    assert refused.content.startswith("Tool call tools.echo not run")
+    assert list(LLMInteraction.objects.filter(session=done, iteration=2).values_list("interaction_type", flat=True)) \
+        == ["forced_conclusion"]
+    assert done.final_analysis == "Two probes answered; the third was not run."
+    assert done.budget_reached["kind"] == "tool_calls"

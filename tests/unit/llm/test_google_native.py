@@ -151,12 +151,12 @@ def test_text_signature_is_returned_as_provider_state(gemini, gemini_config, fak
 
 
 def test_usage_is_reported_once_with_thinking_tokens(gemini, gemini_config, fake_gemini):
-    fake_gemini.queue({"parts": [{"text": "a"}, {"text": "b"}], "usage": usage(120, 30, 45)})
+    fake_gemini.queue({"parts": [{"text": "a"}, {"text": "b"}], "usage": usage(120, 30, 45, cached=100)})
 
     chunks = list(gemini.generate(make_request(gemini_config)))
 
     assert [c for c in chunks if isinstance(c, UsageChunk)] == [
-        UsageChunk(input_tokens=120, output_tokens=30, thinking_tokens=45, total_tokens=195)
+        UsageChunk(input_tokens=120, output_tokens=30, thinking_tokens=45, total_tokens=195, cached_tokens=100)
     ]
 
 

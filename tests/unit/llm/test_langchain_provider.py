@@ -95,12 +95,13 @@ def test_conversation_with_tool_results_is_sent_in_openai_roles(openai, openai_c
 
 
 def test_usage_and_max_output_tokens(openai, openai_config, fake_openai):
-    fake_openai.queue({"text": "ok", "usage": {"prompt_tokens": 200, "completion_tokens": 40, "reasoning_tokens": 15}})
+    fake_openai.queue({"text": "ok", "usage": {"prompt_tokens": 200, "completion_tokens": 40, "reasoning_tokens": 15,
+                                                "cached_tokens": 128}})
 
     chunks = list(openai.generate(make_request(openai_config, max_output_tokens=64)))
 
     assert [c for c in chunks if isinstance(c, UsageChunk)] == [
-        UsageChunk(input_tokens=200, output_tokens=25, thinking_tokens=15, total_tokens=240)
+        UsageChunk(input_tokens=200, output_tokens=25, thinking_tokens=15, total_tokens=240, cached_tokens=128)
     ]
     body = fake_openai.requests[0].body
     assert body["stream_options"] == {"include_usage": True}

@@ -71,3 +71,37 @@ def test_provider_pricing_overrides_the_snapshot():
 def test_invalid_pricing_is_refused_at_load_time(pricing):
     with pytest.raises(ValidationError):
         LLMProviderConfig(type="openai", model="gpt-4o", pricing=pricing)
+
+
+def test_metrics_count_usd_by_provider_and_model_and_cached_tokens_by_kind():
+    from prometheus_client import REGISTRY
+
+    from tarsy.metrics import observe_llm_call
+
+    def sample(name, **labels):
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    labels = {"provider": "priced-test", "model": "m-1"}
+    before = (sample("tarsy_llm_cost_usd_total", **labels), sample("tarsy_llm_tokens_total", **labels, kind="cached"),
+              sample("tarsy_llm_unpriced_calls_total", **labels))
+    usage = Usage(input_tokens=1000, cached_tokens=600, output_tokens=10, total_tokens=1010)
+    observe_llm_call(success=True, duration_ms=5, usage=usage, cost_usd=Decimal("0.0125"), **labels)
+    observe_llm_call(success=True, duration_ms=5, usage=usage, cost_usd=None, **labels)
+    after = (sample("tarsy_llm_cost_usd_total", **labels), sample("tarsy_llm_tokens_total", **labels, kind="cached"),
+             sample("tarsy_llm_unpriced_calls_total", **labels))
+    assert after[0] - before[0] == pytest.approx(0.0125)
+    assert (after[1] - before[1], after[2] - before[2]) == (1200, 1)
+
+
+def test_a_used_provider_without_a_price_is_a_config_warning(tmp_path):
+    from tests.support.configdir import write_config
+
+    config = write_config(tmp_path, tarsy={"defaults": {"llm_provider": "gateway"}}, providers={
+        "gateway": {"type": "openai", "model": "our-model", "api_key_env": "K"},
+        "priced": {"type": "openai", "model": "our-model", "api_key_env": "K", "pricing": {
+            "input_per_mtok": 1, "output_per_mtok": 2, "cached_input_per_mtok": 1, "as_of": "2026-11-01"}},
+    }, activate=False)
+    warnings = config.warnings(env={"K": "set"})
+    assert [w for w in warnings if "no price" in w] == [
+        "LLM provider 'gateway': model 'our-model' has no price (its calls' cost shows as unknown); "
+        "set `pricing` on the provider"]
