@@ -40,6 +40,7 @@ CANCELLABLE = (SessionStatus.PENDING, SessionStatus.IN_PROGRESS)
 MAX_FRAGMENT_EVENTS = 200  # one batch of completed events re-rendered per request
 SORTS = [("-created_at", "Newest first"), ("created_at", "Oldest first"), ("-duration", "Longest"),
          ("duration", "Shortest"), ("-total_tokens", "Most tokens"), ("total_tokens", "Fewest tokens"),
+         ("-cost_usd", "Most expensive"), ("cost_usd", "Least expensive"),
          ("status", "Status"), ("alert_type", "Alert type"), ("author", "Author"), ("-score", "Highest score"),
          ("score", "Lowest score")]
 VERSIONED_PACKAGES = ["Django", "djangorestframework", "celery", "channels", "uvicorn", "mcp", "google-genai",

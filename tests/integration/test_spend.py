@@ -73,6 +73,8 @@ def test_priced_provider_gives_the_exact_cost_per_call_execution_stage_session_c
     other = _api().get(f"/api/v1/sessions/{unpriced.id}").json()
     assert other["cost_usd"] is None and other["unpriced_calls"] == 3
     assert other["stages"][0]["cost_usd"] is None
+    by_cost = [row["id"] for row in _api().get("/api/v1/sessions?ordering=-cost_usd").json()["results"]]
+    assert by_cost == [str(priced.id), str(unpriced.id)]
     listed = {row["id"]: row for row in _api().get("/api/v1/sessions").json()["results"]}
     assert Decimal(listed[str(priced.id)]["cost_usd"]) == Decimal("0.008")
     assert listed[str(unpriced.id)]["cost_usd"] is None
