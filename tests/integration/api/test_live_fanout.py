@@ -103,7 +103,7 @@ def test_redis_down_never_fails_the_commit_and_the_event_is_still_stored(setting
     from tarsy.models import Event
     from tarsy.streaming import publisher
 
-    monkeypatch.setattr(settings, "REDIS_URL", "redis://127.0.0.1:1/0")  # nothing listens on port 1
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1 (the fixture restores it)
     monkeypatch.setattr(publisher, "_redis", None)
     monkeypatch.setattr(publisher, "_paused_until", 0.0)
     with transaction.atomic():
