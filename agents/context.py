@@ -7,13 +7,14 @@ for each step; tests may build one around any implementation of the protocols.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agents.config.registry import TarsyConfig
 from agents.config.schema import LLMProviderConfig, NativeTools
 from agents.llm.base import Provider
-from agents.llm.registry import backend_for
+from agents.llm.registry import LLMTarget, backend_for
 from agents.llm.types import ConversationMessage, ToolCall, ToolDefinition, Usage
 
 # ---- resolved configuration --------------------------------------------------
@@ -35,6 +36,30 @@ class ResolvedAgentConfig:
     custom_instructions: str = ""
     server_instructions: tuple[tuple[str, str], ...] = ()  # (server, instructions) in order
     native_tools: NativeTools = field(default_factory=NativeTools)
+    # Providers that take over, in order, when this one fails (see `fallback_route`); and the ones left out
+    # because they would lose a native tool the agent needs, with the reason.
+    fallback_providers: tuple[tuple[str, LLMProviderConfig], ...] = ()
+    skipped_fallbacks: tuple[tuple[str, str], ...] = ()
+    configured_provider_name: str = ""  # the provider configured for the agent; differs once a fallback took over
+
+
+def fallback_route(
+    config: TarsyConfig, *, configured: str, current: str, fallbacks: list[str], native: NativeTools, strategy: str,
+) -> tuple[tuple[tuple[str, LLMProviderConfig], ...], tuple[tuple[str, str], ...]]:
+    """The providers after `current` in [configured, *fallbacks], and those skipped because they would lose a
+    Gemini native tool the agent asks for (ReAct never asks for them)."""
+    route = list(dict.fromkeys([configured, *fallbacks]))
+    after = route[route.index(current) + 1:] if current in route else [n for n in route if n != current]
+    needed = [name for name, on in native.model_dump().items() if on] if strategy != "react" else []
+    kept: list[tuple[str, LLMProviderConfig]] = []
+    skipped: list[tuple[str, str]] = []
+    for name in after:
+        provider = config.llm_providers[name]
+        if needed and backend_for(provider) != "google-native":
+            skipped.append((name, f"it cannot run the native tools {', '.join(needed)}"))
+        else:
+            kept.append((name, provider))
+    return tuple(kept), tuple(skipped)
 
 
 def _first(*values: Any) -> Any:
@@ -66,7 +91,8 @@ def resolve_agent(
         return _first(*(getattr(lvl, attr, None) for lvl in reversed(levels) if lvl is not None))
 
     strategy = strategy_override or pick("iteration_strategy")
-    provider_name = provider_override or pick("llm_provider") or config.default_provider
+    configured = pick("llm_provider") or config.default_provider
+    provider_name = provider_override or configured
     provider = config.llm_providers[provider_name]
     servers = list(_first(getattr(stage_agent, "mcp_servers", None), getattr(chain, "mcp_servers", None),
                           agent.mcp_servers) or [])
@@ -81,6 +107,8 @@ def resolve_agent(
             native = NativeTools(**mcp_selection["native_tools"]).merged_over(native)
     if strategy in ("synthesis", "synthesis-native-thinking"):
         servers = []
+    fallbacks, skipped = fallback_route(config, configured=configured, current=provider_name,
+                                        fallbacks=pick("fallback_providers") or [], native=native, strategy=strategy)
     return ResolvedAgentConfig(
         agent_name=agent_name,
         iteration_strategy=strategy,
@@ -96,6 +124,9 @@ def resolve_agent(
             (s, config.mcp_servers[s].instructions) for s in servers if s in config.mcp_servers
         ),
         native_tools=native,
+        fallback_providers=fallbacks,
+        skipped_fallbacks=skipped,
+        configured_provider_name=configured,
     )
 
 
@@ -231,3 +262,6 @@ class ExecutionContext:
     deadline: float  # time.time() epoch: the step's own deadline (iteration timeout or session timeout)
     chat: ChatContext | None = None
     parallel_results: str = ""  # formatted investigations of a parallel stage (synthesis)
+    fallbacks: tuple[LLMTarget, ...] = ()  # providers that take over, in order, when `llm` fails
+    # Persists that the execution continues on a fallback (True: drop the stored provider state of the old family).
+    provider_switched: Callable[[LLMTarget, bool], None] | None = None

@@ -112,9 +112,11 @@ class ToolRef(EventMetadata):
 
 
 class TextMetadata(EventMetadata):
-    """llm_thinking, llm_response, final_analysis: where the text came from."""
+    """llm_thinking, llm_response, final_analysis: where the text came from; `fallback_provider` names the provider
+    that answered when it is not the one configured (a fallback took over)."""
 
     source: TextSource | None = None
+    fallback_provider: str | None = None
 
 
 class LLMToolCallMetadata(ToolRef):
@@ -165,6 +167,8 @@ class ErrorMetadata(EventMetadata):
     executive_summary_error: bool | None = None
     runbook_url: str | None = None
     warning: bool | None = None
+    provider: str | None = None  # the LLM provider that failed
+    fallback_provider: str | None = None  # the provider the call continued on
 
     @property
     def qualified_name(self) -> str:

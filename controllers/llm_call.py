@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from agents.config.schema import NativeTools
 from agents.context import ExecutionContext
-from agents.llm.recorded import LLMTarget, RecordedCall, recorded_call
+from agents.llm.recorded import LLMTarget, RecordedCall, call_with_fallback, falls_back
 from agents.llm.retry import DEADLINE_EXCEEDED
 from agents.llm.types import (
     Chunk,
@@ -55,26 +55,52 @@ class _TimelineStream:
 
     def __init__(self, ctx: ExecutionContext, text_event_type: TimelineEventType | None,
                  text_source: TextSource) -> None:
+        self._ctx = ctx
         self._recorder = ctx.recorder
         self._liveness = ctx.liveness
         self._text_event_type = text_event_type
         self._text_source = text_source
         self.thinking_event_id: int | None = None
         self.text_event_id: int | None = None
+        configured = ctx.config.configured_provider_name
+        self._fallback = ctx.config.llm_provider_name if configured and configured != ctx.config.llm_provider_name \
+            else None
+
+    def _metadata(self, event_type: TimelineEventType, source: TextSource) -> dict:
+        return event_metadata(event_type, source=source, fallback_provider=self._fallback)
 
     def chunk(self, chunk: Chunk) -> str | None:
         recorder = self._recorder
         if isinstance(chunk, ThinkingChunk) and chunk.text:
             if self.thinking_event_id is None:
                 self.thinking_event_id = recorder.start_event(
-                    TimelineEventType.LLM_THINKING, event_metadata(TimelineEventType.LLM_THINKING, source="native"))
+                    TimelineEventType.LLM_THINKING, self._metadata(TimelineEventType.LLM_THINKING, "native"))
             recorder.stream_event(self.thinking_event_id, chunk.text, kind="thinking")
         elif isinstance(chunk, TextChunk) and chunk.text and self._text_event_type:
             if self.text_event_id is None:
                 self.text_event_id = recorder.start_event(
-                    self._text_event_type, event_metadata(self._text_event_type, source=self._text_source))
+                    self._text_event_type, self._metadata(self._text_event_type, self._text_source))
             recorder.stream_event(self.text_event_id, chunk.text, kind="text")
         return self._liveness.stop_reason()
+
+    def fell_back(self, failed: RecordedCall, to: LLMTarget) -> None:
+        """Close what the failed provider streamed, say on the timeline who takes over, and persist the switch."""
+        status = "failed"
+        if self.thinking_event_id is not None:
+            self._recorder.complete_event(self.thinking_event_id, failed.response.thinking, status=status)
+        if self.text_event_id is not None:
+            self._recorder.complete_event(self.text_event_id, failed.response.text, status=status)
+        self.thinking_event_id = self.text_event_id = None
+        error = failed.error or ErrorChunk(message="failed")  # only a failed call falls back
+        self._recorder.add_event(
+            TimelineEventType.ERROR,
+            f"LLM provider {failed.target.name} failed ({error.code}: {error.message}); continuing on {to.name}",
+            event_metadata(TimelineEventType.ERROR, code=error.code, retryable=error.retryable, warning=True,
+                           provider=failed.target.name, fallback_provider=to.name),
+            status="failed")
+        self._fallback = to.name if to.name != self._ctx.config.configured_provider_name else None
+        if self._ctx.provider_switched is not None:
+            self._ctx.provider_switched(to, to.family != failed.target.family)
 
     def finish(self, call: RecordedCall) -> LLMCallResult:
         """Complete the thinking event (and a stopped text event); the caller completes or re-types the text."""
@@ -116,5 +142,11 @@ def call_llm(
     )
     ctx.recorder.flush()  # what the step recorded so far shows while the model works
     stream = _TimelineStream(ctx, text_event_type, text_source)
-    call = recorded_call(request, target, record=ctx.recorder.record_llm_interaction, observer=stream)
+    call = call_with_fallback(request, (target, *ctx.fallbacks), record=ctx.recorder.record_llm_interaction,
+                              observer=stream)
+    if falls_back(call):
+        for name, reason in cfg.skipped_fallbacks:
+            ctx.recorder.add_event(TimelineEventType.ERROR, f"Fallback provider {name} not used: {reason}",
+                                   event_metadata(TimelineEventType.ERROR, warning=True, provider=call.target.name,
+                                                  fallback_provider=name), status="failed")
     return stream.finish(call)

@@ -89,15 +89,22 @@ class TarsyConfig:
             )
         need("llm provider", self.scoring.llm_provider, f"{self.file_names['tarsy']}: scoring.llm_provider",
              self.llm_providers)
+        for i, fallback in enumerate(self.defaults.fallback_providers):
+            need("llm provider", fallback, f"{self.file_names['tarsy']}: defaults.fallback_providers.{i}",
+                 self.llm_providers)
         for name, agent in self.agents.items():
             where = f"{self._origin('agents', name)}: agents.{name}"
             need("llm provider", agent.llm_provider, f"{where}.llm_provider", self.llm_providers)
+            for i, fallback in enumerate(agent.fallback_providers or []):
+                need("llm provider", fallback, f"{where}.fallback_providers.{i}", self.llm_providers)
             for i, server in enumerate(agent.mcp_servers):
                 need("MCP server", server, f"{where}.mcp_servers.{i}", self.mcp_servers)
         seen_types: dict[str, str] = {}
         for chain_id, chain in self.chains.items():
             where = f"{self._origin('agent_chains', chain_id)}: agent_chains.{chain_id}"
             need("llm provider", chain.llm_provider, f"{where}.llm_provider", self.llm_providers)
+            for i, fallback in enumerate(chain.fallback_providers or []):
+                need("llm provider", fallback, f"{where}.fallback_providers.{i}", self.llm_providers)
             need("llm provider", chain.executive_summary_provider, f"{where}.executive_summary_provider",
                  self.llm_providers)
             for i, server in enumerate(chain.mcp_servers or []):
@@ -140,14 +147,13 @@ class TarsyConfig:
         """Non-fatal problems worth showing an operator (missing API keys for referenced providers)."""
         env = os.environ if env is None else env
         out: list[str] = []
-        used = {self.default_provider, *filter(None, [self.scoring.llm_provider])}
+        used = {self.default_provider, *filter(None, [self.scoring.llm_provider]), *self.defaults.fallback_providers}
         for chain in self.chains.values():
-            used.update(filter(None, [chain.llm_provider, chain.chat.llm_provider]))
+            used.update(filter(None, [chain.llm_provider, chain.chat.llm_provider, *(chain.fallback_providers or [])]))
             for stage in chain.stages:
                 used.update(filter(None, [stage.llm_provider, *(a.llm_provider for a in stage.agents)]))
         for agent in self.agents.values():
-            if agent.llm_provider:
-                used.add(agent.llm_provider)
+            used.update(filter(None, [agent.llm_provider, *(agent.fallback_providers or [])]))
         for name in sorted(used):
             provider = self.llm_providers.get(name)
             if provider and provider.api_key_env and not env.get(provider.api_key_env):

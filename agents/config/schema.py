@@ -214,6 +214,7 @@ class AgentConfig(_Strict):
     max_iterations: int | None = Field(default=None, gt=0)
     iteration_timeout: Duration | None = None
     llm_provider: str | None = None
+    fallback_providers: list[str] | None = None  # tried in order when the provider fails (see README)
     native_tools: NativeTools = Field(default_factory=NativeTools)
 
 
@@ -298,6 +299,7 @@ class ChainConfig(_Strict):
     alert_types: list[str] = Field(default_factory=list)
     description: str = ""
     llm_provider: str | None = None
+    fallback_providers: list[str] | None = None
     iteration_strategy: IterationStrategy | None = None
     max_iterations: int | None = Field(default=None, gt=0)
     iteration_timeout: Duration | None = None
@@ -313,6 +315,8 @@ class ChainConfig(_Strict):
 
 class DefaultsConfig(_Strict):
     llm_provider: str = ""  # "" = built-in choice: a real provider when its key is set, else demo
+    # Providers that take over, in order, when the provider fails after its retries or rejects its credentials.
+    fallback_providers: list[str] = Field(default_factory=list)
     iteration_strategy: IterationStrategy = "react"
     max_iterations: int = Field(default=20, gt=0)
     iteration_timeout: Duration = 120.0

@@ -18,37 +18,20 @@ Streaming callers (the controllers) pass an observer that sees each chunk as it 
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agents.config.schema import LLMProviderConfig
 from agents.context import LLMInteractionRecord
 from agents.mcp.masking.boundary import mask_text
 
-from .base import Provider
-from .registry import backend_for, get_provider
-from .retry import DEADLINE_EXCEEDED, EMPTY_RESPONSE
+from .registry import LLMTarget
+from .retry import DEADLINE_EXCEEDED, EMPTY_RESPONSE, MIN_ATTEMPT_S, RATE_LIMIT
 from .types import Chunk, ConversationMessage, ErrorChunk, LLMRequest, LLMResponse
 
-
-@dataclass(frozen=True)
-class LLMTarget:
-    """A provider that can answer a call: its configured name, its config and the adapter serving it."""
-
-    name: str
-    config: LLMProviderConfig
-    adapter: Provider
-
-    @classmethod
-    def of(cls, name: str, config: LLMProviderConfig) -> LLMTarget:
-        return cls(name=name, config=config, adapter=get_provider(name, config))
-
-    @property
-    def family(self) -> str:
-        """Provider state (e.g. Gemini thought signatures) can be replayed only within one family."""
-        return f"{backend_for(self.config)}:{self.config.type}"
+logger = logging.getLogger(__name__)
 
 
 class CallObserver(Protocol):
@@ -145,3 +128,48 @@ def _finish(request: LLMRequest, call: RecordedCall, started: float,
         response.error = ErrorChunk(message="LLM returned an empty response", code=EMPTY_RESPONSE, retryable=True)
     call.record = interaction_record(request, call, duration_ms=int((time.monotonic() - started) * 1000))
     record(call.record)
+
+
+# ---- provider fallback ---------------------------------------------------------------------------------------------
+
+# Failures another provider may not share: throttling, the vendor's outage, a dead or stalled connection (after the
+# adapter's own retries), and credentials the vendor rejects (at once: retrying cannot fix them). A bad request or
+# a missed iteration deadline would fail on any provider, so they end the call.
+FALLBACK_CODES = frozenset({RATE_LIMIT, "server_error", "timeout", "connection", "auth", "missing_api_key"})
+
+
+def falls_back(call: RecordedCall) -> bool:
+    return call.stopped is None and call.error is not None and call.error.code in FALLBACK_CODES
+
+
+class FallbackObserver(CallObserver, Protocol):
+    def fell_back(self, failed: RecordedCall, to: LLMTarget) -> None:
+        """`failed` is over (recorded); the call continues on `to`."""
+        ...
+
+
+def call_with_fallback(
+    request: LLMRequest,
+    targets: Sequence[LLMTarget],
+    *,
+    record: Callable[[LLMInteractionRecord], None],
+    observer: FallbackObserver | None = None,
+    min_attempt_s: float = MIN_ATTEMPT_S,
+) -> RecordedCall:
+    """`recorded_call` on the first target, then on each next one while the failure is one another provider may
+    not share and time is left. Each attempt is its own recorded interaction, under the provider that made it.
+    The conversation carries over; provider state (thought signatures) does not cross into another family."""
+    messages, family = request.messages, targets[0].family
+    for index, target in enumerate(targets):
+        if target.family != family:
+            messages, family = without_provider_state(messages), target.family
+        call = recorded_call(request.model_copy(update={"messages": messages}), target, record=record,
+                             observer=observer)
+        last = index == len(targets) - 1
+        out_of_time = request.deadline is not None and time.time() + min_attempt_s > request.deadline
+        if last or out_of_time or not falls_back(call):
+            return call
+        logger.warning("%s failed (%s); continuing on %s", target.name, call.error.code, targets[index + 1].name)
+        if observer is not None:
+            observer.fell_back(call, targets[index + 1])
+    raise ValueError("call_with_fallback needs at least one target")

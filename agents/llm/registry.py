@@ -8,6 +8,7 @@ runs ReAct or native thinking; every other vendor goes through LangChain.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
 from agents.config.schema import LLMProviderConfig
 
@@ -61,3 +62,21 @@ def get_provider(name: str, provider: LLMProviderConfig) -> Provider:
 def clear_cache() -> None:
     with _lock:
         _cache.clear()
+
+
+@dataclass(frozen=True)
+class LLMTarget:
+    """A provider that can answer a call: its configured name, its config and the adapter serving it."""
+
+    name: str
+    config: LLMProviderConfig
+    adapter: Provider
+
+    @classmethod
+    def of(cls, name: str, config: LLMProviderConfig) -> LLMTarget:
+        return cls(name=name, config=config, adapter=get_provider(name, config))
+
+    @property
+    def family(self) -> str:
+        """Provider state (e.g. Gemini thought signatures) can be replayed only within one family."""
+        return f"{backend_for(self.config)}:{self.config.type}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agents.context import Recorder
-from agents.llm.recorded import LLMTarget, recorded_call
+from agents.llm.recorded import LLMTarget, call_with_fallback
 from agents.llm.types import LLMRequest
 from agents.prompts.builder import summarization_messages
 
@@ -24,8 +24,9 @@ class ResultSummarizer:
 
     def __init__(self, *, target: LLMTarget, recorder: Recorder, investigation_so_far: Callable[[], str],
                  agent_name: str = "", execution_id: str = "", iteration: int = 0,
-                 deadline: float | None = None) -> None:
+                 deadline: float | None = None, fallbacks: tuple[LLMTarget, ...] = ()) -> None:
         self._target = target
+        self._fallbacks = fallbacks
         self._recorder = recorder
         self._investigation_so_far = investigation_so_far
         self._agent_name = agent_name
@@ -43,7 +44,8 @@ class ResultSummarizer:
             iteration=self._iteration, max_output_tokens=max_tokens, deadline=self._deadline,
         )
         self._recorder.flush()  # the tool's result shows while it is summarized
-        call = recorded_call(request, self._target, record=self._recorder.record_llm_interaction)
+        call = call_with_fallback(request, (self._target, *self._fallbacks),
+                                  record=self._recorder.record_llm_interaction)
         if call.error is not None:
             raise SummarizationError(f"summarization LLM call failed: {call.error.message}")
         return call.response.text.strip()

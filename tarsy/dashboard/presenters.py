@@ -81,6 +81,7 @@ class TimelineItem:
     is_error: bool = False
     summarized: bool = False
     source: str = ""
+    fallback_provider: str = ""  # the provider that answered instead of the configured one
     collapsed: bool = False
     stage_id: int | None = None
     execution_id: str = ""
@@ -103,6 +104,8 @@ def _apply_metadata(item: TimelineItem, meta: EventMetadata) -> None:
                                                                 and bool(meta.summarized))
     if isinstance(meta, TextMetadata | LLMToolCallMetadata | ErrorMetadata):
         item.source = meta.source or ""
+    if isinstance(meta, TextMetadata):
+        item.fallback_provider = meta.fallback_provider or ""
 
 
 def timeline_item(event: TimelineEvent) -> TimelineItem:
@@ -119,6 +122,8 @@ def timeline_item(event: TimelineEvent) -> TimelineItem:
         item.label = "Thought"
     if event.event_type == "final_analysis" and event.stage_id and event.stage.kind == StageKind.CHAT:
         item.label = "Answer"
+    if item.fallback_provider:
+        item.label = f"{item.label} (fallback provider {item.fallback_provider})"
     if streaming or event.event_type not in MARKDOWN_TYPES:
         item.text = event.content if streaming else pretty_data(event.content)
     else:

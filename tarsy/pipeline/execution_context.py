@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from agents.context import ChatContext, ExecutionContext, IterationState, ResolvedAgentConfig, resolve_agent
-from agents.llm.recorded import LLMTarget
+from agents.llm.registry import LLMTarget, backend_for
 from agents.llm.types import ConversationMessage, ToolCall, ToolDefinition
 from agents.prompts.stage_context import (
     AgentInvestigation,
@@ -27,7 +27,7 @@ from agents.runbooks import fetch_runbook
 from agents.timeline_events import TimelineEventType, event_metadata
 from tarsy.config import get_config
 from tarsy.models import AgentExecution, AlertSession, Stage, StageKind
-from tarsy.services import chats, occurrences, stages, timeline
+from tarsy.services import chats, executions, occurrences, stages, timeline
 from tarsy.services.recorder import DbRecorder, Liveness
 
 from .budget import BudgetedTools, iteration_budget
@@ -110,6 +110,7 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
     if s_deadline:
         deadline = min(deadline, s_deadline)
     target = LLMTarget.of(resolved.llm_provider_name, resolved.llm_provider)
+    fallbacks = tuple(LLMTarget.of(name, provider) for name, provider in resolved.fallback_providers)
     # The runbook and earlier stages only go into the first prompt; later steps continue the stored conversation.
     first_prompt = not recorder.conversation()
     runbook = _runbook(session, config, recorder, first_iteration=iteration == 1) if first_prompt else ""
@@ -117,7 +118,7 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
     tools: Any = NoTools()
     if resolved.mcp_servers:
         summarizer = ResultSummarizer(
-            target=target, recorder=recorder,
+            target=target, fallbacks=fallbacks, recorder=recorder,
             investigation_so_far=lambda: "\n\n".join(m.content for m in recorder.conversation()[1:] if m.content),
             agent_name=execution.agent_name, execution_id=str(execution.id), iteration=iteration, deadline=deadline,
         )
@@ -136,7 +137,10 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
         alert_type=session.alert_type, alert_data=session.alert_data + related, runbook=runbook,
         previous_stage_context=previous_stage_context(stage)
         if first_prompt and stage.kind == StageKind.INVESTIGATION else "",
-        llm=target.adapter, tools=tools, recorder=recorder, liveness=liveness, deadline=deadline,
+        llm=target.adapter, tools=tools, recorder=recorder, liveness=liveness, deadline=deadline, fallbacks=fallbacks,
+        provider_switched=lambda to, other_family: executions.execution_provider_switch(
+            execution_id=execution.id, provider=to.name, backend=backend_for(to.config),
+            drop_provider_state=other_family),
         chat=chat_context(stage) if stage.kind == StageKind.CHAT else None,
         parallel_results=parallel_results(stage) if first_prompt and stage.kind == StageKind.SYNTHESIS else "",
     )

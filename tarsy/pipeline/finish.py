@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import transaction
 
-from agents.llm.recorded import LLMTarget, recorded_call
+from agents.llm.recorded import LLMTarget, call_with_fallback
 from agents.llm.types import LLMRequest
 from tarsy.config import get_config
 from tarsy.models import TERMINAL_EXEC_STATUSES, AlertSession, ExecStatus, SessionStatus, StageKind
@@ -72,13 +72,15 @@ def _executive_summary(session: AlertSession, final_analysis: str) -> tuple[str,
     config = get_config()
     chain = config.chain(session.chain_id)
     provider_name = chain.executive_summary_provider or chain.llm_provider or config.default_provider
-    target = LLMTarget.of(provider_name, config.provider(provider_name))
+    fallbacks = chain.fallback_providers if chain.fallback_providers is not None else config.defaults.fallback_providers
+    targets = [LLMTarget.of(name, config.provider(name)) for name in dict.fromkeys([provider_name, *fallbacks])]
+    target = targets[0]
     messages = executive_summary_messages(alert_type=session.alert_type, final_analysis=final_analysis)
     request = LLMRequest(messages=messages, provider=target.config, provider_name=target.name,
                          session_id=str(session.id), interaction_type="executive_summary", iteration=1,
                          max_output_tokens=EXECUTIVE_SUMMARY_MAX_TOKENS,
                          deadline=time.time() + EXECUTIVE_SUMMARY_TIMEOUT_S)
-    call = recorded_call(request, target, record=lambda record: interactions.llm_interaction_record(
+    call = call_with_fallback(request, targets, record=lambda record: interactions.llm_interaction_record(
         session_id=session.id, execution_id=None, iteration=0, record=record))
     error = call.error.message if call.error else ""
     if error:

@@ -145,3 +145,13 @@ def execution_resume_mark(*, execution: AgentExecution, now: datetime) -> bool:
     with transaction.atomic():
         return bool(AgentExecution.objects.filter(id=execution.id, resume_count=execution.resume_count).update(
             resume_count=F("resume_count") + 1, last_heartbeat_at=now, lease_expires_at=None))
+
+
+def execution_provider_switch(*, execution_id: Any, provider: str, backend: str, drop_provider_state: bool) -> None:
+    """A fallback provider took over: the execution's next calls go to it (any worker, any iteration).
+
+    One transaction, so a stored conversation never names the new provider while keeping state it cannot replay."""
+    with transaction.atomic():
+        AgentExecution.objects.filter(id=execution_id).update(llm_provider=provider, llm_backend=backend)
+        if drop_provider_state:
+            messages.messages_drop_provider_state(execution_id=execution_id)

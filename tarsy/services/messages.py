@@ -55,3 +55,8 @@ def messages_append(
 def messages_discard_iteration(*, execution_id: Any, iteration: int) -> None:
     """An interrupted attempt's messages: the re-run writes the iteration's messages again."""
     Message.objects.filter(execution_id=execution_id, iteration=iteration).delete()
+
+
+def messages_drop_provider_state(*, execution_id: Any) -> None:
+    """The conversation moved to a provider of another family: state only the earlier one could replay goes."""
+    Message.objects.filter(execution_id=execution_id, provider_state__isnull=False).update(provider_state=None)
