@@ -1,0 +1,64 @@
+"""A fallback mid-investigation: the conversation carries over to a provider of another family, Gemini's thought
+signatures do not, and the execution stays on the fallback (real SDKs against wire-level fakes)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from controllers.base import StepStatus
+from tarsy.models import AgentExecution
+from tests.fakes.fake_gemini import FakeGemini, function_call
+from tests.fakes.fake_openai import FakeOpenAI
+
+from .conftest import interactions, messages, only_execution, run_to_end, start_session, timeline
+
+pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(90)]
+
+FINAL = "web-1 crashes because configmap app-config is missing."
+SIGNATURE = "c2lnLTE="
+
+
+@pytest.fixture
+def servers(monkeypatch):
+    monkeypatch.setenv("FALLBACK_TEST_GEMINI_KEY", "gemini-key")
+    monkeypatch.setenv("FALLBACK_TEST_OPENAI_KEY", "openai-key")
+    gemini, openai = FakeGemini().start(), FakeOpenAI().start()
+    yield gemini, openai
+    gemini.stop()
+    openai.stop()
+
+
+def test_the_conversation_moves_to_the_fallback_without_the_first_providers_state(configure, servers):
+    gemini, openai = servers
+    configure({"default": ["unused"]}, strategy="native-thinking", providers={
+        "gemini": {"type": "google", "model": "gemini-2.5-pro", "api_key_env": "FALLBACK_TEST_GEMINI_KEY",
+                   "base_url": gemini.url},
+        "gpt": {"type": "openai", "model": "gpt-test", "api_key_env": "FALLBACK_TEST_OPENAI_KEY",
+                "base_url": f"{openai.url}/v1"},
+    }, agents={"SreAgent": {"mcp_servers": ["k8s"], "llm_provider": "gemini", "fallback_providers": ["gpt"]}})
+    gemini.queue({"parts": [function_call("k8s__get_pods", {"namespace": "prod"}, signature=SIGNATURE)]},
+                 {"status": 503, "message": "the model is overloaded"})
+    openai.queue({"text": FINAL})
+    execution = only_execution(start_session())
+
+    outcomes = run_to_end(execution.id)
+
+    assert [o.status for o in outcomes] == [StepStatus.CONTINUE, StepStatus.COMPLETED]
+    assert outcomes[-1].final_analysis == FINAL
+    assert [(i.provider, i.success) for i in interactions(execution.id)] == [("gemini", True), ("gemini", False),
+                                                                            ("gpt", True)]
+    # the fallback got the whole conversation: the tool call and its result, but not Gemini's signature
+    (sent,) = openai.bodies()
+    assert [m["role"] for m in sent["messages"]] == ["system", "user", "assistant", "tool"]
+    assert sent["messages"][2]["tool_calls"][0]["function"]["name"] == "k8s__get_pods"
+    assert SIGNATURE not in json.dumps(sent)
+    assert all(m.provider_state is None for m in messages(execution.id))
+    row = AgentExecution.objects.get(id=execution.id)
+    assert (row.llm_provider, row.llm_backend) == ("gpt", "langchain")
+    events = timeline(execution.id)
+    (switched,) = [e for e in events if e.event_type == "error"]
+    assert switched.metadata == {"code": "server_error", "retryable": True, "warning": True, "provider": "gemini",
+                                 "fallback_provider": "gpt"}
+    assert events[-1].event_type == "final_analysis" and events[-1].metadata["fallback_provider"] == "gpt"
