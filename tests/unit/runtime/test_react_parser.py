@@ -311,4 +311,5 @@ def test_parse_time_is_linear_in_the_reply_length(unit, tools):
     small = _best_parse_seconds(unit, 100_000, tools)
     large = _best_parse_seconds(unit, 1_000_000, tools)
     assert large < 1.0, f"1 MB took {large:.2f} s"
-    assert large / max(small, 1e-4) <= 15, f"100 KB {small * 1000:.1f} ms, 1 MB {large * 1000:.1f} ms"
+    # Linear gives ~10, quadratic ~100; 35 leaves room for a loaded machine pausing the larger run.
+    assert large / max(small, 1e-3) <= 35, f"100 KB {small * 1000:.1f} ms, 1 MB {large * 1000:.1f} ms"
