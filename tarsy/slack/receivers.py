@@ -12,7 +12,7 @@ from typing import Any
 from django.db import DatabaseError, transaction
 
 from tarsy.metrics import SLACK_DROPPED
-from tarsy.models import AlertSession, ExecStatus, SlackPostKind, Stage, StageKind
+from tarsy.models import AlertSession, ExecStatus, SlackPostKind, SlackThread, Stage, StageKind
 from tarsy.pipeline.decisions import SlackDeliver, enact_on_commit
 from tarsy.services import slack as slack_service
 from tarsy.signals import alert_attached, alert_resolved, session_status_changed, stage_status_changed
@@ -49,10 +49,16 @@ def _chain_of(session_id: Any) -> str:
     return AlertSession.all_objects.filter(id=session_id).values_list("chain_id", flat=True).first() or ""
 
 
+def _shown(session: AlertSession) -> bool:
+    """The session has (or is getting) a message: it started, or a repeat of its alert opened its thread while
+    it was queued. A session queued and cancelled unseen has nothing to show."""
+    return slack_config() is not None and (session.started_at is not None
+                                           or SlackThread.objects.filter(session_id=session.id).exists())
+
+
 def on_session_status(sender, session: AlertSession, **kwargs) -> None:
-    """Claimed, cancelling, ended: the message shows it; the end also goes into the thread. A session that
-    never started (queued, then cancelled) has nothing to show."""
-    if session.started_at is None:
+    """Claimed, cancelling, ended: the message shows it; the end also goes into the thread."""
+    if not _shown(session):
         return
 
     def write(channel: str) -> None:
@@ -93,9 +99,9 @@ def on_alert_attached(sender, session: AlertSession, data: str, kind: str, **kwa
 
 
 def on_alert_resolved(sender, session: AlertSession, text: str, **kwargs) -> None:
-    """The source resolved the alert: say so in the thread of an investigation that started (a queued one is
-    cancelled by it and never had a message)."""
-    if session.started_at is None:
+    """The source resolved the alert: say so in the session's thread (a queued session it cancels usually has
+    none)."""
+    if not _shown(session):
         return
     body, blocks = messages.resolved_message(text=text, url=session_link(session.id))
     _record(session.id, lambda channel: slack_service.slack_post_add(

@@ -244,3 +244,23 @@ def test_a_storm_of_repeats_becomes_one_reply_per_interval(configure, fake_slack
     first, storm = fake_slack.replies(root.ts)
     assert "fired again" in _blocks_text(first.blocks)
     assert "fired 100 more times" in _blocks_text(storm.blocks) and "web-1 down #99" in _blocks_text(storm.blocks)
+
+
+def test_a_queued_session_with_a_thread_shows_how_it_ended(configure, fake_slack):
+    from tarsy.intake.items import Resolved
+    from tarsy.services.intake import session_resolve_alert
+
+    configure()
+    queued = sessions.session_receive(data="pod web-1 CrashLoopBackOff", fingerprint="fp-web-1").session
+    again = sessions.session_receive(data="pod web-1 CrashLoopBackOff", fingerprint="fp-web-1")
+    assert again.deduplicated and again.session.id == queued.id
+    deliver(session_id=queued.id)
+    [root] = fake_slack.top_level()
+    assert "Queued" in _blocks_text(root.blocks)  # the repeat opened the thread before any worker took it
+    assert session_resolve_alert(source="alertmanager", resolution=Resolved("fp-web-1"))["action"] == "cancelled"
+    deliver(session_id=queued.id)
+    assert "Cancelled" in _blocks_text(root.blocks)
+    texts = [_blocks_text(m.blocks) for m in fake_slack.replies(root.ts)]
+    assert "fired again" in texts[0]
+    assert any("before the investigation began" in t for t in texts)  # the summary gives the reason
+    assert any("Alert resolved in alertmanager" in t for t in texts)
