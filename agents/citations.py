@@ -11,7 +11,9 @@ Evidence ids name what an analysis may rest on:
 
 An analysis cites them in square brackets — `[E7]`, `[E3, E7]`, `[E3][A:namespace]` — for every finding.
 `verify_citations` checks each cited id without any LLM: it must be a tool result of this session, or a field
-of this session's alert. "Uncited" evidence is a tool result of the session that the analysis never cites.
+of this session's alert. Two things are "uncited": `uncited` lists the session's tool results the analysis never
+cites (evidence it ignored or did not need), `uncited_findings` the analysis's findings that cite nothing
+(claims without support; what a finding is, is defined at `uncited_findings`).
 """
 
 from __future__ import annotations
@@ -108,4 +110,52 @@ def verify_citations(analysis: str, evidence: list[Evidence], alert_data: str) -
             invalid.append({"id": identifier, "kind": "tool_result", "reason": NOT_IN_SESSION})
     uncited = [item.as_dict() for item in evidence if item.id not in cited]
     return {"valid": valid, "invalid": invalid, "uncited": uncited, "cited_count": len(cited),
-            "evidence_count": len(evidence)}
+            "evidence_count": len(evidence), "uncited_findings": uncited_findings(analysis)}
+
+
+# ---- findings without a citation ------------------------------------------------------------------------------
+
+MIN_FINDING_WORDS = 8  # shorter blocks are labels and headings ("Root cause:", "Impact: none"), not claims
+FINDING_PREVIEW_CHARS = 200
+_NOT_FINDINGS = re.compile(r"recommend|next step|action|remediation|mitigation|follow[- ]up|prevent", re.I)
+_HEADING = re.compile(r"^\s{0,3}(#{1,6}\s+(?P<title>.*)|(?P<bold>\*\*[^*]+\*\*|__[^_]+__)\s*:?\s*)$")
+_LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d+[.)])\s+")
+_CONTINUATION = re.compile(r"^(?:\s{2,}|\s*>)")
+_EMPHASIS_ONLY = re.compile(r"^(?:_[^_].*_|\*[^*].*\*)$", re.S)
+
+
+def _blocks(analysis: str) -> list[tuple[str, str]]:
+    """(section title, text) of every paragraph and list item, continuation lines (indented, quoted) included."""
+    blocks: list[tuple[str, str]] = []
+    section, current, fenced = "", None, False
+    for line in (analysis or "").splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+            current = None
+            continue
+        heading = _HEADING.match(line)
+        if fenced or not line.strip() or heading:
+            if heading:
+                section = heading.group("title") or heading.group("bold") or ""
+            current = None
+            continue
+        if current is not None and (_CONTINUATION.match(line) or not _LIST_ITEM.match(line)):
+            blocks[current] = (section, f"{blocks[current][1]}\n{line.strip()}")
+            continue
+        blocks.append((section, _LIST_ITEM.sub("", line).strip()))
+        current = len(blocks) - 1
+    return blocks
+
+
+def uncited_findings(analysis: str) -> list[dict[str, str]]:
+    """The analysis's findings that cite nothing. A finding is a paragraph or list item of at least
+    MIN_FINDING_WORDS words outside sections of recommendations or next steps (advice, not claims), that is not
+    wholly emphasised (a note such as a disclaimer). Code blocks are not findings."""
+    found = []
+    for section, text in _blocks(analysis):
+        if _NOT_FINDINGS.search(section) or _EMPHASIS_ONLY.match(text) or CITATION.search(text):
+            continue
+        if len(text.split()) >= MIN_FINDING_WORDS:
+            found.append({"text": text if len(text) <= FINDING_PREVIEW_CHARS
+                          else text[:FINDING_PREVIEW_CHARS - 1].rstrip() + "…"})
+    return found

@@ -174,11 +174,13 @@ class CitationsSerializer(serializers.Serializer):
 
     `valid`: cited ids that are tool results of this session (`E<n>`, with the timeline `event_id` holding
     them) or fields of its alert (`A:<path>`); `invalid`: cited ids that are neither, with a `reason`;
-    `uncited`: the session's tool results the analysis never cites."""
+    `uncited`: the session's tool results the analysis never cites; `uncited_findings`: paragraphs and list items
+    of the analysis (outside its recommendations) that make a claim and cite nothing."""
 
     valid = serializers.ListField(child=serializers.DictField())
     invalid = serializers.ListField(child=serializers.DictField())
     uncited = serializers.ListField(child=serializers.DictField())
+    uncited_findings = serializers.ListField(child=serializers.DictField(), default=list)
     cited_count = serializers.IntegerField()
     evidence_count = serializers.IntegerField()
     verified_at = serializers.DateTimeField()

@@ -4,6 +4,8 @@ Works on the sanitized HTML of the analysis (`render_markdown`), in text between
 verification (`tarsy.services.citations`): a valid tool-result id links to its timeline event (the page's
 script scrolls to it and highlights it), a valid alert field to the original alert, an invalid id is marked
 as such with the reason. Before the verification exists (the session is still running) the text is left alone.
+An agent's own answer on the timeline (each parallel agent's, the synthesis's, a chat answer) is checked the
+same way when the page is drawn, against the session's tool results shown with it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from agents.citations import CITATION, NO_ALERT_FIELD, NOT_IN_SESSION, cited_ids
+from agents.citations import CITATION, NO_ALERT_FIELD, NOT_IN_SESSION, Evidence, cited_ids, verify_citations
+from agents.timeline_events import TimelineEventType, ToolResultMetadata, read_metadata
+from tarsy.models import TimelineEvent
 
 _TAG = re.compile(r"(<[^>]*>)")
 REASONS = {
@@ -32,6 +36,7 @@ class CitationsView:
     valid: list[dict[str, Any]] = field(default_factory=list)
     invalid: list[dict[str, Any]] = field(default_factory=list)
     uncited: list[dict[str, Any]] = field(default_factory=list)
+    uncited_findings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def by_id(self) -> dict[str, dict[str, Any]]:
@@ -45,7 +50,8 @@ def citations_view(stored: dict[str, Any] | None) -> CitationsView | None:
     invalid = [{**entry, "why": REASONS.get(entry.get("reason", ""), entry.get("reason", ""))}
                for entry in stored.get("invalid") or []]
     return CitationsView(valid=list(stored.get("valid") or []), invalid=invalid,
-                         uncited=list(stored.get("uncited") or []))
+                         uncited=list(stored.get("uncited") or []),
+                         uncited_findings=list(stored.get("uncited_findings") or []))
 
 
 def _link(identifier: str, entry: dict[str, Any] | None) -> str:
@@ -80,3 +86,23 @@ def link_citations(html: SafeString, view: CitationsView | None) -> SafeString:
         if part and not part.startswith("<"):
             parts[index] = CITATION.sub(lambda match: _linked_group(match, by_id), part)
     return mark_safe("".join(parts))  # noqa: S308 - sanitized HTML; every inserted value is escaped above
+
+
+def evidence_in(events: list[TimelineEvent]) -> list[Evidence]:
+    """The tool results among already loaded timeline events, for checking answers shown with them."""
+    evidence = []
+    for event in events:
+        if event.event_type != TimelineEventType.TOOL_RESULT:
+            continue
+        meta = read_metadata(event.event_type, event.metadata)
+        if isinstance(meta, ToolResultMetadata) and meta.evidence_id:
+            evidence.append(Evidence(id=meta.evidence_id, event_id=event.id, tool=meta.qualified_name,
+                                     is_error=bool(meta.is_error)))
+    return evidence
+
+
+def link_answer(html: SafeString, text: str, evidence: list[Evidence], alert_data: str) -> SafeString:
+    """An answer on the timeline with its citations checked against the session's evidence and linked."""
+    if not CITATION.search(text or ""):
+        return html
+    return link_citations(html, citations_view(verify_citations(text, evidence, alert_data)))

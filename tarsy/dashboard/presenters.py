@@ -33,6 +33,7 @@ from tarsy.models import (
     TimelineEvent,
 )
 
+from .citations import evidence_in, link_answer
 from .markdown import pretty_data, render_markdown
 
 LABELS = {
@@ -133,6 +134,16 @@ def timeline_item(event: TimelineEvent) -> TimelineItem:
     return item
 
 
+def event_item(event: TimelineEvent) -> TimelineItem:
+    """One event rendered on its own (completed while the page was open): an answer's citations are checked
+    against the session's tool results."""
+    item = timeline_item(event)
+    if event.event_type == "final_analysis" and item.html:
+        tool_results = TimelineEvent.objects.filter(session_id=event.session_id, event_type="tool_result")
+        item.html = link_answer(item.html, event.content, evidence_in(list(tool_results)), event.session.alert_data)
+    return item
+
+
 @dataclass
 class ExecutionView:
     execution: AgentExecution
@@ -194,8 +205,11 @@ class StageGroup:
 def _stage_views(session: AlertSession, events: list[TimelineEvent], stages: list[Stage]) -> list[StageView]:
     by_execution: dict[str, list[TimelineItem]] = defaultdict(list)
     by_stage: dict[int, list[TimelineItem]] = defaultdict(list)
+    evidence = evidence_in(events)
     for event in events:
         item = timeline_item(event)
+        if event.event_type == "final_analysis" and item.html:
+            item.html = link_answer(item.html, event.content, evidence, session.alert_data)
         if event.execution_id:
             by_execution[str(event.execution_id)].append(item)
         elif event.stage_id:

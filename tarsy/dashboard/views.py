@@ -142,9 +142,8 @@ def events_fragment(request, session_id):
     if None in ids:
         return json_error(400, "bad_request", {"ids": ["Comma-separated event ids, in ASCII digits."]})
     ids = ids[:MAX_FRAGMENT_EVENTS]
-    events = TimelineEvent.objects.filter(session_id=session_id, id__in=ids).select_related("stage")
-    html = {str(e.id): render_to_string("dashboard/_event.html", {"item": presenters.timeline_item(e)})
-            for e in events}
+    events = TimelineEvent.objects.filter(session_id=session_id, id__in=ids).select_related("stage", "session")
+    html = {str(e.id): render_to_string("dashboard/_event.html", {"item": presenters.event_item(e)}) for e in events}
     return JsonResponse({"events": html, "missing": [i for i in ids if str(i) not in html]})
 
 

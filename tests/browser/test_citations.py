@@ -74,6 +74,11 @@ def test_a_citation_link_scrolls_to_its_evidence_and_invalid_ones_are_marked(scr
     assert invalid.inner_text() == "E9" and "not a tool result of this session" in invalid.get_attribute("title")
     assert page.locator("#citations").get_attribute("id") and "1 invalid" in page.inner_text("#citations")
 
+    # Each agent's answer and the synthesis on the timeline link their citations too (hidden tabs included).
+    answers = page.locator("li.ev-final_analysis")
+    assert answers.locator("a.cite[data-cite-event]").count() == 8  # 2 + 2 by the agents, 4 by the synthesis
+    assert answers.locator(".cite-invalid").count() == 1
+
     target = page.evaluate(HIDDEN_TARGET)
     assert target, "every cited event is already visible: the tab switch would go untested"
     assert not page.evaluate(IN_VIEW, target)

@@ -69,7 +69,7 @@ def test_an_analysis_citing_its_tool_results_and_alert_fields_verifies(scripted_
     assert _ids(citations["valid"]) == ["E1", "A:namespace", "E2", "A:labels.team"]
     assert [c.get("event_id") for c in citations["valid"] if c["kind"] == "tool_result"] == [
         evidence["E1"].id, evidence["E2"].id]
-    assert citations["invalid"] == [] and citations["uncited"] == []
+    assert citations["invalid"] == [] and citations["uncited"] == [] and citations["uncited_findings"] == []
 
     body = APIClient(REMOTE_ADDR="127.0.0.1").get(f"/api/v1/sessions/{done.id}").json()
     assert _ids(body["citations"]["valid"]) == ["E1", "A:namespace", "E2", "A:labels.team"]
@@ -114,7 +114,8 @@ def test_synthesis_cites_the_parallel_agents_evidence_and_native_results_carry_i
 def test_made_up_ids_and_another_sessions_ids_are_flagged(scripted_config, worker):
     scripted_config({
         "Busy": [_react_action("echo", '{"text": "one"}'), _react_action("echo", '{"text": "two"}'),
-                 _react_action("echo", '{"text": "three"}'), _final("Two of the echoes [E1][E2].")],
+                 _react_action("echo", '{"text": "three"}'),
+                 _final("Two of the echoes [E1][E2].\n\nThe third echo was never looked at by anyone in this run.")],
         "Brief": [_react_action("pod_info", '{"namespace": "prod", "pod": "api-1"}'),
                   _final("api-1 is Running [E1]; its disk is full [E3]; the node is down [E99]; "
                          "the owner is [A:labels.owner].")],
@@ -142,6 +143,8 @@ def test_made_up_ids_and_another_sessions_ids_are_flagged(scripted_config, worke
         ("E3", "not_in_session"), ("E99", "not_in_session"), ("A:labels.owner", "no_alert_field")]
     other_citations = session_citations(session_id=other.id)
     assert other_citations["invalid"] == [] and _ids(other_citations["uncited"]) == ["E3"]  # never cited
+    unsupported = [finding["text"] for finding in other_citations["uncited_findings"]]
+    assert unsupported == ["The third echo was never looked at by anyone in this run."]
 
     body = APIClient(REMOTE_ADDR="127.0.0.1").get(f"/api/v1/sessions/{done.id}").json()
     assert _ids(body["citations"]["invalid"]) == ["E3", "E99", "A:labels.owner"]

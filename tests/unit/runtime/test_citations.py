@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from agents.citations import Evidence, cited_ids, evidence_shown, verify_citations
+from agents.citations import Evidence, cited_ids, evidence_shown, uncited_findings, verify_citations
 from agents.context import ToolResult
 from agents.llm.types import ToolCall
 from agents.prompts.builder import format_observation, tool_response
@@ -54,3 +54,32 @@ def test_every_prompt_shows_the_id_with_its_result():
          "metadata": {"server_name": "k8s", "tool_name": "pods_list", "evidence_id": "E4"}}]))
     assert "**Tool result** (k8s.pods_list), evidence [E4]:\nweb-1 Running" in history
     assert evidence_shown("\n".join([observation, tool_response(result), history])) == ["E4"]
+
+
+ANALYSIS = """## Summary
+The payments API is down because the database pod was evicted from node-3 yesterday.
+
+**Root cause:** disk pressure on node-3 evicted the database pod at 02:14 UTC [E2].
+
+- node-3 reports DiskPressure=True since 02:10 UTC according to its conditions [E1]
+- The eviction event names orders-db-0 and the reason is low ephemeral storage
+  > quoted from the event, which belongs to the item above
+- Impact: checkout fails.
+```
+kubectl get pods --all-namespaces --field-selector=status.phase!=Running -o wide
+```
+_This analysis comes from a model and may be wrong; check the evidence before acting on it._
+
+### Recommended actions
+1. Free disk space on node-3 and move the database to a node with more local storage.
+"""
+
+
+def test_findings_without_a_citation_are_listed_and_advice_notes_and_code_are_not_findings():
+    assert [f["text"] for f in uncited_findings(ANALYSIS)] == [
+        "The payments API is down because the database pod was evicted from node-3 yesterday.",
+        "The eviction event names orders-db-0 and the reason is low ephemeral storage\n"
+        "> quoted from the event, which belongs to the item above",
+    ]
+    assert verify_citations(ANALYSIS, EVIDENCE, ALERT)["uncited_findings"] == uncited_findings(ANALYSIS)
+    assert uncited_findings("The pod restarts because its liveness probe times out every ten seconds [E1].") == []
