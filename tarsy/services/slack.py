@@ -88,7 +88,7 @@ def slack_thread_give_up(*, session_id: Any, error: str, revision: int, now: dat
         dropped_at=now)
     SlackThread.objects.filter(session_id=session_id).update(
         failures=0, retry_at=None, last_error=error[:2000],
-        shown_revision=revision if revision else F("shown_revision"))
+        shown_revision=revision)
     return dropped
 
 
