@@ -101,6 +101,10 @@ def main(argv: list[str] | None = None) -> dict:
         "defaults": {"llm_provider": "scripted"},
         "queue": {"max_concurrent_sessions": 64},
         "agents": harness.BASE_AGENTS,
+        # Every request posts the same alert: with dedup on they would all join one session (tests.bench.storm
+        # measures that path); here each is a new session, as the figure has always been.
+        "agent_chains": {"kubernetes": {"alert_types": ["kubernetes"], "dedup": "off",
+                                        "stages": [{"name": "analysis", "agents": [{"name": "KubernetesAgent"}]}]}},
     }, providers={"scripted": harness.scripted({
         "KubernetesAgent": ["Thought: seen it.\nFinal Answer: payments-api crash-loops on a bad config."],
         "executive_summary": ["payments-api crash-loops."]})})
