@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import OperationalError, connection, transaction
 
 from agents.config.schema import IntakeSourceConfig
 from tarsy.config import get_config
@@ -42,9 +42,31 @@ def source_config(source: str) -> IntakeSourceConfig:
     return getattr(get_config().intake, source)
 
 
-@transaction.atomic
+DELIVERY_ATTEMPTS = 3  # a delivery PostgreSQL aborted to break a deadlock runs again (see intake_deliver)
+
+
 def intake_deliver(*, source: str, batch: Batch, author: str) -> DeliveryResult:
-    """Start (or, through deduplication, join) a session per firing item; resolve the resolved ones."""
+    """Start (or, through deduplication, join) a session per firing item; resolve the resolved ones.
+
+    Intake locks each alert's fingerprint and group until the delivery commits, so two deliveries sharing
+    alerts in opposite orders (two Alertmanager replicas, overlapping groups) can wait on each other; PostgreSQL
+    then aborts one, and it runs again from the start, nothing of the aborted attempt kept."""
+    for attempt in range(1, DELIVERY_ATTEMPTS + 1):
+        try:
+            with transaction.atomic():
+                return _deliver(source=source, batch=batch, author=author)
+        except OperationalError as exc:
+            if attempt == DELIVERY_ATTEMPTS or connection.in_atomic_block or not _deadlock(exc):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _deadlock(exc: OperationalError) -> bool:
+    cause = exc.__cause__
+    return (getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)) == "40P01"
+
+
+def _deliver(*, source: str, batch: Batch, author: str) -> DeliveryResult:
     config = get_config()
     settings = source_config(source)
     result = DeliveryResult(ignored=list(batch.ignored))

@@ -205,6 +205,43 @@ def test_dispatch_claims_a_queued_session_while_intake_attaches_a_repeat_to_it()
     assert AlertSession.objects.get().status == "in_progress"
 
 
+@pytest.mark.django_db(transaction=True)
+def test_two_webhook_deliveries_sharing_alerts_in_opposite_orders_both_land():
+    from tarsy.intake.items import Batch, Firing
+    from tarsy.services.intake import intake_deliver
+    from tarsy.signals import session_status_changed
+
+    first, second = (Firing(fingerprint=f"am-{n}", labels={"alertname": n}, data={"alertname": n}) for n in "AB")
+    barrier = threading.Barrier(2, timeout=10)
+    paused: set[int] = set()
+    results: list[object] = []
+
+    def pause_after_the_first_alert(sender, session, **kwargs):
+        if threading.get_ident() not in paused:  # each delivery holds its first alert's lock, wants the other's
+            paused.add(threading.get_ident())
+            barrier.wait()
+
+    def deliver(firing) -> None:
+        try:
+            results.append(intake_deliver(source="alertmanager", batch=Batch(firing=firing), author="alertmanager"))
+        except BaseException as exc:  # surfaced by the assertion below
+            results.append(exc)
+        finally:
+            connection.close()
+
+    session_status_changed.connect(pause_after_the_first_alert)
+    try:
+        threads = [threading.Thread(target=deliver, args=(order,)) for order in ([first, second], [second, first])]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+    finally:
+        session_status_changed.disconnect(pause_after_the_first_alert)
+    assert not [r for r in results if isinstance(r, BaseException)], results
+    assert sorted(AlertSession.objects.values_list("fingerprint", "occurrence_count")) == [("am-A", 2), ("am-B", 2)]
+
+
 # ---- queue order -----------------------------------------------------------------------------------------------
 
 def _queued(severity, *, data=None, age_s=0.0):
