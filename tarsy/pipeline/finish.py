@@ -57,7 +57,7 @@ def session_finish(*, session_id: Any) -> None:
     with transaction.atomic():  # the analysis is never shown without its verified citations
         finished = sessions.session_set_status(session_id=session.id, from_statuses=(SessionStatus.IN_PROGRESS,),
                                                final_analysis=final_analysis, **changes)
-        if finished:
+        if finished and final_analysis:  # no analysis, nothing cited: the check stays absent (null)
             citations.citations_verify(session_id=session.id)
     if finished:
         quality.score_on_completion(session_id=session.id)  # after the commit: the scorer reads the check

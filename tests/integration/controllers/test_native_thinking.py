@@ -56,6 +56,7 @@ def test_one_tool_call_then_final_answer(configure):
     assert call.metadata == {"tool_name": "get_pods", "server_name": "k8s",
                              "arguments": {"namespace": "prod"}, "tool_call_id": "call-pods", "source": "native"}
     assert result.metadata["tool_call_id"] == "call-pods" and "CrashLoopBackOff" in result.content
+    assert result.metadata["evidence_id"] == "E1"
     assert thinking2.content == "The logs explain it."
     assert final.content == FINAL
 
@@ -68,7 +69,7 @@ def test_one_tool_call_then_final_answer(configure):
     assert assistant.content == "Checking the pods."
     assert assistant.tool_calls == [{"id": "call-pods", "name": "k8s.get_pods", "arguments": {"namespace": "prod"}}]
     assert (tool.tool_call_id, tool.tool_name) == ("call-pods", "k8s.get_pods")
-    assert tool.content == result.content
+    assert tool.content == f"Evidence [E1] (cite it as [E1]).\n{result.content}"  # the model sees what to cite
     assert (answer.content, answer.tool_calls) == (FINAL, [])
 
     first, second = interactions(execution.id)

@@ -67,7 +67,8 @@ def test_one_tool_call_then_final_answer(configure):
     assert system.content.index("k8s.get_pods") < system.content.index("k8s.get_logs")
     assert ALERT_DATA in user.content
     assert reply.content == PODS and answer.content == ANSWER
-    assert observation.content.startswith("Observation: k8s.get_pods returned the result below.")
+    assert observation.content.startswith("Observation: Evidence [E1] (cite it as [E1]). k8s.get_pods returned the "
+                                          "result below.")
     assert "web-1  CrashLoopBackOff" in observation.content
     assert all(not m.tool_calls and not m.tool_call_id for m in rows)  # ReAct never uses tool roles
 
@@ -102,7 +103,9 @@ def test_several_tool_calls_accumulate_observations(configure):
     assert roles(execution.id) == ["system", "user"] + ["assistant", "user"] * 3 + ["assistant"]
     observations = [m.content for m in messages(execution.id)[3::2]]
     assert [o.split(" returned")[0] for o in observations] == [
-        "Observation: k8s.get_pods", "Observation: k8s.get_logs", "Observation: k8s.get_events"]
+        "Observation: Evidence [E1] (cite it as [E1]). k8s.get_pods",
+        "Observation: Evidence [E2] (cite it as [E2]). k8s.get_logs",
+        "Observation: Evidence [E3] (cite it as [E3]). k8s.get_events"]
     assert 'configmap "app-config" not found' in observations[1]
     last = interactions(execution.id)[-1]
     assert sent_roles(last) == ["system", "user"] + ["assistant", "user"] * 3 + ["assistant"]
