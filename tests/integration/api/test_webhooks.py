@@ -338,6 +338,18 @@ def test_pagerduty_resolved_incident_cancels_its_queued_session(api, pagerduty_s
     assert AlertSession.objects.get(id=started["session_id"]).status == "cancelled"
 
 
+def test_pagerduty_rules_match_the_incident_service_and_priority(api, tmp_path, monkeypatch):
+    monkeypatch.setenv("TARSY_PAGERDUTY_SECRET", PD_SECRET)
+    write_config(tmp_path, tarsy={
+        "agent_chains": {"api": {"alert_types": ["api"],
+                                 "stages": [{"name": "analysis", "agents": [{"name": "KubernetesAgent"}]}]}},
+        "intake": {"pagerduty": {"secret_env": "TARSY_PAGERDUTY_SECRET", "severity_label": "priority",
+                                 "rules": [{"match": {"service": "API Service", "team": "Engineering"},
+                                            "alert_type": "api"}]}}})
+    [entry] = signed_post(api, fixture("pagerduty_incident_triggered.json")).json()["sessions"]
+    assert (entry["alert_type"], entry["severity"]) == ("api", "critical")  # P1 through the severity map
+
+
 def test_pagerduty_other_event_types_are_acknowledged_and_ignored(api, pagerduty_secret):
     event = fixture("pagerduty_incident_triggered.json")
     event["event"]["event_type"] = "incident.acknowledged"
