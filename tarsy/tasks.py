@@ -53,7 +53,7 @@ def enact(decisions: list[Enqueued]) -> None:
         elif isinstance(decision, DispatchSessions):
             request_dispatch(send=dispatch_sessions.delay)
         elif isinstance(decision, ScoreSession):
-            score_session.delay(decision.session_id)
+            enqueue_scoring(decision.session_id)
         elif isinstance(decision, SlackDeliver):
             slack_deliver.delay(decision.session_id)
         else:
@@ -117,6 +117,16 @@ def reap_session(self, session_id: str) -> None:
     from tarsy.pipeline.sweeper import reap_cancelled
 
     reap_cancelled(session_id=session_id)
+
+
+SCORING_GRACE_S = 30  # past the scorer's own deadline: the task is stopped and the score stored as failed
+
+
+def enqueue_scoring(session_id: str) -> None:
+    """A scorer that never answers must not hold a worker: the task's limits follow scoring.timeout."""
+    soft = min(get_config().scoring.timeout + SCORING_GRACE_S, settings.MAX_ITERATION_TIMEOUT_S)
+    score_session.apply_async((session_id,), soft_time_limit=soft,
+                              time_limit=soft + settings.ITERATION_HARD_LIMIT_GRACE_S)
 
 
 @shared_task(name="tarsy.tasks.score_session", **_RELIABLE)
