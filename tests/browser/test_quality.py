@@ -20,7 +20,8 @@ SCRIPT = {
                  "Action Input: {\"text\": \"readiness probe failed: config map web-config not found\"}",
          "latency_ms": 1500},
         {"text": "Thought: The probe output explains it.\nFinal Answer: web-1 crashes because its config map "
-                 "`web-config` is missing.\n\n- Recreate the config map\n- Restart web-1", "latency_ms": 500},
+                 "`web-config` is missing [E1].\n\n## Next steps\n- Recreate the config map\n- Restart web-1",
+         "latency_ms": 500},
     ],
     "executive_summary": [{"text": "web-1 is crash-looping because config map web-config is missing."}],
 }

@@ -52,9 +52,10 @@ def test_completed_session_is_scored_in_the_background(scripted_config, worker):
 
     assert score.status == "scored", score.error
     assert AlertSession.objects.get(id=session_id).status == "completed"
-    # No tool was called: the deterministic signal caps "supported" at the top of the partly band.
-    assert (score.scorer_score, score.support, score.score) == (91, "partly", 59)
-    assert score.tags == ["premature_conclusion", "red_herring", "no_tool_evidence"]
+    # No tool was called: "supported" is capped at the partly band (59), and the finding cites nothing (-5).
+    assert (score.scorer_score, score.support, score.score) == (91, "partly", 54)
+    assert score.tags == ["premature_conclusion", "red_herring", "uncited_claim", "no_tool_evidence"]
+    assert score.signals["citations"]["uncited_findings"] == 1
     assert score.rationale == "Plausible, but nothing was checked."
     assert score.signals["unknown_tags"] == ["made_up_tag"]
     assert score.signals["tool_calls"] == 0
@@ -64,11 +65,11 @@ def test_completed_session_is_scored_in_the_background(scripted_config, worker):
     assert "web-1 crashes because its config map is missing" in call.conversation[1]["content"]
 
     body = client.get(f"/api/v1/sessions/{session_id}").json()
-    assert body["score"]["score"] == 59 and body["score"]["tags"] == score.tags
+    assert body["score"]["score"] == 54 and body["score"]["tags"] == score.tags
     assert body["score"]["rationale"] == score.rationale
     listed = client.get("/api/v1/sessions", {"tag": "red_herring"}).json()["results"]
     assert [row["id"] for row in listed] == [session_id]
-    assert listed[0]["score"] == {"status": "scored", "score": 59, "support": "partly", "tags": score.tags}
+    assert listed[0]["score"] == {"status": "scored", "score": 54, "support": "partly", "tags": score.tags}
     assert client.get("/api/v1/sessions", {"support": "supported"}).json()["results"] == []
     assert [r["id"] for r in client.get("/api/v1/sessions", {"score_min": 50, "score_max": 60}).json()["results"]] \
         == [session_id]
@@ -81,7 +82,7 @@ def test_completed_session_is_scored_in_the_background(scripted_config, worker):
     rescored = wait_for(lambda: SessionScore.objects.filter(session_id=session_id, status="scored",
                                                             scored_at__gt=before).first(),
                         timeout=60, interval=0.2, message="the re-score")
-    assert rescored.score == 59
+    assert rescored.score == 54
     assert LLMInteraction.objects.filter(session_id=session_id, interaction_type="scoring").count() == 2
 
 
@@ -132,7 +133,7 @@ def test_the_stored_citation_check_feeds_the_score(scripted_config, worker):
 
     assert score.status == "scored", score.error
     assert score.signals["citations"] == {"state": "verified", "valid": 1, "invalid": 1, "cited": 2,
-                                          "uncited_evidence": 0, "evidence": 1}
+                                          "uncited_evidence": 0, "evidence": 1, "uncited_findings": 0}
     assert score.signals["tool_calls"] == 1
     assert (score.support, score.score, score.tags) == ("partly", 59, ["invalid_citation"])
     call = LLMInteraction.objects.get(session_id=session_id, interaction_type="scoring")

@@ -26,14 +26,15 @@ log = logging.getLogger(__name__)
 
 def citation_signal(session: AlertSession) -> dict[str, Any]:
     """The stored citation check as counts; `unknown` when there is none (never counted as a pass).
-    `uncited_evidence` counts tool results the analysis did not cite: a hint for the scorer, not a fault."""
+    `uncited_findings` counts claims that cite nothing (a fault); `uncited_evidence` tool results the analysis did
+    not cite (a hint for the scorer, not a fault)."""
     stored = getattr(session, "citations", None)
     if not isinstance(stored, dict):
         return {"state": "unknown"}
     valid, invalid = len(stored.get("valid") or []), len(stored.get("invalid") or [])
     return {"state": "verified", "valid": valid, "invalid": invalid,
             "cited": stored.get("cited_count", valid + invalid), "uncited_evidence": len(stored.get("uncited") or []),
-            "evidence": stored.get("evidence_count", 0)}
+            "evidence": stored.get("evidence_count", 0), "uncited_findings": len(stored.get("uncited_findings") or [])}
 
 
 def deterministic_signals(session: AlertSession, evidence: quality.Evidence) -> dict[str, Any]:

@@ -17,7 +17,8 @@ SupportLevel = Literal["supported", "partly", "unsupported"]
 _RANK = {"unsupported": 0, "partly": 1, "supported": 2}
 
 
-NOTHING_CITED_PENALTY = 15  # evidence was gathered, yet no finding points at any of it
+UNCITED_FINDING_PENALTY = 5  # per finding that points at no evidence
+MAX_CITATION_PENALTY = 15  # also when evidence was gathered and nothing at all is cited
 TOOL_FAILURE_PENALTY = 5  # most tool calls failed
 BUDGET_PENALTY = 10  # a forced conclusion had no room to check itself
 REPLY_PREVIEW_CHARS = 200
@@ -107,8 +108,8 @@ def _cap(support: str, limit: str) -> str:
 
 def combine(verdict: Verdict, signals: dict[str, Any]) -> Scored:
     """Apply the deterministic signals to the scorer's verdict: they may lower support, add tags and subtract
-    points; the score always ends inside its support's band. A missing citation check changes nothing (unknown,
-    not a pass)."""
+    points (from the verdict brought into its band); the score always ends inside its support's band. A missing
+    citation check changes nothing (unknown, not a pass)."""
     support = verdict.support
     tags = [t for t in dict.fromkeys(verdict.tags) if t in FAILURE_TAGS]
     unknown = [t for t in dict.fromkeys(verdict.tags) if t not in FAILURE_TAGS]
@@ -125,11 +126,17 @@ def combine(verdict: Verdict, signals: dict[str, Any]) -> Scored:
             support = _cap(support, "partly")
             tag("invalid_citation")
             adjustments.append(f"{citations['invalid']} invalid citation(s): at most partly supported")
-        if not citations.get("cited") and citations.get("evidence"):
-            penalty += NOTHING_CITED_PENALTY
+        uncited = citations.get("uncited_findings") or 0
+        if uncited:
+            points = min(UNCITED_FINDING_PENALTY * uncited, MAX_CITATION_PENALTY)
+            penalty += points
+            tag("uncited_claim")
+            adjustments.append(f"{uncited} finding(s) cite no evidence: -{points}")
+        elif not citations.get("cited") and citations.get("evidence"):
+            penalty += MAX_CITATION_PENALTY
             tag("uncited_claim")
             adjustments.append(f"the analysis cites none of the {citations['evidence']} tool results: "
-                               f"-{NOTHING_CITED_PENALTY}")
+                               f"-{MAX_CITATION_PENALTY}")
     if signals.get("tool_calls", 0) == 0:
         support = _cap(support, "partly")
         tag("no_tool_evidence")
@@ -144,7 +151,8 @@ def combine(verdict: Verdict, signals: dict[str, Any]) -> Scored:
         tag("budget_exhausted")
         adjustments.append(f"iteration budget exhausted (forced conclusion): -{BUDGET_PENALTY}")
     low, high = BANDS[support]
-    score = min(max(verdict.score - penalty, low), high)
+    # Into the band first, then the penalties: a capped verdict still shows what the signals cost it.
+    score = max(min(verdict.score, high) - penalty, low)
     if verdict.score != score and not penalty and support == verdict.support:
         adjustments.append(f"score {verdict.score} outside the {support} band {low}–{high}: {score}")
     return Scored(score=score, support=support, tags=tags, adjustments=adjustments, unknown_tags=unknown)

@@ -65,6 +65,13 @@ def test_citing_nothing_budget_and_failing_tools_subtract_points():
     assert len(scored.adjustments) == 3
 
 
+def test_each_uncited_finding_costs_points_up_to_a_limit():
+    for findings, score in ((1, 75), (2, 70), (5, 65)):
+        signals = {**CLEAN, "citations": {**CLEAN["citations"], "uncited_findings": findings}}
+        scored = combine(_verdict("supported", 80), signals)
+        assert (scored.score, scored.tags) == (score, ["uncited_claim"])
+
+
 def test_evidence_left_uncited_is_not_a_fault_when_the_analysis_cites_some():
     signals = {**CLEAN, "citations": {"state": "verified", "valid": 1, "invalid": 0, "cited": 1, "evidence": 9,
                                       "uncited_evidence": 8}}
