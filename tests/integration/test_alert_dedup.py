@@ -322,3 +322,15 @@ def test_dashboard_shows_counts_group_and_related_alerts(tmp_path):
     assert "×2 alerts" in listing and "+1 related" in listing and "severity-critical" in listing
     page = client.get(f"/sessions/{lead.session.id}").content.decode()
     assert "namespace=payments" in page and "1 related" in page and "api-gateway" in page
+
+
+@pytest.mark.django_db
+def test_api_and_dashboard_list_the_queue_in_dispatch_order():
+    from django.test import Client
+    from rest_framework.test import APIClient
+
+    warning, critical, info = _queued("warning"), _queued("critical"), _queued("info")
+    queued = APIClient(REMOTE_ADDR="127.0.0.1").get("/api/v1/sessions/active").json()["queued"]
+    assert [(q["id"], q["queue_position"]) for q in queued] == [(critical, 1), (warning, 2), (info, 3)]
+    page = Client(REMOTE_ADDR="127.0.0.1").get("/").content.decode()
+    assert page.index(critical) < page.index(warning) < page.index(info)
