@@ -334,3 +334,18 @@ def test_api_and_dashboard_list_the_queue_in_dispatch_order():
     assert [(q["id"], q["queue_position"]) for q in queued] == [(critical, 1), (warning, 2), (info, 3)]
     page = Client(REMOTE_ADDR="127.0.0.1").get("/").content.decode()
     assert page.index(critical) < page.index(warning) < page.index(info)
+
+
+@pytest.mark.django_db
+def test_a_repeated_related_alert_reaches_the_investigation_once():
+    from tarsy.services.occurrences import related_after
+
+    lead = _receive(data={"alert": "db down"}, group_key="incident-9")
+    for _ in range(3):
+        _receive(data={"alert": "api 500s", "count": 1}, group_key="incident-9")
+    _receive(data={"alert": "queue backlog"}, group_key="incident-9")
+    fresh = related_after(session_id=lead.session.id, delivered=set())
+    assert ["api 500s" in r.alert_data for r in fresh] == [True, False]
+    assert AlertSession.objects.get(id=lead.session.id).related_count == 4
+    later = related_after(session_id=lead.session.id, delivered={r.id for r in fresh})
+    assert later == []
