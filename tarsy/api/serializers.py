@@ -103,7 +103,7 @@ COST_HELP = ("Estimated USD (a decimal string) of the priced LLM calls; null whe
 
 def shown_cost(cost: Decimal, unpriced_calls: int) -> str | None:
     """A total as the API shows it: unknown (null), never 0, when nothing of it could be priced."""
-    return None if unpriced_calls and not cost else str(cost)
+    return None if unpriced_calls and not cost else format(Decimal(cost), "f")  # "0.0000000000", never "0E-10"
 
 
 class CostMixin(serializers.Serializer):
@@ -412,6 +412,7 @@ class TokensSerializer(serializers.Serializer):
     output_tokens = serializers.IntegerField()
     thinking_tokens = serializers.IntegerField()
     total_tokens = serializers.IntegerField()
+    cached_tokens = serializers.IntegerField()
 
 
 class SessionSummarySerializer(serializers.Serializer):
@@ -428,6 +429,12 @@ class SessionSummarySerializer(serializers.Serializer):
     errors = serializers.IntegerField()
     chat_messages = serializers.IntegerField()
     tokens = TokensSerializer()
+    cost_usd = serializers.SerializerMethodField(help_text=COST_HELP)
+    unpriced_calls = serializers.IntegerField()
+    budget_reached = BudgetReachedSerializer(allow_null=True)
+
+    def get_cost_usd(self, summary: dict[str, Any]) -> str | None:
+        return shown_cost(summary["cost_usd"], summary["unpriced_calls"])
 
 
 class SessionStatusSerializer(serializers.Serializer):

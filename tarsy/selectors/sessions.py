@@ -107,7 +107,10 @@ def session_summary(session: AlertSession) -> dict[str, Any]:
         "errors": timeline["errors"],
         "chat_messages": ChatUserMessage.objects.filter(chat__session=session).count(),
         "tokens": {f: getattr(session, f) for f in ("input_tokens", "output_tokens", "thinking_tokens",
-                                                     "total_tokens")},
+                                                     "total_tokens", "cached_tokens")},
+        "cost_usd": session.cost_usd,
+        "unpriced_calls": session.unpriced_calls,
+        "budget_reached": session.budget_reached,
     }
 
 

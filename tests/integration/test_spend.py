@@ -68,6 +68,8 @@ def test_priced_provider_gives_the_exact_cost_per_call_execution_stage_session_c
     stage = body["stages"][0]
     assert Decimal(stage["cost_usd"]) == Decimal(stage["executions"][0]["cost_usd"]) == Decimal("0.00695")
     assert body["budget_reached"] is None
+    summary = _api().get(f"/api/v1/sessions/{priced.id}/summary").json()
+    assert (Decimal(summary["cost_usd"]), summary["tokens"]["cached_tokens"]) == (Decimal("0.008"), 1400)
 
     # A model without a price: unknown, never 0.
     other = _api().get(f"/api/v1/sessions/{unpriced.id}").json()

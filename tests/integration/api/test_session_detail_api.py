@@ -57,7 +57,9 @@ def test_summary_counts_and_tokens(api, investigated):
     body = api.get(f"/api/v1/sessions/{session.id}/summary").json()
     assert (body["stages"], body["executions"], body["llm_interactions"], body["mcp_interactions"]) == (1, 1, 1, 1)
     assert (body["failed_mcp_interactions"], body["timeline_events"], body["errors"]) == (1, 3, 0)
-    assert body["tokens"] == {"input_tokens": 120, "output_tokens": 30, "thinking_tokens": 10, "total_tokens": 160}
+    assert body["tokens"] == {"input_tokens": 120, "output_tokens": 30, "thinking_tokens": 10, "total_tokens": 160,
+                              "cached_tokens": 0}
+    assert (body["cost_usd"], body["unpriced_calls"], body["budget_reached"]) == ("0.0000000000", 0, None)
 
 
 def test_cancel_pending_session_and_409_when_finished(api, make_session):
