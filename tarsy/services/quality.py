@@ -23,11 +23,21 @@ from tarsy.models import (
     TimelineEvent,
 )
 from tarsy.pipeline.decisions import ScoreSession, enact_on_commit
+from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 
 from .errors import Conflict, ValidationFailed
 from .sessions import session_get
 
 EVIDENCE_TYPES = ("tool_result", "mcp_tool_summary")
+QUALITY_EVENT = "session.quality"  # a score or review changed: pages showing the session refresh it
+
+
+def _publish_quality(session_id: Any) -> None:
+    """Tell the session's page and the sessions list; the rows are the truth, the event only says to re-read."""
+    score = SessionScore.objects.filter(session_id=session_id).values("status", "score", "support", "tags").first()
+    review = SessionReview.objects.filter(session_id=session_id).values("rating", "author").first()
+    publish(QUALITY_EVENT, {"session_id": str(session_id), "score": score, "review": review},
+            session_id=session_id, channels=[session_channel(session_id), SESSIONS_CHANNEL])
 MAX_FEEDBACK_CHARS = 10_000
 
 
@@ -57,6 +67,7 @@ def _score_queue(session_id: Any) -> SessionScore:
             session_id=session_id,
             defaults={"status": ScoreStatus.PENDING, "error": "", "requested_at": timezone.now()})
         enact_on_commit([ScoreSession(str(session_id))])
+        _publish_quality(session_id)
     return score
 
 
@@ -65,18 +76,22 @@ def score_claim(*, session_id: Any) -> bool:
     return SessionScore.objects.filter(session_id=session_id, status=ScoreStatus.PENDING).exists()
 
 
+@transaction.atomic
 def score_store(*, session_id: Any, score: int, support: str, scorer_score: int, rationale: str, tags: list[str],
                 signals: dict[str, Any], provider: str, model: str) -> None:
     SessionScore.objects.filter(session_id=session_id).update(
         status=ScoreStatus.SCORED, score=score, support=support, scorer_score=scorer_score, rationale=rationale,
         tags=tags, signals=signals, provider=provider, model=model, error="", scored_at=timezone.now())
+    _publish_quality(session_id)
 
 
+@transaction.atomic
 def score_fail(*, session_id: Any, error: str, signals: dict[str, Any], provider: str, model: str) -> None:
     """The scorer failed: the error is kept with the score; the session itself is untouched."""
     SessionScore.objects.filter(session_id=session_id).update(
         status=ScoreStatus.FAILED, error=error[:4000], signals=signals, provider=provider, model=model,
         scored_at=timezone.now())
+    _publish_quality(session_id)
 
 
 def review_save(*, session_id: Any, rating: str, feedback: str = "", action_taken: str = "",
@@ -90,10 +105,12 @@ def review_save(*, session_id: Any, rating: str, feedback: str = "", action_take
     for name, text in (("feedback", feedback), ("action_taken", action_taken)):
         if len(text) > MAX_FEEDBACK_CHARS:
             raise ValidationFailed(f"{name} is too long", {name: [f"At most {MAX_FEEDBACK_CHARS} characters."]})
-    review, _ = SessionReview.objects.update_or_create(
-        session_id=session.id,
-        defaults={"rating": rating, "feedback": feedback.strip(), "action_taken": action_taken.strip(),
-                  "author": author[:255]})
+    with transaction.atomic():
+        review, _ = SessionReview.objects.update_or_create(
+            session_id=session.id,
+            defaults={"rating": rating, "feedback": feedback.strip(), "action_taken": action_taken.strip(),
+                      "author": author[:255]})
+        _publish_quality(session.id)
     return review
 
 

@@ -36,6 +36,8 @@
     if (event.type === "session.status" || event.type === "session.completed") {
       refreshActive();
       refreshHistory();
+    } else if (event.type === "session.quality") {
+      refreshHistory();  // a score or review landed: its row's columns change
     } else if (event.type === "session.occurrence") {
       showCounts(event);
     }

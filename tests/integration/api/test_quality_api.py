@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tarsy.models import SessionScore
+from tarsy.models import Event, SessionScore
 from tests.support.configdir import scripted_provider, write_config
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db]
@@ -35,6 +35,10 @@ def test_a_review_round_trip_records_its_author(api, investigated):
     assert (detail["review"]["rating"], detail["review"]["author"]) == ("inaccurate", "bob")
     row = api.get("/api/v1/sessions").json()["results"][0]
     assert row["review"]["rating"] == "inaccurate"
+    # Each save tells the session's page and the sessions list (persisted for catch-up).
+    events = Event.objects.filter(session_id=session.id, type="session.quality").order_by("id")
+    assert {e.channel for e in events} == {f"session:{session.id}", "sessions"}
+    assert events.last().payload["review"] == {"rating": "inaccurate", "author": "bob"}
 
 
 @pytest.mark.parametrize("body, field", [({"rating": "great"}, "rating"), ({}, "rating"),
