@@ -265,3 +265,5 @@ class ExecutionContext:
     fallbacks: tuple[LLMTarget, ...] = ()  # providers that take over, in order, when `llm` fails
     # Persists that the execution continues on a fallback (True: drop the stored provider state of the old family).
     provider_switched: Callable[[LLMTarget, bool], None] | None = None
+    # The provider answering instead of the configured one (None: the configured one); the step's events name it.
+    fallback_provider: str | None = None

@@ -125,6 +125,7 @@ class LLMToolCallMetadata(ToolRef):
     arguments: Any = None
     tool_call_id: str | None = None
     source: TextSource | None = None
+    fallback_provider: str | None = None  # the provider that asked for the call, when a fallback took over
 
 
 class MCPToolCallMetadata(ToolRef):

@@ -100,7 +100,9 @@ def max_iterations_failure(ctx: ExecutionContext) -> StepOutcome:
 
 def complete(ctx: ExecutionContext, answer: str, text_event_id: int | None) -> StepOutcome:
     """Show the final analysis (re-typing the streamed text event when there is one)."""
-    show(ctx, text_event_id, TimelineEventType.FINAL_ANALYSIS, answer)
+    metadata = event_metadata(TimelineEventType.FINAL_ANALYSIS, fallback_provider=ctx.fallback_provider) \
+        if ctx.fallback_provider else None
+    show(ctx, text_event_id, TimelineEventType.FINAL_ANALYSIS, answer, metadata)
     return StepOutcome(StepStatus.COMPLETED, final_analysis=answer)
 
 

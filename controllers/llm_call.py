@@ -62,12 +62,9 @@ class _TimelineStream:
         self._text_source = text_source
         self.thinking_event_id: int | None = None
         self.text_event_id: int | None = None
-        configured = ctx.config.configured_provider_name
-        self._fallback = ctx.config.llm_provider_name if configured and configured != ctx.config.llm_provider_name \
-            else None
 
     def _metadata(self, event_type: TimelineEventType, source: TextSource) -> dict:
-        return event_metadata(event_type, source=source, fallback_provider=self._fallback)
+        return event_metadata(event_type, source=source, fallback_provider=self._ctx.fallback_provider)
 
     def chunk(self, chunk: Chunk) -> str | None:
         recorder = self._recorder
@@ -98,7 +95,7 @@ class _TimelineStream:
             event_metadata(TimelineEventType.ERROR, code=error.code, retryable=error.retryable, warning=True,
                            provider=failed.target.name, fallback_provider=to.name),
             status="failed")
-        self._fallback = to.name if to.name != self._ctx.config.configured_provider_name else None
+        self._ctx.fallback_provider = to.name if to.name != self._ctx.config.configured_provider_name else None
         if self._ctx.provider_switched is not None:
             self._ctx.provider_switched(to, to.family != failed.target.family)
 

@@ -84,7 +84,8 @@ class NativeThinkingController(IterationController):
             shown = mask_arguments(call.arguments)  # the tool gets what the model wrote; the timeline, masked text
             ctx.recorder.add_event(TimelineEventType.LLM_TOOL_CALL, json.dumps(shown, ensure_ascii=False, indent=2),
                                    event_metadata(TimelineEventType.LLM_TOOL_CALL, server_name=server, tool_name=tool,
-                                                  arguments=shown, tool_call_id=call.id, source="native"))
+                                                  arguments=shown, tool_call_id=call.id, source="native",
+                                                  fallback_provider=ctx.fallback_provider))
             tool_result = ctx.tools.execute(call)
             ctx.recorder.add_messages([ConversationMessage(role="tool", content=tool_response(tool_result),
                                                            tool_call_id=call.id, tool_name=call.name)])

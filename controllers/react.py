@@ -62,7 +62,7 @@ class ReActController(IterationController):
             else str(masked_input)
         show(ctx, pending, TimelineEventType.LLM_TOOL_CALL, shown,
              event_metadata(TimelineEventType.LLM_TOOL_CALL, server_name=server, tool_name=tool,
-                            arguments=masked_input, source="react"))
+                            arguments=masked_input, source="react", fallback_provider=ctx.fallback_provider))
         if ctx.liveness.stop_reason():
             return stopped_outcome(ctx.liveness.stop_reason())
         call = ToolCall(id=f"react-{ctx.state.iteration}", name=action, arguments=action_input)

@@ -105,7 +105,7 @@ def _apply_metadata(item: TimelineItem, meta: EventMetadata) -> None:
                                                                 and bool(meta.summarized))
     if isinstance(meta, TextMetadata | LLMToolCallMetadata | ErrorMetadata):
         item.source = meta.source or ""
-    if isinstance(meta, TextMetadata):
+    if isinstance(meta, TextMetadata | LLMToolCallMetadata):
         item.fallback_provider = meta.fallback_provider or ""
 
 

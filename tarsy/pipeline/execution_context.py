@@ -141,6 +141,8 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
         provider_switched=lambda to, other_family: executions.execution_provider_switch(
             execution_id=execution.id, provider=to.name, backend=backend_for(to.config),
             drop_provider_state=other_family),
+        fallback_provider=resolved.llm_provider_name
+        if resolved.llm_provider_name != resolved.configured_provider_name else None,
         chat=chat_context(stage) if stage.kind == StageKind.CHAT else None,
         parallel_results=parallel_results(stage) if first_prompt and stage.kind == StageKind.SYNTHESIS else "",
     )

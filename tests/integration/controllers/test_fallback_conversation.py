@@ -11,8 +11,17 @@ from controllers.base import StepStatus
 from tarsy.models import AgentExecution
 from tests.fakes.fake_gemini import FakeGemini, function_call
 from tests.fakes.fake_openai import FakeOpenAI
+from tests.support.configdir import scripted_provider
 
-from .conftest import interactions, messages, only_execution, run_to_end, start_session, timeline
+from .conftest import (
+    interactions,
+    messages,
+    only_execution,
+    react_action,
+    run_to_end,
+    start_session,
+    timeline,
+)
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(90)]
 
@@ -62,3 +71,31 @@ def test_the_conversation_moves_to_the_fallback_without_the_first_providers_stat
     assert switched.metadata == {"code": "server_error", "retryable": True, "warning": True, "provider": "gemini",
                                  "fallback_provider": "gpt"}
     assert events[-1].event_type == "final_analysis" and events[-1].metadata["fallback_provider"] == "gpt"
+
+
+@pytest.mark.parametrize("strategy", ["react", "native-thinking"])
+def test_a_fallback_that_calls_tools_keeps_the_execution_and_its_timeline_marked(configure, strategy):
+    """The fallback's replies go through every event type a strategy writes (tool calls included), and the
+    execution's next iterations go to it without asking the failed provider again."""
+    pods = {"namespace": "prod"}
+    replies = ([react_action("Check the pods.", "k8s.get_pods", json.dumps(pods)),
+                f"Thought: That explains it.\nFinal Answer: {FINAL}"] if strategy == "react"
+               else [{"thinking": "Check the pods.", "tool_calls": [{"name": "k8s.get_pods", "arguments": pods}]},
+                     {"text": FINAL}])
+    throttled = {"error": {"message": "quota exhausted", "code": "rate_limit", "retryable": True}}
+    configure({"SreAgent": [throttled]}, strategy=strategy,
+              providers={"backup": scripted_provider({"SreAgent": replies})},
+              agents={"SreAgent": {"mcp_servers": ["k8s"], "fallback_providers": ["backup"]}})
+    execution = only_execution(start_session())
+
+    outcomes = run_to_end(execution.id)
+
+    assert [o.status for o in outcomes] == [StepStatus.CONTINUE, StepStatus.COMPLETED]
+    assert [(i.iteration, i.provider, i.success) for i in interactions(execution.id)] == [
+        (1, "scripted", False), (1, "backup", True), (2, "backup", True)]
+    events = timeline(execution.id)
+    assert [e.metadata.get("fallback_provider") for e in events if e.event_type == "error"] == ["backup"]
+    answered = [e for e in events if e.event_type in ("llm_thinking", "llm_tool_call", "final_analysis")]
+    assert {e.event_type for e in answered} >= {"llm_tool_call", "final_analysis"}
+    assert all(e.metadata.get("fallback_provider") == "backup" for e in answered), [
+        (e.event_type, e.metadata) for e in answered]

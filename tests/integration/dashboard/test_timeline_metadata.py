@@ -85,3 +85,16 @@ def test_the_running_panel_names_the_tool_being_called_for_old_and_new_rows(exec
                                    event_type="mcp_tool_call", status="streaming",
                                    metadata={"server_name": "k8s", "tool_name": "events_list"})
     assert "Now: calling k8s.events_list" in client.get("/?fragment=active").content.decode()
+
+
+def test_what_a_fallback_provider_answered_is_labelled_on_the_page(execution):
+    answered = timeline.timeline_event_create(session_id=execution.session_id, execution_id=execution.id,
+                                              event_type="final_analysis", content="The configmap is missing.",
+                                              metadata={"fallback_provider": "backup"})
+    plain = timeline.timeline_event_create(session_id=execution.session_id, execution_id=execution.id,
+                                           event_type="llm_response", content="Checking.", metadata={})
+    client = Client(REMOTE_ADDR="127.0.0.1")
+    fragments = client.get(f"/sessions/{execution.session_id}/events?ids={answered.id},{plain.id}").json()["events"]
+
+    assert "(fallback provider backup)" in fragments[str(answered.id)]
+    assert "fallback provider" not in fragments[str(plain.id)]
