@@ -79,6 +79,7 @@ def iteration_begin(execution_id: Any, iteration: int) -> AgentExecution | None:
         if stop is None and execution.current_iteration == iteration:
             executions.iteration_discard(execution_id=execution.id, iteration=iteration)
             execution.next_event_sequence = None  # numbering continues after what is left: the recorder looks it up
+            execution.stored_conversation = None  # read before the discard: the recorder reads what is left
         if stop is None:
             executions.execution_claim_iteration(execution=execution, iteration=iteration, now=now)
             return execution
@@ -96,7 +97,8 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
     if execution is None:
         return None
     recorder = DbRecorder(session_id=execution.session_id, stage_id=execution.stage_id, execution_id=execution.id,
-                          iteration=iteration, next_event_sequence=execution.next_event_sequence)
+                          iteration=iteration, next_event_sequence=execution.next_event_sequence,
+                          conversation=executions.execution_conversation(execution=execution))
     started = time.monotonic()
     try:
         ctx = build_execution_context(execution, iteration, recorder, stop_checked=True)

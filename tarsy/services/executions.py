@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 
+from agents.llm.types import ConversationMessage
 from tarsy.models import (
     TERMINAL_EXEC_STATUSES,
     AgentExecution,
@@ -40,13 +41,25 @@ _LATEST_RELATED_ALERT = Subquery(AlertOccurrence.objects.filter(session_id=Outer
 
 def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
     """The execution under its row lock (call inside a transaction), with its stage and session, its last
-    timeline sequence number (`last_event_sequence`) and its session's latest related alert
-    (`latest_related_alert`, None when there is none), in one statement."""
+    timeline sequence number (`last_event_sequence`), its session's latest related alert
+    (`latest_related_alert`, None when there is none) and, on PostgreSQL, its stored conversation (see
+    `execution_conversation`), in one statement."""
+    annotations: dict[str, Any] = {"last_event_sequence": _LAST_EVENT_SEQUENCE,
+                                   "latest_related_alert": _LATEST_RELATED_ALERT}
+    conversation = messages.conversation_annotation()
+    if conversation is not None:
+        annotations["stored_conversation"] = conversation
     claimed = list(AgentExecution.objects.select_for_update(of=("self",)).select_related("stage", "session")
-                   .annotate(last_event_sequence=_LAST_EVENT_SEQUENCE, latest_related_alert=_LATEST_RELATED_ALERT)
-                   .filter(id=execution_id)
+                   .annotate(**annotations).filter(id=execution_id)
                    .order_by())  # by primary key: no ORDER BY, as .first() would add
     return claimed[0] if claimed else None
+
+
+def execution_conversation(*, execution: AgentExecution) -> tuple[list[ConversationMessage], int] | None:
+    """The conversation (and the next message's sequence number) read with the claim, or None when the claim did
+    not read it or an interrupted attempt's messages were discarded since (see `iteration_discard`)."""
+    rows = getattr(execution, "stored_conversation", None)
+    return None if rows is None else messages.conversation_from_annotation(rows)
 
 
 def iteration_discard(*, execution_id: Any, iteration: int) -> None:

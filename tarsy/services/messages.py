@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import JSONField, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce, JSONObject
 
 from agents.llm.types import ConversationMessage
 from tarsy.models import Message
@@ -18,6 +21,10 @@ def messages_with_next_sequence(*, execution_id: Any) -> tuple[list[Conversation
     Read as plain values: every step reads the whole conversation, model instances would be built for nothing."""
     rows = Message.objects.filter(execution_id=execution_id).order_by("sequence_number").values_list(
         *_CONVERSATION_FIELDS)
+    return _conversation(rows)
+
+
+def _conversation(rows: Iterable[tuple]) -> tuple[list[ConversationMessage], int]:
     conversation, last = [], 0
     for sequence, role, content, tool_calls, tool_call_id, tool_name, provider_state in rows:
         conversation.append(ConversationMessage(
@@ -25,6 +32,24 @@ def messages_with_next_sequence(*, execution_id: Any) -> tuple[list[Conversation
             tool_name=tool_name or None, provider_state=provider_state))
         last = sequence
     return conversation, last + 1
+
+
+def conversation_annotation() -> Coalesce | None:
+    """The whole conversation of the annotated execution as one JSON value, so the iteration's claim reads it in
+    its own statement (PostgreSQL: jsonb_agg). None elsewhere (SQLite, embedded): the step reads it itself."""
+    if connection.vendor != "postgresql":
+        return None
+    from django.contrib.postgres.aggregates import JSONBAgg
+
+    rows = (Message.objects.filter(execution_id=OuterRef("pk")).order_by().values("execution_id")
+            .annotate(rows=JSONBAgg(JSONObject(**{f: f for f in _CONVERSATION_FIELDS}))).values("rows"))
+    return Coalesce(Subquery(rows), Value([], output_field=JSONField()), output_field=JSONField())
+
+
+def conversation_from_annotation(rows: list[dict[str, Any]]) -> tuple[list[ConversationMessage], int]:
+    """What `conversation_annotation` read, as `messages_with_next_sequence` returns it."""
+    ordered = sorted(rows, key=lambda row: row["sequence_number"])
+    return _conversation(tuple(row[f] for f in _CONVERSATION_FIELDS) for row in ordered)
 
 
 @transaction.atomic(savepoint=False)  # joins the caller's batch without a savepoint

@@ -30,17 +30,18 @@ from .. import interactions, messages, timeline
 
 class WriteBatch:
     def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int,
-                 next_event_sequence: int | None = None):
-        """`next_event_sequence`: the execution's next timeline sequence number when the caller knows it
-        (looked up otherwise)."""
+                 next_event_sequence: int | None = None,
+                 conversation: tuple[list[ConversationMessage], int] | None = None):
+        """`next_event_sequence`: the execution's next timeline sequence number, and `conversation`: the stored
+        conversation with the next message's sequence number, when the caller has read them (the claim does);
+        looked up otherwise."""
         self.session_id = session_id
         self.stage_id = stage_id
         self.execution_id = execution_id
         self.iteration = iteration
         self.usage = interactions.UsageTally()  # the whole iteration's, not cleared by a write
         self._next_event_sequence = next_event_sequence
-        self._conversation: list[ConversationMessage] | None = None
-        self._next_message_sequence = 1
+        self._conversation, self._next_message_sequence = conversation or (None, 1)
         self._writes: list[Callable[[], Any]] = []
         self._messages: list[ConversationMessage] = []
         self._messages_start = 1
