@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 
@@ -94,21 +94,44 @@ def execution_lease_release(*, execution_id: Any, iteration: int) -> None:
 def iteration_complete(*, execution_id: Any, iteration: int, consecutive_timeouts: int,
                        last_interaction_failed: bool, recorded: WriteBatch | None = None) -> bool:
     """Compare-and-set: iteration `iteration` is done (once), its lease released. Call inside a transaction:
-    with the completion go the step's last `recorded` rows and its tokens — the one place usage is applied,
-    to the execution in this UPDATE and to the session next to it. False when another task already completed
-    it (then nothing is written)."""
+    with the completion go the step's last `recorded` rows and its usage — the one place usage is applied, to
+    the execution and its session alike. False when another task already completed it (then nothing is
+    written)."""
     usage = recorded.usage if recorded is not None else interactions.UsageTally()
-    done = AgentExecution.objects.filter(id=execution_id, iterations_completed=iteration - 1).update(
-        iterations_completed=iteration, consecutive_timeouts=consecutive_timeouts,
-        last_interaction_failed=last_interaction_failed, last_heartbeat_at=timezone.now(),
-        lease_expires_at=None, **usage.changes(),
-    )
-    if not done:
-        return False
-    if recorded is not None:
+    completion = {"iterations_completed": iteration, "consecutive_timeouts": consecutive_timeouts,
+                  "last_interaction_failed": last_interaction_failed, "last_heartbeat_at": timezone.now(),
+                  "lease_expires_at": None}
+    if recorded is not None and connection.vendor == "postgresql" and (usage.changes() or usage.interacted):
+        done = _complete_with_session_usage(execution_id, iteration, completion, usage)
+    else:
+        done = bool(AgentExecution.objects.filter(id=execution_id, iterations_completed=iteration - 1).update(
+            **completion, **usage.changes()))
+        if done and recorded is not None:
+            interactions.usage_apply_session(session_id=recorded.session_id, usage=usage)
+    if done and recorded is not None:
         recorded.write()
-        interactions.usage_apply_session(session_id=recorded.session_id, usage=usage)
-    return True
+    return done
+
+
+def _complete_with_session_usage(execution_id: Any, iteration: int, completion: dict[str, Any],
+                                 usage: interactions.UsageTally) -> bool:
+    """The compare-and-set and both rows' usage in one statement (PostgreSQL: an UPDATE in a WITH clause, which
+    the ORM cannot write); the execution row is locked first, as everywhere. Elsewhere two UPDATEs do the same."""
+    execution_table, session_table = AgentExecution._meta.db_table, AlertSession._meta.db_table
+    columns = list(completion)
+    sets = [f"{c} = %s" for c in columns] + [f"{f} = {f} + %s" for f in interactions.TOTAL_FIELDS]
+    session_sets = [f"{f} = {session_table}.{f} + %s" for f in interactions.TOTAL_FIELDS]
+    session_sets.append(f"last_interaction_at = {'%s' if usage.interacted else 'last_interaction_at'}")
+    sql = (f"WITH done AS (UPDATE {execution_table} SET {', '.join(sets)} "
+           f"WHERE id = %s AND iterations_completed = %s RETURNING session_id) "
+           f"UPDATE {session_table} SET {', '.join(session_sets)} FROM done WHERE {session_table}.id = done.session_id")
+    totals = [usage.totals[f] for f in interactions.TOTAL_FIELDS]
+    params = [completion[c] for c in columns] + totals + [execution_id, iteration - 1] + totals
+    if usage.interacted:
+        params.append(timezone.now())
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount == 1
 
 
 def execution_mark_terminal(*, execution_id: Any, status: str, error: str = "", final_analysis: str = "") -> int | None:
