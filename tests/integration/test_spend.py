@@ -198,3 +198,23 @@ def test_tool_calls_past_the_budget_in_one_reply_are_refused_and_the_next_iterat
         == ["forced_conclusion"]
     assert done.final_analysis == "Two probes answered; the third was not run."
     assert done.budget_reached["kind"] == "tool_calls"
+
+
+@pytest.mark.timeout(120)
+def test_cost_budget_forces_the_conclusion_once_the_session_has_spent_it(config_dir, worker):
+    look = {"text": LOOK, "usage": {"input_tokens": 1000}}  # 1000 × 1.50 / 1e6 = 0.0015 per iteration
+    script = {"KubernetesAgent": [look, look, {"text": FINAL.format("Concluded on budget.")}],
+              "executive_summary": ["Concluded on budget."]}
+    write_config(config_dir, tarsy={"defaults": {"llm_provider": "priced", "budget": {"cost_usd": "0.003"}},
+                                    "agents": {"KubernetesAgent": {"mcp_servers": []}}},
+                 providers={"priced": _priced(script)})
+    proc = worker(concurrency=1)
+    (done,) = wait_terminal([session_submit(alert_type="kubernetes", data="pod web-1 OOMKilled").id], 90, proc)
+
+    assert done.status == "completed", done.error_message
+    # Two iterations spend 0.003: the third starts at the limit and is the forced conclusion.
+    assert list(LLMInteraction.objects.filter(session=done).exclude(interaction_type="executive_summary")
+                .order_by("iteration").values_list("interaction_type", flat=True)) == [
+        "iteration", "iteration", "forced_conclusion"]
+    assert (done.budget_reached["kind"], done.budget_reached["used"]) == ("cost_usd", 0.003)
+    assert done.final_analysis == "Concluded on budget."
