@@ -91,3 +91,17 @@ def test_the_quality_page_draws_distributions_and_agreement():
     assert 'id="kpi-sessions">3<' in html
     assert "red_herring" in html
     assert "cdn" not in html.lower()
+
+
+def test_the_scoring_call_shows_in_the_trace_view():
+    from tarsy.models import LLMInteraction
+
+    session = _session()
+    LLMInteraction.objects.create(session=session, execution=None, iteration=0, interaction_type="scoring",
+                                  provider="scorer", model="judge-1", conversation=[
+                                      {"role": "system", "content": "You review the final analysis"},
+                                      {"role": "assistant", "content": '{"score": 70}'}])
+    response = Client(REMOTE_ADDR="127.0.0.1").get(f"/sessions/{session.id}/trace")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "scoring" in html and "judge-1" in html and "You review the final analysis" in html
