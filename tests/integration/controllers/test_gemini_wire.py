@@ -81,3 +81,28 @@ def test_thought_signatures_go_back_and_the_forced_conclusion_binds_no_tools(con
     replayed = [part for content in forced.body["contents"] for part in content["parts"] if "functionCall" in part]
     assert [(p["functionCall"]["name"], p["thoughtSignature"]) for p in replayed] == [("k8s__get_pods", "c2lnLTE=")]
     assert [i.interaction_type for i in interactions(execution.id)] == ["iteration", "forced_conclusion"]
+
+
+def test_the_same_gemini_provider_serves_react_through_google_genai_without_native_tools(configure, gemini):
+    """The adapter follows the provider, not the strategy: ReAct on a Gemini provider speaks google-genai (its
+    thinking streams like native thinking's), and asks for none of the provider's server-side tools."""
+    provider = {"type": "google", "model": "gemini-2.5-pro", "api_key_env": KEY_ENV, "base_url": gemini.url,
+                "native_tools": {"google_search": True}}
+    chain = {"gemini": {"alert_types": ["gemini-alert"],
+                        "stages": [{"name": "investigate", "agents": [{"name": "GeminiAgent"}]}]}}
+    configure({"default": ["unused"]}, strategy="react", providers={"gemini": provider},
+              agents={"GeminiAgent": {"llm_provider": "gemini", "mcp_servers": []}}, chains=chain)
+    gemini.queue({"parts": [{"text": "The pod restarts.", "thought": True},
+                            {"text": "Thought: it is the configmap.\nFinal Answer: app-config is missing."}]})
+    execution = only_execution(start_session("gemini-alert"))
+
+    outcomes = run_to_end(execution.id)
+
+    assert [o.status for o in outcomes] == [StepStatus.COMPLETED]
+    assert outcomes[0].final_analysis == "app-config is missing."
+    (request,) = gemini.requests
+    assert request.path.endswith(":streamGenerateContent") and "tools" not in request.body
+    assert request.body["generationConfig"]["thinkingConfig"]["include_thoughts"] is True
+    thinking = [e for e in timeline(execution.id) if e.event_type == "llm_thinking"]
+    assert [(e.content, e.metadata["source"]) for e in thinking] == [("The pod restarts.", "native"),
+                                                                      ("it is the configmap.", "react")]
