@@ -143,6 +143,8 @@ def daily_limit_reached() -> bool:
 
 def daily_limit_warning() -> str | None:
     """The system warning while the limit holds investigations back, else None."""
+    if get_config().system.daily_spend_limit_usd is None:
+        return None  # no limit: every page render and warnings probe skips the sum
     state = daily_spend()
     if not state.reached:
         return None
