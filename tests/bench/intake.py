@@ -23,7 +23,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import time
+from pathlib import Path
 
 from tests.bench import harness
 
@@ -84,6 +86,24 @@ async def _load(targets: list[tuple[str, int]], concurrency: int, seconds: float
     return latencies, accepted, errors, time.monotonic() - started
 
 
+def _tree_cpu_s(root: int) -> float:
+    """CPU time (user + system) of `root` and its descendants, from /proc: the web tier's cost, whatever the
+    wall clock of a shared host says."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    pending, total = [root], 0.0
+    while pending:
+        pid = pending.pop()
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2:].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                pending += [int(c) for c in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=30)
@@ -122,7 +142,10 @@ def main(argv: list[str] | None = None) -> dict:
         return started
 
     workers = start_workers() if args.workers_during_load else []
+    cpu_before = sum(_tree_cpu_s(child.popen.pid) for child, _base in servers)
     latencies, accepted, errors, elapsed = asyncio.run(_load(targets, args.concurrency, args.seconds))
+    server_cpu_s = sum(_tree_cpu_s(child.popen.pid) for child, _base in servers) - cpu_before
+    cpu_per_post = server_cpu_s * 1000 / max(len(accepted), 1)
     rps = len(latencies) / elapsed
     print(f"  load: {len(latencies)} requests in {elapsed:.1f} s, {len(accepted)} accepted, {len(errors)} errors"
           f"{' e.g. ' + errors[0] if errors else ''}", flush=True)
@@ -160,11 +183,12 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"  accepted {len(accepted)}; sessions by status {by_status}; drained in {drain_s:.0f} s "
           f"({len(accepted) / max(drain_s, 1e-9):.1f} sessions/s with {args.workers} x {args.worker_concurrency} "
           f"worker processes); lost {lost}; unfinished {unfinished}")
+    print(f"  server CPU {server_cpu_s:.1f} s over the load: {cpu_per_post:.2f} ms per accepted POST")
     print(f"  machine: {harness.machine()}")
     figures = {"benchmark": "intake", "rps": round(rps, 1), "p50_ms": round(s["p50"], 2), "p99_ms": round(s["p99"], 2),
                "lost": lost, "accepted": len(accepted), "errors": len(errors), "unfinished": unfinished,
                "servers": args.servers, "server": args.server, "processes": processes,
-               "drain_s": round(drain_s, 1),
+               "drain_s": round(drain_s, 1), "server_cpu_ms_per_post": round(cpu_per_post, 2),
                "machine": harness.machine()}
     harness.emit(figures)
     return figures
