@@ -131,6 +131,7 @@ if DATABASE_URL:
     if web_process:
         # max_size bounds this process's connections (size PostgreSQL for web processes × max_size); a request
         # finding none free waits up to `timeout` seconds, then fails rather than queueing forever.
+        DATABASES["default"]["ENGINE"] = "tarsy.db.postgresql"  # its pool checks a borrowed connection for free
         DATABASES["default"]["OPTIONS"]["pool"] = {
             "min_size": _env_number("TARSY_WEB_DB_POOL_MIN", 2),
             "max_size": _env_number("TARSY_WEB_DB_POOL_MAX", 10),

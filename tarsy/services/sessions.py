@@ -133,8 +133,11 @@ def session_receive(
     alert = _alert_validate(data=data, alert_type=alert_type, runbook=runbook, mcp=mcp, author=author,
                             fingerprint=fingerprint, severity=severity, group_key=group_key)
     with transaction.atomic():
-        occurrences.alert_identity_lock(alert_type=alert.alert_type, fingerprint=alert.fingerprint,
-                                        chain_id=alert.chain_id, group_key=alert.group_key)
+        # Only the look-ups below need posts serialised: a chain without dedup never looks for a session by
+        # fingerprint, so its alerts (however alike) are taken in parallel.
+        occurrences.alert_identity_lock(alert_type=alert.alert_type, chain_id=alert.chain_id,
+                                        fingerprint=alert.fingerprint if alert.dedup_window is not None else "",
+                                        group_key=alert.group_key)
         receipt = _attach_to_existing(alert)
         if receipt is None:
             receipt = AlertReceipt(session=_session_create(alert))

@@ -1,0 +1,1 @@
+"""Database backends of TARSy's own (see tarsy.db.postgresql)."""
