@@ -11,25 +11,26 @@ from agents.mcp.summarizer import ResultSummarizer, SummarizationError
 
 from .conftest import PROVIDER, InMemoryRecorder, ScriptedLLM
 
-DEADLINE = time.time() + 600
 
-
-def summarizer(recorder: InMemoryRecorder, llm: ScriptedLLM) -> ResultSummarizer:
+def summarizer(recorder: InMemoryRecorder, llm: ScriptedLLM, deadline: float | None = None) -> ResultSummarizer:
+    """A deadline ten minutes from the call (not from collection: a full run takes longer than that)."""
     return ResultSummarizer(target=LLMTarget(name="test", config=PROVIDER, adapter=llm), recorder=recorder,
                             investigation_so_far=lambda: "Node ip-10-0-1-5 reports DiskPressure.",
-                            agent_name="KubernetesAgent", execution_id="exec-9", iteration=2, deadline=DEADLINE)
+                            agent_name="KubernetesAgent", execution_id="exec-9", iteration=2,
+                            deadline=deadline or time.time() + 600)
 
 
 def test_the_summary_request_carries_the_result_and_the_investigation() -> None:
     recorder, llm = InMemoryRecorder(), ScriptedLLM(text="Disk is 97% full on /var/lib/docker.")
+    deadline = time.time() + 600
 
-    summary = summarizer(recorder, llm).summarize("k8s", "node_describe", "df output ...", max_tokens=250)
+    summary = summarizer(recorder, llm, deadline).summarize("k8s", "node_describe", "df output ...", max_tokens=250)
 
     assert summary == "Disk is 97% full on /var/lib/docker."
     (request,) = llm.requests
     assert (request.interaction_type, request.max_output_tokens, request.tools) == ("summarization", 250, [])
     assert (request.agent_name, request.execution_id, request.iteration, request.deadline) == ("KubernetesAgent",
-                                                                                            "exec-9", 2, DEADLINE)
+                                                                                            "exec-9", 2, deadline)
     sent = "\n".join(m.content for m in request.messages)
     assert "df output ..." in sent and "DiskPressure" in sent and "k8s.node_describe" in sent
     (record,) = recorder.llm
