@@ -21,21 +21,11 @@ from tarsy.intake import payloads, signatures
 from tarsy.intake.items import Batch
 from tarsy.links import session_url
 from tarsy.services import intake as intake_service
-from tarsy.services.errors import ServiceError, ValidationFailed
+from tarsy.services.errors import NotFound, ServiceUnavailable, ValidationFailed
 
 from .base import AUTH_ERRORS, JsonAPIView, errors
 
 log = logging.getLogger("tarsy.api")
-
-
-class SourceUnavailable(ServiceError):
-    status_code = 503
-    error = "service_unavailable"
-
-
-class SourceDisabled(ServiceError):
-    status_code = 404
-    error = "not_found"
 
 
 class WebhookSource:
@@ -83,13 +73,13 @@ class WebhookView(JsonAPIView):
         """The source's secret; None when it has none (the auth mode applies)."""
         settings = intake_service.source_config(self.source)
         if not settings.enabled:
-            raise SourceDisabled(f"{self.source} intake is disabled")
+            raise NotFound(f"{self.source} intake is disabled")
         if not settings.secret_env:
             return None
         secret = os.environ.get(settings.secret_env, "")
         if not secret:
             log.error("%s intake: %s is not set; refusing its webhooks", self.source, settings.secret_env)
-            raise SourceUnavailable(f"{self.source} intake is not ready: its secret is not configured")
+            raise ServiceUnavailable(f"{self.source} intake is not ready: its secret is not configured")
         return secret
 
     def credential_valid(self, request, secret: str) -> bool:

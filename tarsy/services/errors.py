@@ -33,3 +33,8 @@ class Conflict(ServiceError):
 class PayloadTooLarge(ServiceError):
     status_code = 413
     error = "payload_too_large"
+
+
+class ServiceUnavailable(ServiceError):
+    status_code = 503
+    error = "service_unavailable"

@@ -131,7 +131,7 @@ class Fanout:
 
     async def _read(self) -> None:
         """The one reader of this process: each frame is decoded once, then written to the local sockets."""
-        prefix = f"{settings.EVENTS_PREFIX}:events:"
+        prefix = redis_channel("")
         while self._pubsub is not None:  # cancelled when the last channel is unsubscribed
             pubsub = self._pubsub
             try:
