@@ -77,14 +77,14 @@ GROUP_VERSIONS = {"alertmanager": "4", "grafana": "1"}
 
 def _validate(model: type[BaseModel], body: Any, source: str) -> Any:
     if not isinstance(body, dict):
-        raise PayloadInvalid(f"not a {source} webhook payload", {"body": ["Expected a JSON object."]})
+        raise PayloadInvalid(f"the body is not a valid {source} webhook payload", {"body": ["Expected a JSON object."]})
     try:
         return model.model_validate(body)
     except ValidationError as exc:
         detail: dict[str, list[str]] = {}
         for error in exc.errors():
             detail.setdefault(".".join(str(p) for p in error["loc"]) or "body", []).append(error["msg"])
-        raise PayloadInvalid(f"not a {source} webhook payload", detail) from None
+        raise PayloadInvalid(f"the body is not a valid {source} webhook payload", detail) from None
 
 
 def _labels_fingerprint(labels: dict[str, str]) -> str:
