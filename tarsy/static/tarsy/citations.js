@@ -38,7 +38,9 @@
     if (!node) return;  // not on this page: the href still points at it
     e.preventDefault();
     reveal(node);
-    node.scrollIntoView({behavior: "smooth", block: "center"});
+    // An instant scroll, on the next frame: revealing switches a tab and opens the result, and a smooth scroll
+    // started before that layout settles (or interrupted by it) can stop short of the evidence.
+    requestAnimationFrame(() => node.scrollIntoView({block: "center"}));
     node.focus({preventScroll: true});
     highlight(node);
     history.replaceState(null, "", `#event-${link.dataset.citeEvent}`);
