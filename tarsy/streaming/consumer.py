@@ -87,6 +87,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         self.channels_joined: set[str] = set()
         self._replayed: dict[str, set[int]] = {}  # ids a catch-up sent, so queued live copies are not repeated
         self._counted = False
+        self._write_frame = self.scope.get("tarsy.frame_writer")  # uvicorn: live frames skip ASGI (frames.py)
         if not await database_sync_to_async(websocket_allowed)(self.scope):
             await self.close(code=REFUSED_CODE)
             return
@@ -161,10 +162,12 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         for event in events:
             await self.send_json(event)
 
-    async def deliver(self, channel: str, event_id: int | None, text: str) -> None:
-        """A live event from the fan-out, already encoded: straight to the socket, unless catch-up sent it."""
+    async def deliver(self, channel: str, event_id: int | None, text: str, frame: bytes) -> None:
+        """A live event from the fan-out, already encoded and framed: straight to the socket, unless catch-up sent
+        it. Through ASGI `send` when the frame cannot be written directly (frames.py)."""
         replayed = self._replayed.get(channel)
         if replayed and event_id in replayed:
             replayed.discard(event_id)
             return
-        await self.base_send({"type": "websocket.send", "text": text})
+        if self._write_frame is None or not self._write_frame(frame):
+            await self.base_send({"type": "websocket.send", "text": text})

@@ -4,8 +4,8 @@ Channels' per-consumer path costs about 115 µs per frame per subscriber here: e
 queue, decodes the layer's message itself and wakes through `await_many_dispatch`, which makes a new task
 per message. A session watched by 100 browsers pays that 100 times per event. Instead, each web process holds
 one Redis subscription per channel that has local subscribers, reads each frame once, and writes the event's
-JSON (encoded once, by the publisher) to every local socket in turn. Channels still runs the protocol, the
-consumers and the auth.
+JSON (encoded once, by the publisher) to every local socket in turn, as one WebSocket frame built once
+(frames.py). Channels still runs the protocol, the consumers and the auth.
 
 The wire frame is `<event_id>\\n<json>` (the id is empty for transient events): the consumer needs the id to
 drop a live copy of an event its catch-up already sent, without parsing the JSON.
@@ -22,6 +22,8 @@ from typing import Protocol
 
 from django.conf import settings
 
+from .frames import text_frame
+
 log = logging.getLogger(__name__)
 
 READ_TIMEOUT_S = 1.0  # how long the reader waits for a frame before re-checking that it still has channels
@@ -31,7 +33,7 @@ RETRY_DELAY_S = 0.5  # after a Redis error; redis-py reconnects and re-subscribe
 class Sink(Protocol):
     """A local subscriber (the WebSocket consumer)."""
 
-    async def deliver(self, channel: str, event_id: int | None, text: str) -> None: ...
+    async def deliver(self, channel: str, event_id: int | None, text: str, frame: bytes) -> None: ...
 
 
 def redis_channel(channel: str) -> str:
@@ -82,9 +84,13 @@ class Fanout:
     async def deliver(self, channel: str, event_id: int | None, text: str) -> None:
         """Write one event to every local subscriber of `channel`, in subscription-independent order. A socket
         that fails is dropped; the others still get the event."""
-        for sink in tuple(self._sinks.get(channel, ())):
+        sinks = self._sinks.get(channel)
+        if not sinks:
+            return
+        frame = text_frame(text)
+        for sink in tuple(sinks):
             try:
-                await sink.deliver(channel, event_id, text)
+                await sink.deliver(channel, event_id, text, frame)
             except Exception:  # a socket closing under us; its consumer's disconnect leaves properly
                 log.debug("dropping a subscriber of %s after a failed write", channel, exc_info=True)
                 self._sinks.get(channel, set()).discard(sink)

@@ -60,7 +60,7 @@ class _Sink:
     def __init__(self, fail: bool = False):
         self.fail, self.got = fail, []
 
-    async def deliver(self, channel, event_id, text):
+    async def deliver(self, channel, event_id, text, frame):
         if self.fail:
             raise ConnectionResetError("socket gone")
         self.got.append((event_id, text))
