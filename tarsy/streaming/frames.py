@@ -6,10 +6,11 @@ kernel's write). A server's frames are unmasked, so a text frame's bytes are the
 
 No ASGI API writes raw frames, so the fast path is taken only where it is known to be right: uvicorn's
 websockets-sansio protocol (the production server, tests/support/processes.py UVICORN_OPTIONS), with no extension
-negotiated (per-message deflate is off), while the connection is open and its transport is below the high-water
-mark. Anything else — a closing or closed socket, backpressure, another server (daphne, Channels' test
-communicator) — goes through ASGI `send`, which waits, raises or frames exactly as before. Every write is a whole
-frame on the event loop's thread, so frames never interleave with the protocol's own (pings, close).
+negotiated (with per-message deflate on, each socket compresses its own frames), while the connection is open and
+its transport is below the high-water mark. Anything else — a closing or closed socket, backpressure, another server
+(daphne, Channels' test communicator) — goes through ASGI `send`, which waits, raises or frames exactly as before.
+Every write is a whole frame on the event loop's thread, so frames never interleave with the protocol's own (pings,
+close).
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ def frame_writer(send: Any) -> FrameWriter | None:
         return None
 
     def write(frame: bytes) -> bool:
-        if (protocol.close_sent or protocol.disconnected or not protocol.writable.is_set()
-                or protocol.conn.state is not State.OPEN or protocol.conn.extensions
-                or protocol.transport.is_closing()):
+        # Closing (either side) leaves OPEN; a lost connection closes the transport; `writable` is uvicorn's
+        # backpressure flag (cleared above the transport's high-water mark, where ASGI `send` waits).
+        if (protocol.conn.state is not State.OPEN or protocol.transport.is_closing() or not protocol.writable.is_set()
+                or protocol.conn.extensions):
             return False
         protocol.transport.write(frame)
         return True
