@@ -162,12 +162,16 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         for event in events:
             await self.send_json(event)
 
-    async def deliver(self, channel: str, event_id: int | None, text: str, frame: bytes) -> None:
-        """A live event from the fan-out, already encoded and framed: straight to the socket, unless catch-up sent
-        it. Through ASGI `send` when the frame cannot be written directly (frames.py)."""
+    async def deliver(self, channel: str, events: list[tuple[int | None, str]], frames: bytes) -> None:
+        """Live events from the fan-out, already encoded and framed: straight to the socket in one write, unless
+        catch-up sent some of them. Through ASGI `send` when the frames cannot be written directly (frames.py)."""
         replayed = self._replayed.get(channel)
-        if replayed and event_id in replayed:
-            replayed.discard(event_id)
-            return
-        if self._write_frame is None or not self._write_frame(frame):
-            await self.base_send({"type": "websocket.send", "text": text})
+        if replayed and any(event_id in replayed for event_id, _ in events):
+            for event_id, text in events:
+                if event_id in replayed:
+                    replayed.discard(event_id)
+                else:
+                    await self.base_send({"type": "websocket.send", "text": text})
+        elif self._write_frame is None or not self._write_frame(frames):
+            for _, text in events:
+                await self.base_send({"type": "websocket.send", "text": text})

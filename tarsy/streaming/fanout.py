@@ -7,8 +7,10 @@ one Redis subscription per channel that has local subscribers, reads each frame 
 JSON (encoded once, by the publisher) to every local socket in turn, as one WebSocket frame built once
 (frames.py). Channels still runs the protocol, the consumers and the auth.
 
-The wire frame is `<event_id>\\n<json>` (the id is empty for transient events): the consumer needs the id to
-drop a live copy of an event its catch-up already sent, without parsing the JSON.
+A Redis message carries the events of one commit on one channel, as `<event_id>\\n<json>` lines (the id is
+empty for transient events; JSON text has no raw newline): the consumer needs the id to drop a live copy of an
+event its catch-up already sent, without parsing the JSON. Events that commit together reach each socket in one
+write: about half of an investigation's persistent events commit in pairs (a step completed, the next created).
 
 One `Fanout` per event loop (`fanout_for_loop`): uvicorn runs one loop per process; tests run one per test.
 """
@@ -16,8 +18,10 @@ One `Fanout` per event loop (`fanout_for_loop`): uvicorn runs one loop per proce
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import weakref
+from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 from django.conf import settings
@@ -30,23 +34,32 @@ READ_TIMEOUT_S = 1.0  # how long the reader waits for a frame before re-checking
 RETRY_DELAY_S = 0.5  # after a Redis error; redis-py reconnects and re-subscribes on the next read
 
 
+Event = tuple[int | None, str]  # event id (None: transient), JSON text
+
+
 class Sink(Protocol):
     """A local subscriber (the WebSocket consumer)."""
 
-    async def deliver(self, channel: str, event_id: int | None, text: str, frame: bytes) -> None: ...
+    async def deliver(self, channel: str, events: list[Event], frames: bytes) -> None: ...
 
 
 def redis_channel(channel: str) -> str:
     return f"{settings.EVENTS_PREFIX}:events:{channel}"
 
 
-def encode_frame(event_id: int | None, text: str) -> bytes:
-    return f"{'' if event_id is None else event_id}\n{text}".encode()
+def by_channel(frames: Iterable[tuple[str, int | None, str]]) -> Iterator[tuple[str, list[Event]]]:
+    """Consecutive (channel, event id, text) frames grouped by channel, in order."""
+    for channel, group in itertools.groupby(frames, key=lambda frame: frame[0]):
+        yield channel, [(event_id, text) for _, event_id, text in group]
 
 
-def decode_frame(frame: bytes) -> tuple[int | None, str]:
-    head, _, body = frame.partition(b"\n")
-    return (int(head) if head else None), body.decode()
+def encode_events(events: list[Event]) -> bytes:
+    return "\n".join(f"{'' if event_id is None else event_id}\n{text}" for event_id, text in events).encode()
+
+
+def decode_events(message: bytes) -> list[Event]:
+    lines = message.decode().split("\n")
+    return [(int(head) if head else None, text) for head, text in zip(lines[::2], lines[1::2], strict=True)]
 
 
 class Fanout:
@@ -81,16 +94,16 @@ class Fanout:
                     if channel in self._subscribed and not self._sinks.get(channel):
                         await self._redis_unsubscribe(channel)
 
-    async def deliver(self, channel: str, event_id: int | None, text: str) -> None:
-        """Write one event to every local subscriber of `channel`, in subscription-independent order. A socket
-        that fails is dropped; the others still get the event."""
+    async def deliver(self, channel: str, events: list[Event]) -> None:
+        """Write events (in order) to every local subscriber of `channel`, in subscription-independent order. A
+        socket that fails is dropped; the others still get the events."""
         sinks = self._sinks.get(channel)
         if not sinks:
             return
-        frame = text_frame(text)
+        frames = b"".join(text_frame(text) for _, text in events)
         for sink in tuple(sinks):
             try:
-                await sink.deliver(channel, event_id, text, frame)
+                await sink.deliver(channel, events, frames)
             except Exception:  # a socket closing under us; its consumer's disconnect leaves properly
                 log.debug("dropping a subscriber of %s after a failed write", channel, exc_info=True)
                 self._sinks.get(channel, set()).discard(sink)
@@ -106,8 +119,8 @@ class Fanout:
 
     async def _drain_local(self, queue: asyncio.Queue) -> None:
         while True:
-            for channel, event_id, text in await queue.get():
-                await self.deliver(channel, event_id, text)
+            for channel, events in by_channel(await queue.get()):
+                await self.deliver(channel, events)
 
     # ---- Redis --------------------------------------------------------------------------------------------
 
@@ -151,8 +164,7 @@ class Fanout:
             if message is None or message.get("type") != "message":
                 continue
             name = message["channel"].decode()
-            event_id, text = decode_frame(message["data"])
-            await self.deliver(name[len(prefix):], event_id, text)
+            await self.deliver(name[len(prefix):], decode_events(message["data"]))
 
 
 _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Fanout] = weakref.WeakKeyDictionary()

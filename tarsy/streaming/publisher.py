@@ -6,7 +6,7 @@ cursor) and sent on commit from the stored row. Transient `stream.chunk`
 events are sent at once and never stored.
 
 Each event's JSON is encoded once, here. With Redis, the events of one commit
-go out as PUBLISHes in one pipeline, from the committing thread: a round trip
+go out as one PUBLISH per channel, in one pipeline, from the committing thread: a round trip
 of ~0.1 ms, where a hand-off to a sender thread waited for the GIL behind the
 busy worker thread (up to the 5 ms switch interval). Web processes subscribe
 once per channel and write the frame to their sockets (fanout.py). Without
@@ -32,7 +32,7 @@ from django.db import transaction
 from tarsy.models import Event
 from tarsy.services.events import events_store
 
-from .fanout import encode_frame, fanout_for_loop, redis_channel
+from .fanout import by_channel, encode_events, fanout_for_loop, redis_channel
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +81,8 @@ def _send(frames: list[Frame]) -> None:
         return
     try:
         pipe = _redis_client().pipeline(transaction=False)
-        for channel, event_id, text in frames:
-            pipe.publish(redis_channel(channel), encode_frame(event_id, text))
+        for channel, events in by_channel(frames):
+            pipe.publish(redis_channel(channel), encode_events(events))
         pipe.execute()
     except Exception:
         _paused_until = time.monotonic() + PAUSE_AFTER_FAILURE_S

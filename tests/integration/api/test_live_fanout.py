@@ -4,6 +4,7 @@ gets each event, a socket that fails costs the others nothing, and the subscript
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 import redis
@@ -11,7 +12,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connections
 
-from tarsy.streaming.fanout import Fanout, fanout_for_loop, redis_channel
+from tarsy.streaming.fanout import Fanout, by_channel, decode_events, encode_events, fanout_for_loop, redis_channel
 from tests.integration.api.test_websocket_consumer import add_events, connect, new_session
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True), pytest.mark.timeout(30)]
@@ -56,14 +57,25 @@ async def test_many_sockets_share_one_subscription_and_all_get_every_event():
     assert redis_subscribers(channel) == 0
 
 
+def test_the_events_of_one_commit_travel_as_one_message_per_channel_in_order():
+    texts = [json.dumps({"type": "t", "text": "line one\nline two — ü"}, ensure_ascii=False), '{"type": "chunk"}']
+    frames = [("session:a", 1, texts[0]), ("session:a", None, texts[1]), ("sessions", 2, texts[0]),
+              ("session:a", 3, texts[1])]
+    grouped = list(by_channel(frames))
+    assert grouped == [("session:a", [(1, texts[0]), (None, texts[1])]), ("sessions", [(2, texts[0])]),
+                       ("session:a", [(3, texts[1])])]
+    for _, events in grouped:
+        assert decode_events(encode_events(events)) == events
+
+
 class _Sink:
     def __init__(self, fail: bool = False):
         self.fail, self.got = fail, []
 
-    async def deliver(self, channel, event_id, text, frame):
+    async def deliver(self, channel, events, frames):
         if self.fail:
             raise ConnectionResetError("socket gone")
-        self.got.append((event_id, text))
+        self.got.extend(events)
 
 
 async def test_a_failing_socket_is_dropped_and_the_others_still_get_the_event():
@@ -71,8 +83,8 @@ async def test_a_failing_socket_is_dropped_and_the_others_still_get_the_event():
     good, bad, other = _Sink(), _Sink(fail=True), _Sink()
     for sink in (good, bad, other):
         fanout._sinks.setdefault("sessions", set()).add(sink)  # local sinks only: no Redis needed here
-    await fanout.deliver("sessions", 7, '{"n": 1}')
-    await fanout.deliver("sessions", 8, '{"n": 2}')
+    await fanout.deliver("sessions", [(7, '{"n": 1}')])
+    await fanout.deliver("sessions", [(8, '{"n": 2}')])
     assert good.got == other.got == [(7, '{"n": 1}'), (8, '{"n": 2}')]
     assert bad not in fanout._sinks["sessions"]
 
