@@ -20,7 +20,7 @@ type and event id read from the head of each frame (`{"type": …, "event_id":
 …`, the server's key order) instead of decoding all of it: the client
 processes' CPU over a run fell from 1.2–1.8 s to 0.5–0.85 s. The earlier
 client (asyncio, a `wait_for` per frame, `json.loads` of every frame) gives
-the same server a p50 several times higher on a busy host: the README's
+the same server a p50 2–4 times higher on a busy host: the README's
 table has both.
 
     python -m tests.bench.ws_fanout [--subscribers 100] [--iterations 10] [--processes 2] [--client-processes 4]
