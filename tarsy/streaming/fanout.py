@@ -11,6 +11,7 @@ A Redis message carries the events of one commit on one channel, as `<event_id>\
 empty for transient events; JSON text has no raw newline): the consumer needs the id to drop a live copy of an
 event its catch-up already sent, without parsing the JSON. Events that commit together reach each socket in one
 write: about half of an investigation's persistent events commit in pairs (a step completed, the next created).
+A one-event message reads the same in the earlier one-event format, so web processes roll out before workers.
 
 One `Fanout` per event loop (`fanout_for_loop`): uvicorn runs one loop per process; tests run one per test.
 """
