@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from agents.config.schema import AlertMaskingConfig
 from tarsy.config import get_config
+from tarsy.db.inserts import insert_prepare
 from tarsy.metrics import SESSIONS_SUBMITTED, SESSIONS_TERMINAL
 from tarsy.models import (
     ACTIVE_SESSION_STATUSES,
@@ -51,13 +52,20 @@ def session_status_payload(session: AlertSession) -> dict[str, Any]:
     }
 
 
-def publish_session_status(session: AlertSession, event_type: str = "session.status") -> None:
-    session_status_changed.send(sender=AlertSession, session=session)
+def publish_session_status(session: AlertSession, event_type: str = "session.status", *, new: bool = False) -> None:
+    """Signal and publish the session's status. `new`: the session is not stored yet; it is, by the statement that
+    stores the event, before the signal (whose receivers see the stored session)."""
+    if not new:
+        session_status_changed.send(sender=AlertSession, session=session)
+    insert = insert_prepare([session]) if new else None  # sets created_at, which the payload quotes
     payload = session_status_payload(session)
     if event_type == "session.completed":
         payload["final_analysis"] = session.final_analysis
         payload["executive_summary"] = session.executive_summary
-    publish(event_type, payload, session_id=session.id, channels=[session_channel(session.id), SESSIONS_CHANNEL])
+    publish(event_type, payload, session_id=session.id, channels=[session_channel(session.id), SESSIONS_CHANNEL],
+            with_row=insert)
+    if new:
+        session_status_changed.send(sender=AlertSession, session=session)
 
 
 def _check_alert_size(text: str) -> None:
@@ -218,12 +226,12 @@ def _session_create(alert: _Alert) -> AlertSession:
     from agents.mcp.masking.boundary import mask_url
 
     with transaction.atomic(savepoint=False):
-        session = AlertSession.objects.create(
+        session = AlertSession(
             alert_data=alert.text, alert_type=alert.alert_type, chain_id=alert.chain_id, agent_type=alert.chain_id,
             runbook_url=mask_url(alert.runbook) if alert.runbook else "", mcp_selection=alert.mcp,
             author=alert.author, fingerprint=alert.fingerprint, severity=alert.severity, group_key=alert.group_key,
         )
-        publish_session_status(session)
+        publish_session_status(session, new=True)  # the session's INSERT and its event's in one round trip
         enact_on_commit([DispatchSessions()])
     return session
 

@@ -29,6 +29,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from tarsy.db.inserts import PreparedInsert
 from tarsy.models import Event
 from tarsy.services.events import events_store
 
@@ -98,16 +99,17 @@ def event_message(event: Event) -> dict[str, Any]:
 
 
 def publish(event_type: str, payload: dict[str, Any], *, session_id: Any = None,
-            channels: list[str] | None = None) -> list[Event]:
-    """Store a persistent event (one row per channel) and send it when the current transaction commits."""
+            channels: list[str] | None = None, with_row: PreparedInsert | None = None) -> list[Event]:
+    """Store a persistent event (one row per channel) and send it when the current transaction commits.
+    `with_row`: the prepared INSERT of a new row the event is about, run with the event's (events_store)."""
     if channels is None:
         channels = [session_channel(session_id)] if session_id else [SESSIONS_CHANNEL]
     rows = [Event(session_id=session_id, channel=ch, type=event_type, payload=payload) for ch in channels]
     batch = _batch.get()
-    if batch is not None:  # stored and sent with the rest of the block
+    if batch is not None and with_row is None:  # stored and sent with the rest of the block
         batch.extend(rows)
     else:  # one INSERT for every channel's row
-        events_store(rows=rows)
+        events_store(rows=rows, with_row=with_row)
         _send_on_commit(rows)
     return rows
 
