@@ -188,8 +188,6 @@ def _alert_validate(
     *, data: Any, alert_type: str | None, runbook: str | None, mcp: dict[str, Any] | None, author: str,
     fingerprint: str, severity: str | None, group_key: str,
 ) -> _Alert:
-    from agents.mcp.selection import validate_mcp_selection
-
     config = get_config()
     alert_type = alert_type or config.defaults.alert_type
     chain_id = config.chain_for_alert_type(alert_type)
@@ -203,6 +201,8 @@ def _alert_validate(
     if runbook:
         _check_runbook(runbook, config.system.runbooks.allowed_domains)
     if mcp:
+        from agents.mcp.selection import validate_mcp_selection  # the MCP client stack: ~1 s of imports
+
         problems = validate_mcp_selection(mcp, config)
         if problems:
             raise ValidationFailed("invalid MCP selection", {"mcp": problems})
