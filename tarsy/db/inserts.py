@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
 
 
@@ -37,7 +37,8 @@ def _columns(model: type[Model]) -> tuple[tuple, str, str, str | None]:
 
 def _values(fields: tuple, rows: Sequence[Model]) -> tuple[str, list]:
     placeholder = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    params = [f.get_db_prep_save(f.pre_save(row, True), connection) for row in rows for f in fields]
+    wrapper = connections[DEFAULT_DB_ALIAS]  # once: each use of the `connection` proxy looks it up again
+    params = [f.get_db_prep_save(f.pre_save(row, True), wrapper) for row in rows for f in fields]
     return ", ".join([placeholder] * len(rows)), params
 
 
