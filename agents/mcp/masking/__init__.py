@@ -13,6 +13,7 @@ other error as itself) and the alert is refused: it is never stored unmasked.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -181,6 +182,12 @@ def mask_tool_result(text: str, cfg: MaskingConfig) -> str:
         return MASKING_FAILED_PLACEHOLDER
 
 
+@functools.cache
+def _group_masker(group: str) -> DataMasker:
+    """Per pattern group (a known name): skips building and serialising a MaskingConfig for every alert."""
+    return DataMasker.from_config(MaskingConfig(pattern_groups=[group]))
+
+
 def mask_alert_data(data: Any, cfg: AlertMaskingConfig) -> Any:
     """Mask alert data with its pattern group, in the shape it came: text stays text, decoded JSON stays decoded.
 
@@ -188,5 +195,5 @@ def mask_alert_data(data: Any, cfg: AlertMaskingConfig) -> Any:
     is masked whole instead), and any other masking failure propagates, so the alert is refused."""
     if not cfg.enabled:
         return data
-    masker = DataMasker.from_config(MaskingConfig(pattern_groups=[cfg.pattern_group]))
+    masker = _group_masker(cfg.pattern_group)
     return masker.mask(data) if isinstance(data, str) else masker.mask_data(data)
