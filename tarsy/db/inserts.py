@@ -81,3 +81,31 @@ def rows_insert(*, parent: PreparedInsert, children: Sequence[Model]) -> None:
     if ids:
         for row, (value,) in zip(children, ids, strict=True):
             setattr(row, child.returned, value)
+
+
+def insert_rows(rows: Sequence[Model]) -> None:
+    """INSERT new rows of several models (a step's messages and its LLM and MCP records), grouped by model in
+    their order, in one statement on PostgreSQL (an INSERT per model in one WITH clause); the rows get the ids
+    the database gave them. Call it inside a transaction."""
+    groups: dict[type[Model], list[Model]] = {}
+    for row in rows:
+        groups.setdefault(type(row), []).append(row)
+    inserts = [insert_prepare(group) for group in groups.values()]
+    if any(insert.returned != "id" for insert in inserts):
+        raise TypeError("insert_rows writes rows whose id the database gives")
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            parts = ", ".join(f"r{i} AS ({insert.sql})" for i, insert in enumerate(inserts))
+            # Ids of one multi-row INSERT follow the order of its VALUES, as bulk_create relies on too.
+            ids = ", ".join(f"(SELECT array_agg(id ORDER BY id) FROM r{i})" for i in range(len(inserts)))
+            cursor.execute(f"WITH {parts} SELECT {ids}", [p for insert in inserts for p in insert.params])
+            written = cursor.fetchone()
+        else:
+            written = []
+            for insert in inserts:
+                cursor.execute(insert.sql, insert.params)
+                written.append([value for (value,) in cursor.fetchall()])
+    for group, ids in zip(groups.values(), written, strict=True):
+        for row, pk in zip(group, ids, strict=True):
+            row.pk = pk
+            row._state.adding, row._state.db = False, connection.alias

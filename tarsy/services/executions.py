@@ -15,6 +15,7 @@ from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from agents.llm.types import ConversationMessage
+from tarsy.db.precompiled import Precompiled
 from tarsy.models import (
     TERMINAL_EXEC_STATUSES,
     AgentExecution,
@@ -39,19 +40,61 @@ _LATEST_RELATED_ALERT = Subquery(AlertOccurrence.objects.filter(session_id=Outer
                                  .order_by("-id").values("id")[:1])
 
 
-def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
-    """The execution under its row lock (call inside a transaction), with its stage and session, its last
-    timeline sequence number (`last_event_sequence`), its session's latest related alert
-    (`latest_related_alert`, None when there is none) and, on PostgreSQL, its stored conversation (see
-    `execution_conversation`), in one statement."""
+def _claim_queryset(execution_id: Any, lock: bool = True):
     annotations: dict[str, Any] = {"last_event_sequence": _LAST_EVENT_SEQUENCE,
                                    "latest_related_alert": _LATEST_RELATED_ALERT}
     conversation = messages.conversation_annotation()
     if conversation is not None:
         annotations["stored_conversation"] = conversation
-    claimed = list(AgentExecution.objects.select_for_update(of=("self",)).select_related("stage", "session")
-                   .annotate(**annotations).filter(id=execution_id)
-                   .order_by())  # by primary key: no ORDER BY, as .first() would add
+    executions = AgentExecution.objects.select_for_update(of=("self",)) if lock else AgentExecution.objects
+    return (executions.select_related("stage", "session").annotate(**annotations).filter(id=execution_id)
+            .order_by())  # by primary key: no ORDER BY, as .first() would add
+
+
+# Every iteration runs one of these: compiled once per process.
+_claim = Precompiled(_claim_queryset)
+
+
+def _claimed_rows(sql: str) -> str:
+    """The claim's SELECT reading the row the UPDATE in front of it returns (its new version), not the table."""
+    table = connection.ops.quote_name(AgentExecution._meta.db_table)
+    if sql.count(f"FROM {table} ") != 1:
+        raise ValueError("the claim's SELECT no longer reads the execution table in one place")
+    terminal = ", ".join(["%s"] * len(TERMINAL_EXEC_STATUSES))
+    update = (f"UPDATE {table} SET current_iteration = %s, status = %s, started_at = COALESCE(started_at, %s), "
+              f"last_heartbeat_at = %s, lease_expires_at = %s + make_interval(secs => iteration_timeout_s + %s) "
+              f"WHERE id = %s AND iterations_completed = %s AND current_iteration <> %s "
+              f"AND status NOT IN ({terminal}) RETURNING *")
+    return f"WITH claimed AS ({update}) " + sql.replace(f"FROM {table} ", f"FROM claimed {table} ", 1)
+
+
+_claim_next = Precompiled(lambda execution_id: _claim_queryset(execution_id, lock=False), wrap=_claimed_rows)
+
+
+def execution_claim_next(*, execution_id: Any, iteration: int, now: datetime) -> AgentExecution | None:
+    """The common case of a claim in one statement (PostgreSQL): the next iteration of a running execution that
+    no task holds gets its lease, and the execution comes back as `execution_lock_for_iteration` returns it,
+    already claimed (call inside a transaction; roll it back to undo the claim). None when the case is not
+    that simple (a re-run of an interrupted iteration, a duplicate task, a finished execution), or elsewhere:
+    the caller then locks and decides (`execution_lock_for_iteration`, `execution_claim_iteration`)."""
+    if connection.vendor != "postgresql":
+        return None
+    before = (iteration, ExecStatus.ACTIVE, now, now, now, settings.ITERATION_HARD_LIMIT_GRACE_S, execution_id,
+              iteration - 1, iteration, *TERMINAL_EXEC_STATUSES)
+    claimed = _claim_next(execution_id, before=before)
+    if not claimed:
+        return None
+    execution = claimed[0]
+    _session_heartbeat(execution, now)
+    return execution
+
+
+def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
+    """The execution under its row lock (call inside a transaction), with its stage and session, its last
+    timeline sequence number (`last_event_sequence`), its session's latest related alert
+    (`latest_related_alert`, None when there is none) and, on PostgreSQL, its stored conversation (see
+    `execution_conversation`), in one statement."""
+    claimed = _claim(execution_id)
     return claimed[0] if claimed else None
 
 
@@ -80,6 +123,11 @@ def execution_claim_iteration(*, execution: AgentExecution, iteration: int, now:
     execution.lease_expires_at = now + timedelta(seconds=lease)
     execution.save(update_fields=["current_iteration", "status", "started_at", "last_heartbeat_at",
                                   "lease_expires_at"])
+    _session_heartbeat(execution, now)
+
+
+def _session_heartbeat(execution: AgentExecution, now: datetime) -> None:
+    """Stamp the session's heartbeat with the claim, when it is due."""
     beat = execution.session.last_heartbeat_at
     if beat is None or (now - beat).total_seconds() >= HEARTBEAT_INTERVAL_S:
         AlertSession.all_objects.filter(id=execution.session_id).update(last_heartbeat_at=now)

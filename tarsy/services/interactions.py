@@ -77,13 +77,24 @@ def llm_interaction_record(
     add_to_totals: bool = True,
 ) -> LLMInteraction:
     """Store the call with its estimated cost. An execution's calls count when their iteration completes (the
-    recorder's write batch tallies them: `add_to_totals=False`); a session-level call (the executive summary)
-    is its own completion, so `add_to_totals` adds it to the session's totals here, in the same transaction."""
+    recorder's write batch stores and tallies them); a session-level call (the executive summary) is its own
+    completion, so `add_to_totals` adds it to the session's totals here, in the same transaction."""
     if add_to_totals and execution_id is not None:
         raise ValueError("an execution's calls count towards the totals when their iteration completes")
+    row = llm_interaction_row(session_id=session_id, execution_id=execution_id, iteration=iteration, record=record)
+    row.save(force_insert=True)
+    if add_to_totals:
+        usage_apply_session(session_id=session_id, usage=UsageTally(totals=call_totals(record)))
+    llm_interaction_observe(record, row)
+    return row
+
+
+def llm_interaction_row(*, session_id: Any, execution_id: Any, iteration: int,
+                        record: LLMInteractionRecord) -> LLMInteraction:
+    """The unsaved row of one LLM call, with its estimated cost (None when the model has no price)."""
     usage = record.usage
     totals = call_totals(record)
-    row = LLMInteraction.objects.create(
+    return LLMInteraction(
         session_id=session_id,
         execution_id=execution_id,
         iteration=iteration,
@@ -102,21 +113,21 @@ def llm_interaction_record(
         success=record.success,
         error_message=record.error_message,
     )
-    if add_to_totals:
-        usage_apply_session(session_id=session_id, usage=UsageTally(totals=totals))
+
+
+def llm_interaction_observe(record: LLMInteractionRecord, row: LLMInteraction) -> None:
+    """Count a stored call in the metrics (once its row is written)."""
     observe_llm_call(provider=record.provider, model=record.model, success=record.success,
-                     duration_ms=record.duration_ms, usage=usage, cost_usd=row.cost_usd)
-    return row
+                     duration_ms=record.duration_ms, usage=record.usage, cost_usd=row.cost_usd)
 
 
-def mcp_interaction_record(
-    *, session_id: Any, execution_id: Any, iteration: int, record: MCPInteractionRecord
-) -> MCPInteraction:
+def mcp_interaction_row(*, session_id: Any, execution_id: Any, iteration: int,
+                        record: MCPInteractionRecord) -> MCPInteraction:
+    """The unsaved row of one tool call (a huge result is capped)."""
     result = record.result
     if len(result) > MCP_RESULT_STORE_CAP:
         result = result[:MCP_RESULT_STORE_CAP] + f"\n[truncated: {len(record.result)} chars in total]"
-    observe_mcp_call(server=record.server, tool=record.tool, success=record.success, duration_ms=record.duration_ms)
-    return MCPInteraction.objects.create(
+    return MCPInteraction(
         session_id=session_id,
         execution_id=execution_id,
         iteration=iteration,
@@ -131,6 +142,10 @@ def mcp_interaction_record(
         success=record.success,
         error_message=record.error_message,
     )
+
+
+def mcp_interaction_observe(record: MCPInteractionRecord) -> None:
+    observe_mcp_call(server=record.server, tool=record.tool, success=record.success, duration_ms=record.duration_ms)
 
 
 def interactions_discard_iteration(*, execution_id: Any, iteration: int) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import JSONField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce, JSONObject
 
@@ -52,29 +52,25 @@ def conversation_from_annotation(rows: list[dict[str, Any]]) -> tuple[list[Conve
     return _conversation(tuple(row[f] for f in _CONVERSATION_FIELDS) for row in ordered)
 
 
-@transaction.atomic(savepoint=False)  # joins the caller's batch without a savepoint
-def messages_append(
-    *, session_id: Any, execution_id: Any, iteration: int, messages: list[ConversationMessage],
-    start: int,
-) -> None:
-    """Append in order, numbered from `start` (the writer knows it: see messages_with_next_sequence)."""
-    Message.objects.bulk_create(
-        [
-            Message(
-                session_id=session_id,
-                execution_id=execution_id,
-                iteration=iteration,
-                sequence_number=start + i,
-                role=msg.role,
-                content=msg.content,
-                tool_calls=[tc.model_dump() for tc in msg.tool_calls],
-                tool_call_id=msg.tool_call_id or "",
-                tool_name=msg.tool_name or "",
-                provider_state=msg.provider_state,
-            )
-            for i, msg in enumerate(messages)
-        ]
-    )
+def message_rows(
+    *, session_id: Any, execution_id: Any, iteration: int, messages: list[ConversationMessage], start: int,
+) -> list[Message]:
+    """Unsaved rows, numbered from `start` (the writer knows it: see messages_with_next_sequence)."""
+    return [
+        Message(
+            session_id=session_id,
+            execution_id=execution_id,
+            iteration=iteration,
+            sequence_number=start + i,
+            role=msg.role,
+            content=msg.content,
+            tool_calls=[tc.model_dump() for tc in msg.tool_calls],
+            tool_call_id=msg.tool_call_id or "",
+            tool_name=msg.tool_name or "",
+            provider_state=msg.provider_state,
+        )
+        for i, msg in enumerate(messages)
+    ]
 
 
 def messages_discard_iteration(*, execution_id: Any, iteration: int) -> None:

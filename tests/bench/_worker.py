@@ -145,7 +145,7 @@ def install(directory: Path) -> None:
 
     @task_prerun.connect(weak=False)
     def _pre(task_id=None, task=None, args=None, **kwargs):
-        _state.task = {"queries": 0, "db_s": 0.0, "llm": [], "t_pre": time.time()}
+        _state.task = {"queries": 0, "db_s": 0.0, "llm": [], "t_pre": time.time(), "cpu_pre": time.process_time()}
         if profiler and task and task.name == "tarsy.tasks.run_iteration":
             profiler.enable()
 
@@ -164,7 +164,8 @@ def install(directory: Path) -> None:
         _write({"kind": "task", "name": task.name if task else "", "args": list(args or []),
                 "t_pre": data.get("t_pre"), "t_post": time.time(), "queries": data["queries"],
                 "db_ms": data["db_s"] * 1000, "commits": data.get("commits", 0),
-                "commit_ms": data.get("commit_s", 0.0) * 1000, "llm": data["llm"]})
+                "commit_ms": data.get("commit_s", 0.0) * 1000, "llm": data["llm"],
+                "cpu_ms": (time.process_time() - data.get("cpu_pre", time.process_time())) * 1000})
         _state.task = None
         _flush(directory)
 

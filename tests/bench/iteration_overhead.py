@@ -99,6 +99,7 @@ def main(argv: list[str] | None = None) -> dict:
     queries = [t["queries"] for t in iteration_tasks]
     commits = [t.get("commits", 0) for t in iteration_tasks]
     commit_ms = [t.get("commit_ms", 0.0) for t in iteration_tasks]
+    cpu_ms = [t.get("cpu_ms", 0.0) for t in iteration_tasks]
     session_tasks = [t for t in tasks if t["name"] != "tarsy.tasks.run_iteration"]
     per_session_queries = {}
     for name in sorted({t["name"] for t in session_tasks}):
@@ -122,6 +123,7 @@ def main(argv: list[str] | None = None) -> dict:
     # Per task, then the median: what is left of an iteration's wall time besides SQL, COMMIT and the provider.
     python_ms = [w - d - c - p for w, d, c, p in zip(wall, db, commit_ms, provider, strict=True)]
     print(f"      Python (rest)           {statistics.median(python_ms):.1f} ms")
+    print(f"      CPU time of the process {statistics.median(cpu_ms):.1f} ms (hardly moves with the host's load)")
     print(f"    Celery hop (task end -> next task start) p50 {harness.percentile(hop, 50):.1f} ms")
     print(f"  queries per iteration: {statistics.fmean(queries):.1f} mean; per session outside iterations: "
           f"{per_session_queries}")
@@ -137,6 +139,7 @@ def main(argv: list[str] | None = None) -> dict:
         "task_wall_p50_ms": round(statistics.median(wall), 2),
         "task_sql_p50_ms": round(statistics.median(db), 2),
         "task_commit_p50_ms": round(statistics.median(commit_ms), 2),
+        "task_cpu_p50_ms": round(statistics.median(cpu_ms), 2),
         "hop_p50_ms": round(harness.percentile(hop, 50), 2),
         "machine": harness.machine(),
     }

@@ -19,9 +19,11 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Model
 
 from agents.context import LLMInteractionRecord, MCPInteractionRecord
 from agents.llm.types import ConversationMessage
+from tarsy.db.inserts import insert_rows
 from tarsy.models import TimelineEvent
 from tarsy.streaming.publisher import batched_events
 
@@ -43,29 +45,37 @@ class WriteBatch:
         self._next_event_sequence = next_event_sequence
         self._conversation, self._next_message_sequence = conversation or (None, 1)
         self._writes: list[Callable[[], Any]] = []
+        self._rows: list[tuple[Model, Callable[[Model], None] | None]] = []  # plain new rows, written together
         self._messages: list[ConversationMessage] = []
         self._messages_start = 1
 
     # ---- the flush rule ---------------------------------------------------------
     def write(self) -> None:
         """Write what is pending in one transaction (joins the caller's when there is one)."""
-        if not self._writes and not self._messages:
+        if not self._writes and not self._messages and not self._rows:
             return
         with transaction.atomic(savepoint=False):
             self._write_pending()
 
     def _write_pending(self) -> None:
+        rows = [row for row, _ in self._rows]
         if self._messages:
-            messages.messages_append(session_id=self.session_id, execution_id=self.execution_id,
-                                     iteration=self.iteration, messages=self._messages, start=self._messages_start)
+            rows[:0] = messages.message_rows(session_id=self.session_id, execution_id=self.execution_id,
+                                             iteration=self.iteration, messages=self._messages,
+                                             start=self._messages_start)
+        if rows:
+            insert_rows(rows)  # messages and LLM/MCP records: one statement
         with batched_events():
             for write in self._writes:
                 write()
+        for row, observe in self._rows:
+            if observe is not None:
+                observe(row)
         self.discard()  # only once written: a failed write leaves the batch for the error path
 
     def discard(self) -> None:
         """Forget what is pending (a batch that cannot be written); the usage tally stays with its calls' rows."""
-        self._messages, self._writes = [], []
+        self._messages, self._writes, self._rows = [], [], []
 
     def write_with(self, create: Callable[[], TimelineEvent]) -> TimelineEvent:
         """Write what is pending and, in the same transaction, the row `create` writes (an event shown at once)."""
@@ -126,12 +136,13 @@ class WriteBatch:
 
     # ---- debug records ----------------------------------------------------------
     def add_llm_interaction(self, record: LLMInteractionRecord) -> None:
-        self._writes.append(lambda: interactions.llm_interaction_record(
-            session_id=self.session_id, execution_id=self.execution_id, iteration=self.iteration, record=record,
-            add_to_totals=False))
+        row = interactions.llm_interaction_row(session_id=self.session_id, execution_id=self.execution_id,
+                                               iteration=self.iteration, record=record)
+        self._rows.append((row, lambda row: interactions.llm_interaction_observe(record, row)))
         self.usage.add(interactions.call_totals(record))
 
     def add_mcp_interaction(self, record: MCPInteractionRecord) -> None:
-        self._writes.append(lambda: interactions.mcp_interaction_record(
-            session_id=self.session_id, execution_id=self.execution_id, iteration=self.iteration, record=record))
+        row = interactions.mcp_interaction_row(session_id=self.session_id, execution_id=self.execution_id,
+                                               iteration=self.iteration, record=record)
+        self._rows.append((row, lambda row: interactions.mcp_interaction_observe(record)))
         self.usage.interacted = True

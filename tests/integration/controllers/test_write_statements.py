@@ -1,0 +1,135 @@
+"""What an iteration's writes cost the database, in statements: the claim, timeline rows with their events, and
+the batch's plain rows are one statement each on PostgreSQL, and read back exactly as the ORM writes them."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from tarsy.db.inserts import insert_rows
+from tarsy.models import AgentExecution, Event, LLMInteraction, Message, TimelineEvent
+from tarsy.pipeline.iteration import iteration_begin
+from tarsy.services import executions, messages, timeline
+from tarsy.streaming.publisher import batched_events, publish, session_channel
+
+from .conftest import only_execution, react_action, run_next, start_session
+
+pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
+
+PODS = react_action("Check the pods first.", "k8s.get_pods", '{"namespace": "prod"}')
+ANSWER = "Thought: enough.\nFinal Answer: web-1 lacks its config map."
+
+
+def _statements(captured: CaptureQueriesContext, heartbeat: bool = False) -> list[str]:
+    """The statements that reached the server (not the transaction's BEGIN and COMMIT), less the session's
+    heartbeat (stamped when due, every few seconds) unless asked for."""
+    return [q["sql"] for q in captured.captured_queries
+            if q["sql"] not in ("BEGIN", "COMMIT")
+            and (heartbeat or not q["sql"].startswith('UPDATE "tarsy_alertsession" SET "last_heartbeat_at"'))]
+
+
+def test_the_next_iteration_is_claimed_in_one_statement_with_what_the_locking_claim_reads(configure):
+    configure({"SreAgent": [PODS, ANSWER]})
+    execution = only_execution(start_session())
+    run_next(execution.id)
+
+    with CaptureQueriesContext(connection) as captured:
+        claimed = iteration_begin(execution.id, 2)
+
+    assert claimed is not None
+    assert len(_statements(captured)) == 1
+    assert (claimed.current_iteration, claimed.status, claimed.iterations_completed) == (2, "active", 1)
+    assert claimed.lease_expires_at > claimed.last_heartbeat_at
+    with transaction.atomic():  # the general path's read of the same row, for comparison
+        locked = executions.execution_lock_for_iteration(execution_id=execution.id)
+    fields = [f.attname for f in AgentExecution._meta.concrete_fields]
+    assert [getattr(claimed, f) for f in fields] == [getattr(locked, f) for f in fields]
+    for name in ("last_event_sequence", "latest_related_alert", "stored_conversation"):
+        assert getattr(claimed, name) == getattr(locked, name)
+    assert claimed.next_event_sequence == locked.last_event_sequence + 1
+    assert (claimed.stage.id, claimed.session.id) == (locked.stage.id, locked.session.id)
+    assert executions.execution_conversation(execution=claimed)[0] == \
+        messages.messages_with_next_sequence(execution_id=execution.id)[0]
+
+
+def test_a_held_or_finished_iteration_is_not_claimed_again(configure):
+    configure({"SreAgent": [PODS, ANSWER]})
+    execution = only_execution(start_session())
+    run_next(execution.id)
+    assert iteration_begin(execution.id, 2) is not None
+
+    assert iteration_begin(execution.id, 2) is None  # a duplicate task: the lease holds it
+    assert iteration_begin(execution.id, 1) is None  # done already
+    assert iteration_begin(execution.id, 3) is None  # out of order
+    AgentExecution.objects.filter(id=execution.id).update(status="cancelled")
+    assert iteration_begin(execution.id, 2) is None
+
+
+def test_a_stopped_session_ends_the_execution_instead_of_claiming(configure):
+    configure({"SreAgent": [PODS, ANSWER]})
+    session = start_session()
+    execution = only_execution(session)
+    run_next(execution.id)
+    type(session).all_objects.filter(id=session.id).update(status="cancelling")
+
+    assert iteration_begin(execution.id, 2) is None
+
+    execution.refresh_from_db()
+    assert (execution.status, execution.current_iteration) == ("cancelled", 1)
+
+
+def test_a_timeline_row_and_its_event_are_written_in_one_statement(configure):
+    configure({"SreAgent": [ANSWER]})
+    session = start_session()
+
+    with transaction.atomic(), CaptureQueriesContext(connection) as captured:
+        event = timeline.timeline_event_create(session_id=session.id, event_type="llm_thinking", content="a",
+                                               status="streaming", sequence_number=90)  # as the recorder knows it
+    assert len(_statements(captured)) == 1
+    with transaction.atomic(), CaptureQueriesContext(connection) as captured:
+        timeline.timeline_event_finish(event, content="ab", status="completed")
+    assert len(_statements(captured)) == 1
+
+    stored = TimelineEvent.objects.get(id=event.id)
+    assert (stored.content, stored.status, stored.updated_at) == ("ab", "completed", event.updated_at)
+    created, completed = Event.objects.filter(channel=session_channel(session.id),
+                                              type__startswith="timeline_event.").order_by("id")
+    assert (created.type, completed.type) == ("timeline_event.created", "timeline_event.completed")
+    assert created.payload == {"session_id": str(session.id), "timeline_event": {
+        **completed.payload["timeline_event"], "content": "a", "status": "streaming",
+        "updated_at": created.payload["timeline_event"]["updated_at"]}}
+    assert completed.payload["timeline_event"] == timeline.timeline_event_payload(stored)["timeline_event"]
+
+
+def test_event_ids_follow_the_order_of_publication_in_a_batch(configure):
+    configure({"SreAgent": [ANSWER]})
+    session = start_session()
+
+    with transaction.atomic(), batched_events():
+        [notice] = publish("system.notice", {"n": 1}, session_id=session.id)
+        created = timeline.timeline_event_create(session_id=session.id, event_type="error", content="x")
+        [later] = publish("system.notice", {"n": 2}, session_id=session.id)
+
+    rows = list(Event.objects.filter(channel=session_channel(session.id), id__gte=notice.id).order_by("id"))
+    assert [(r.type, r.payload.get("n")) for r in rows] == [
+        ("system.notice", 1), ("timeline_event.created", None), ("system.notice", 2)]
+    assert rows[1].payload["timeline_event"]["id"] == created.id and later.id == rows[2].id
+
+
+def test_new_rows_of_several_tables_go_in_one_statement_with_their_ids(configure):
+    configure({"SreAgent": [ANSWER]})
+    execution = only_execution(start_session())
+    rows = [Message(session_id=execution.session_id, execution_id=execution.id, iteration=1, sequence_number=n,
+                    role="user", content=f"m{n}") for n in (1, 2)]
+    rows.append(LLMInteraction(session_id=execution.session_id, execution_id=execution.id, iteration=1,
+                               interaction_type="iteration", provider="p", model="m", conversation=[{"a": 1}]))
+
+    with transaction.atomic(), CaptureQueriesContext(connection) as captured:
+        insert_rows(rows)
+
+    assert len(_statements(captured)) == 1
+    assert all(row.pk is not None and not row._state.adding for row in rows)
+    assert [m.content for m in Message.objects.filter(id__in=[r.pk for r in rows[:2]]).order_by("id")] == ["m1", "m2"]
+    assert [m.sequence_number for m in Message.objects.filter(id__in=[r.pk for r in rows[:2]]).order_by("id")] == [1, 2]
+    assert LLMInteraction.objects.get(id=rows[2].pk).conversation == [{"a": 1}]
