@@ -61,6 +61,18 @@ def insert_prepare(rows: Sequence[Model]) -> PreparedInsert:
     return PreparedInsert(rows[0], f"INSERT INTO {table} {columns} VALUES {values}{returning}", params, returned)
 
 
+def insert_select(row: Model, source: str, expressions: dict[str, str]) -> PreparedInsert:
+    """The INSERT of one row as a SELECT from `source` (a WITH clause's name), so a value can take something the
+    same statement wrote: `expressions` maps a field's name to SQL holding one parameter, the field's prepared
+    value; every other field is its value."""
+    fields, table, columns, returned = _columns(type(row))
+    _, params = _values(fields, [row])
+    select = ", ".join(expressions.get(f.name, "%s") for f in fields)
+    returning = f" RETURNING {connection.ops.quote_name(returned)}" if returned else ""
+    return PreparedInsert(row, f"INSERT INTO {table} {columns} SELECT {select} FROM {source}{returning}", params,
+                          returned)
+
+
 def rows_insert(*, parent: PreparedInsert, children: Sequence[Model]) -> None:
     """INSERT the prepared parent (its primary key already set) and `children` (of one model, their foreign key
     to it set); the children get the ids the database gave them. Call it inside a transaction."""

@@ -36,8 +36,7 @@ class Precompiled:
         self._compiled: dict[str, tuple] = {}
         self._lock = threading.Lock()
 
-    def _compile(self, alias: str) -> tuple:
-        vendor = connections[alias].vendor
+    def _compile(self, alias: str, vendor: str) -> tuple:
         compiled = self._compiled.get(vendor)
         if compiled is None:
             with self._lock:
@@ -53,13 +52,14 @@ class Precompiled:
         return compiled
 
     def __call__(self, key: Any, using: str = "default", before: tuple = ()) -> list[Model]:
-        compiler, sql, params, positions = self._compile(using)
-        if compiler.query.select_for_update and connections[using].get_autocommit():
+        connection = connections[using]  # once: each lookup goes through a thread-local
+        compiler, sql, params, positions = self._compile(using, connection.vendor)
+        if compiler.query.select_for_update and connection.get_autocommit():
             raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
         params = list(params)
         for position in positions:
             params[position] = _like(params[position], key)
-        with connections[using].cursor() as cursor:
+        with connection.cursor() as cursor:
             cursor.execute(sql, [*before, *params])
             rows = cursor.fetchall()
         return list(_instances(compiler, rows, using))

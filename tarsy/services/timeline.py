@@ -8,7 +8,7 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import Max
 
 from agents.timeline_events import event_metadata
-from tarsy.db.inserts import insert_prepare
+from tarsy.db.inserts import insert_prepare, insert_select
 from tarsy.models import Event, TimelineEvent, TimelineStatus
 from tarsy.streaming.publisher import publish, publish_stored, publish_transient, session_channel
 
@@ -118,15 +118,10 @@ def _write_with_event(event: TimelineEvent, event_type: str, update_fields: tupl
     write_sql, write_params = _row_write(event, update_fields)
     row = Event(session_id=event.session_id, channel=session_channel(event.session_id), type=event_type,
                 payload=timeline_event_payload(event))  # the payload's id is set below, once the row has one
-    fields = [Event._meta.get_field(name) for name in ("session", "channel", "type", "payload", "created_at")]
-    values = [f.get_db_prep_save(f.pre_save(row, add=True), connection) for f in fields]
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    sql = (f"WITH w AS ({write_sql}), "
-           f"e AS (INSERT INTO {Event._meta.db_table} ({columns}) "
-           f"SELECT %s, %s, %s, jsonb_set(%s, '{{timeline_event,id}}', to_jsonb(w.id)), %s FROM w RETURNING id) "
-           f"SELECT w.id, e.id FROM w, e")
+    insert = insert_select(row, "w", {"payload": "jsonb_set(%s, '{timeline_event,id}', to_jsonb(w.id))"})
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*write_params, *values])
+        cursor.execute(f"WITH w AS ({write_sql}), e AS ({insert.sql}) SELECT w.id, e.id FROM w, e",
+                       [*write_params, *insert.params])
         written = cursor.fetchone()
     if written is None:
         raise DatabaseError("Save with update_fields did not affect any rows.")
