@@ -169,6 +169,8 @@ EVENTS_PREFIX = os.environ.get("TARSY_CHANNEL_PREFIX") or (f"tarsy-test-{os.getp
 ITERATION_HARD_LIMIT_GRACE_S = _env_number("TARSY_HARD_LIMIT_GRACE", 30.0, float)
 MAX_ITERATION_TIMEOUT_S = _env_number("TARSY_MAX_ITERATION_TIMEOUT", 900)
 CELERY_BROKER_URL = REDIS_URL or "memory://"
+if CELERY_BROKER_URL.startswith("redis://"):
+    CELERY_BROKER_TRANSPORT = "tarsy.broker:Transport"  # kombu's Redis transport, one client per channel
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True

@@ -6,7 +6,9 @@ subqueries) that compilation costs more Python than everything else the claim do
 changes: only the execution id does. `Precompiled` compiles the queryset once, with a sentinel key, remembers
 where the key sits among the parameters, and runs the same SQL with the real key. Rows become model instances
 the way Django's ModelIterable makes them (select_related objects and annotations included), so callers see
-exactly what the queryset would have returned.
+exactly what the queryset would have returned. What that takes is worked out once too: the columns' converters
+(Django asks every one of the hundred columns for them at each evaluation), the model's field names and the
+related objects' populators.
 """
 
 from __future__ import annotations
@@ -33,11 +35,11 @@ class Precompiled:
     def __init__(self, build: Callable[[Any], QuerySet], wrap: Callable[[str], str] | None = None):
         self._build = build
         self._wrap = wrap
-        self._compiled: dict[str, tuple] = {}
+        self._compiled: dict[tuple[str, str], tuple] = {}
         self._lock = threading.Lock()
 
     def _compile(self, alias: str, vendor: str) -> tuple:
-        compiled = self._compiled.get(vendor)
+        compiled = self._compiled.get((alias, vendor))
         if compiled is None:
             with self._lock:
                 queryset = self._build(SENTINEL)
@@ -48,12 +50,13 @@ class Precompiled:
                     raise ValueError("the key does not reach the compiled statement's parameters")
                 if self._wrap is not None:
                     sql = self._wrap(sql)
-                compiled = self._compiled[vendor] = (compiler, sql, list(params), positions)
+                compiled = self._compiled[(alias, vendor)] = (compiler, sql, list(params), positions,
+                                                     _Hydration(compiler, alias))
         return compiled
 
     def __call__(self, key: Any, using: str = "default", before: tuple = ()) -> list[Model]:
         connection = connections[using]  # once: each lookup goes through a thread-local
-        compiler, sql, params, positions = self._compile(using, connection.vendor)
+        compiler, sql, params, positions, hydration = self._compile(using, connection.vendor)
         if compiler.query.select_for_update and connection.get_autocommit():
             raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
         params = list(params)
@@ -62,7 +65,7 @@ class Precompiled:
         with connection.cursor() as cursor:
             cursor.execute(sql, [*before, *params])
             rows = cursor.fetchall()
-        return list(_instances(compiler, rows, using))
+        return hydration.instances(rows)
 
 
 def _is_sentinel(param: Any) -> bool:
@@ -77,18 +80,40 @@ def _like(template: Any, key: Any) -> Any:
     return value.hex if template == SENTINEL.hex else str(value)
 
 
-def _instances(compiler, rows: list[tuple], db: str):
-    """Django's ModelIterable, on rows already fetched with the compiler's SQL."""
-    select, klass_info, annotation_col_map = compiler.select, compiler.klass_info, compiler.annotation_col_map
-    model_cls = klass_info["model"]
-    select_fields = klass_info["select_fields"]
-    start, end = select_fields[0], select_fields[-1] + 1
-    init_list = [f[0].target.attname for f in select[start:end]]
-    related_populators = get_related_populators(klass_info, select, db)
-    for row in compiler.results_iter([rows]):
-        obj = model_cls.from_db(db, init_list, row[start:end])
-        for populator in related_populators:
-            populator.populate(row, obj)
-        for attr_name, col_pos in (annotation_col_map or {}).items():
-            setattr(obj, attr_name, row[col_pos])
-        yield obj
+class _Hydration:
+    """Django's ModelIterable for rows already fetched with the compiler's SQL, its per-query work done once:
+    what `results_iter` and `ModelIterable` work out again at every evaluation (converters, the model's field
+    names, the related populators) depends only on the compiled query. Converters are given the compiling
+    connection, which they only read (its vendor, features and operations)."""
+
+    def __init__(self, compiler, db: str):
+        select, klass_info = compiler.select, compiler.klass_info
+        if compiler.has_composite_fields([s[0] for s in select[:compiler.col_count]]):
+            raise ValueError("composite keys are not supported")  # results_iter's regrouping is not repeated here
+        self.connection = compiler.connection
+        self.db = db
+        self.converters = list(compiler.get_converters([s[0] for s in select[:compiler.col_count]]).items())
+        self.model = klass_info["model"]
+        select_fields = klass_info["select_fields"]
+        self.start, self.end = select_fields[0], select_fields[-1] + 1
+        self.init_list = [f[0].target.attname for f in select[self.start:self.end]]
+        self.related_populators = get_related_populators(klass_info, select, db)
+        self.annotations = list((compiler.annotation_col_map or {}).items())
+
+    def instances(self, rows: list[tuple]) -> list[Model]:
+        objs = []
+        connection, start, end = self.connection, self.start, self.end
+        for row in rows:
+            row = list(row)
+            for pos, (convs, expression) in self.converters:
+                value = row[pos]
+                for converter in convs:
+                    value = converter(value, expression, connection)
+                row[pos] = value
+            obj = self.model.from_db(self.db, self.init_list, row[start:end])
+            for populator in self.related_populators:
+                populator.populate(row, obj)
+            for attr_name, col_pos in self.annotations:
+                setattr(obj, attr_name, row[col_pos])
+            objs.append(obj)
+        return objs

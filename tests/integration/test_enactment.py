@@ -71,3 +71,35 @@ def test_a_decision_carried_out_in_its_transaction_cannot_be_enqueued(queue):
     with pytest.raises(TypeError, match="carried out in its transaction"):
         enact_on_commit([StartStage("s-1", 1)])
     assert queue() == []
+
+
+def test_a_queued_task_carries_the_plain_repr_of_its_arguments(queue, monkeypatch):
+    """TarsyTask gives Celery the arguments' repr instead of its costlier saferepr walk: logs and inspection
+    still show them."""
+    from celery.app import amqp
+
+    def saferepr(*args, **kwargs):
+        raise AssertionError("saferepr walked the arguments")
+
+    monkeypatch.setattr(amqp, "saferepr", saferepr)
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    tasks.enqueue_iteration("e-1", 3, 0)
+    headers = json.loads(client.lrange(settings.CELERY_TASK_DEFAULT_QUEUE, 0, -1)[0])["headers"]
+    assert (headers["argsrepr"], headers["kwargsrepr"]) == ("('e-1', 3)", "{}")
+
+
+def test_the_broker_channel_publishes_through_one_redis_client(queue):
+    """tarsy.broker: kombu would build a new Redis client for every message; ours keeps one per channel's pool,
+    and the tasks still arrive."""
+    from tarsy.broker import Transport
+    from tarsy.celery import app
+
+    with app.producer_or_acquire() as producer:
+        channel = producer.channel
+        assert isinstance(channel.connection, Transport)
+        first = channel._create_client()
+        tasks.enqueue_iteration("e-1", 1, 0)
+        tasks.enqueue_iteration("e-1", 2, 0)
+        assert channel._create_client() is first
+        assert channel._create_client(asynchronous=True) is not first  # the event loop keeps its own
+    assert [args for _, args in queue()] == [["e-1", 1], ["e-1", 2]]
