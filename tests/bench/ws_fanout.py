@@ -14,16 +14,21 @@ are spread over `--client-processes` processes, as real subscribers are
 separate browsers.
 
 The subscribers stand for browsers on other machines, but here they share
-the 2 cores with the server they measure, so their own cost is kept low: on
-uvloop, one pending `recv` per socket (no `wait_for` task per frame), and the
-type and event id read from the head of each frame (`{"type": …, "event_id":
-…`, the server's key order) instead of decoding all of it: the client
-processes' CPU over a run fell from 1.2–1.8 s to 0.5–0.85 s. The earlier
-client (asyncio, a `wait_for` per frame, `json.loads` of every frame) gives
-the same server a p50 2–4 times higher on a busy host: the README's
-table has both.
+the 2 cores with the server they measure, so their own cost is kept low. The
+default client (`--client raw`, tests/bench/ws_client.py) reads every socket
+of a process with one epoll loop on plain sockets and reads the type and
+event id from the head of each frame (`{"type": …, "event_id": …`, the
+server's key order) instead of decoding all of it: about 50 µs of CPU a
+frame here, kernel included, against about 63 µs for websockets' asyncio
+client on uvloop with one pending `recv` per socket (`--client asyncio`, the
+client of the earlier rounds), and 1.2-1.8 s a run for the first client
+(asyncio, a `wait_for` per frame, `json.loads` of every frame), which gave
+the same server a p50 2-4 times higher on a busy host. `client_cpu_s` in the
+JSON is the subscribers' CPU while the session streams. The README's table
+has the figures of each client.
 
     python -m tests.bench.ws_fanout [--subscribers 100] [--iterations 10] [--processes 2] [--client-processes 4]
+                                    [--client raw|asyncio]
 """
 
 from __future__ import annotations
@@ -89,14 +94,27 @@ async def _run_clients(url: str, channel: str, n: int, timeout: float, on_ready=
     return await asyncio.gather(*tasks)
 
 
-def _client_process(url: str, channel: str, n: int, timeout: float, ready, results) -> None:
-    """One client process: n subscribers on one event loop; says when all are subscribed, then reports."""
-    import uvloop
+def _client_process(url: str, channel: str, n: int, timeout: float, ready, results, client: str) -> None:
+    """One client process: n subscribers; says when all are subscribed, then reports."""
+    reading_from = []
 
-    results.put(uvloop.run(_run_clients(url, channel, n, timeout, on_ready=lambda: ready.put(n))))
+    def on_ready() -> None:
+        reading_from.append(time.process_time())
+        ready.put(n)
+
+    if client == "raw":
+        from tests.bench import ws_client
+
+        received = ws_client.run(url, channel, n, timeout, on_ready=on_ready)
+    else:
+        import uvloop
+
+        received = uvloop.run(_run_clients(url, channel, n, timeout, on_ready=on_ready))
+    results.put((time.process_time() - reading_from[0], received))  # the CPU the clients took while reading
 
 
-def _run_client_processes(url: str, channel: str, n: int, processes: int, timeout: float, on_ready) -> list[dict]:
+def _run_client_processes(url: str, channel: str, n: int, processes: int, timeout: float, on_ready,
+                          client: str) -> list[dict]:
     """Subscribers spread over several processes, as real subscribers are separate browsers: one Python
     process receiving every frame for 100 sockets would measure its own backlog, not the server's."""
     import multiprocessing
@@ -105,7 +123,8 @@ def _run_client_processes(url: str, channel: str, n: int, processes: int, timeou
     ctx = multiprocessing.get_context("spawn")  # no Django state or DB connection inherited
     ready, results = ctx.Queue(), ctx.Queue()
     shares = [n // processes + (1 if i < n % processes else 0) for i in range(processes)]
-    procs = [ctx.Process(target=_client_process, args=(url, channel, k, timeout, ready, results), daemon=True)
+    procs = [ctx.Process(target=_client_process, args=(url, channel, k, timeout, ready, results, client),
+                         daemon=True)
              for k in shares if k]
     for proc in procs:
         proc.start()
@@ -124,7 +143,8 @@ def _run_client_processes(url: str, channel: str, n: int, processes: int, timeou
             take(ready, deadline)
         on_ready()
         deadline = time.monotonic() + timeout + 30
-        return [result for _ in procs for result in take(results, deadline)]
+        reports = [take(results, deadline) for _ in procs]
+        return [result for _, received in reports for result in received], sum(cpu for cpu, _ in reports)
     finally:
         for proc in procs:
             proc.join(5)
@@ -142,6 +162,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--processes", type=int, default=2, help="uvicorn worker processes")
     parser.add_argument("--client-processes", type=int, default=4,
                         help="processes the subscribers are spread over (1: all in this process)")
+    parser.add_argument("--client", choices=["raw", "asyncio"], default="raw",
+                        help="subscribers on plain sockets and epoll (tests/bench/ws_client.py), or websockets' "
+                             "asyncio client on uvloop (the earlier rounds' client)")
     args = parser.parse_args(argv)
 
     script = {"KubernetesAgent": [STEP.format(n=n) for n in range(1, args.iterations)] + [FINAL],
@@ -165,9 +188,16 @@ def main(argv: list[str] | None = None) -> dict:
 
     url, timeout = base.replace("http", "ws") + "/ws", 120 + args.iterations * args.latency_ms / 1000 * 3
     if args.client_processes > 1:
-        results = _run_client_processes(url, channel, args.subscribers, args.client_processes, timeout, start_worker)
+        results, client_cpu_s = _run_client_processes(url, channel, args.subscribers, args.client_processes, timeout,
+                                                       start_worker, args.client)
+    elif args.client == "raw":
+        from tests.bench import ws_client
+
+        results = ws_client.run(url, channel, args.subscribers, timeout, on_ready=start_worker)
+        client_cpu_s = float("nan")  # this process also runs the worker's start and the benchmark
     else:
         results = asyncio.run(_run_clients(url, channel, args.subscribers, timeout, on_ready=start_worker))
+        client_cpu_s = float("nan")
     harness.wait_terminal([str(session.id)], timeout=60, workers=workers)
     time.sleep(0.5)
     for worker in workers:
@@ -203,10 +233,14 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"  per-event median latency, first 3: {[round(v, 1) for v in by_event[:3]]}, "
               f"last 3: {[round(v, 1) for v in by_event[-3:]]}")
     print(f"  stream.chunk events per subscriber: min {min(chunks)} max {max(chunks)}")
+    frames = sum(len(r["received"]) + r["chunks"] for r in results)
+    print(f"  subscribers' CPU ({args.client} client): {client_cpu_s:.2f} s for {frames} frames "
+          f"({client_cpu_s / max(frames, 1) * 1e6:.0f} µs a frame, from the last subscription to the end)")
     print(f"  machine: {harness.machine()}")
     figures = {"benchmark": "ws_fanout", "p50_ms": round(s["p50"], 2), "p99_ms": round(s["p99"], 2),
                "p95_ms": round(s["p95"], 2), "subscribers": args.subscribers, "server": args.server,
-               "processes": processes, "client_processes": max(1, args.client_processes),
+               "processes": processes, "client_processes": max(1, args.client_processes), "client": args.client,
+               "client_cpu_s": round(client_cpu_s, 2),
                "events": len(stored), "deliveries": s["n"], "missing": missing, "machine": harness.machine()}
     harness.emit(figures)
     return figures
