@@ -172,7 +172,8 @@ CELERY_BROKER_URL = REDIS_URL or "memory://"
 if CELERY_BROKER_URL.startswith("redis://"):
     CELERY_BROKER_TRANSPORT = "tarsy.broker:Transport"  # kombu's Redis transport, one client per channel
 CELERY_TASK_IGNORE_RESULT = True
-CELERY_RESULT_BACKEND = None
+# No result backend (Celery's default): tasks record their outcome in the database. CELERY_RESULT_BACKEND is
+# also a pre-4.0 setting name, which Celery warns about at every worker start when read from a mapping.
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
