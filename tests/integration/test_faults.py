@@ -106,7 +106,9 @@ def _final(text: str) -> dict:
 
 @pytest.mark.timeout(150)
 def test_worker_killed_during_a_tool_call_resumes_the_iteration(scripted_config, config_dir, worker, beat):
-    write_config(config_dir, tarsy=_tools_config({"defaults": {"llm_provider": "scripted", "iteration_timeout": "8s"},
+    # The resumed attempt starts the tools server in a fresh worker process and waits out the 4 s hang again: on a
+    # host at load 8 that took more than 8 s, and the attempt ended by its time limit instead of the tool's answer.
+    write_config(config_dir, tarsy=_tools_config({"defaults": {"llm_provider": "scripted", "iteration_timeout": "20s"},
                                                   "queue": {"orphan_threshold": "20s"}}),
                  providers={"scripted": scripted_provider({
                      "KubernetesAgent": [_react("tools.hang", {"seconds": 4}), _final("the backend was stuck.")],
