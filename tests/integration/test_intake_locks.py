@@ -8,7 +8,7 @@ import threading
 import psycopg
 import pytest
 
-from tarsy.models import AlertSession
+from tarsy.models import AlertSession, Event
 from tarsy.services import occurrences
 from tarsy.services.sessions import session_receive
 from tests.support import processes
@@ -58,3 +58,39 @@ def test_with_dedup_a_post_waits_for_another_post_of_the_same_alert(scripted_con
     _config(scripted_config, dedup=True)
     assert not _receive_while_the_fingerprint_is_locked(timeout=1.5)
     assert AlertSession.objects.filter(fingerprint="fp-1").count() == 1  # went on once the lock was released
+
+
+def _visible_to_another_connection_when_signalled(fingerprint: str) -> bool:
+    """Whether another connection already sees the new session when its status signal is sent (the INSERT
+    has committed), or not yet (a transaction still holds it)."""
+    from tarsy.signals import session_status_changed
+
+    seen = []
+
+    def receiver(sender, session, **kwargs):
+        with psycopg.connect(processes.test_database_url()) as other:
+            seen.append(other.execute("SELECT count(*) FROM tarsy_alertsession WHERE id = %s",
+                                      [session.id]).fetchone()[0] == 1)
+
+    session_status_changed.connect(receiver, dispatch_uid="test-visibility")
+    try:
+        session_receive(data={"alertname": "Crash"}, alert_type="kubernetes", fingerprint=fingerprint)
+    finally:
+        session_status_changed.disconnect(dispatch_uid="test-visibility")
+    assert len(seen) == 1
+    return seen[0]
+
+
+def test_without_look_ups_a_new_session_is_one_statement_that_commits_on_its_own(scripted_config):
+    """No BEGIN and COMMIT round trips around the one INSERT: the row is committed before the status signal."""
+    _config(scripted_config, dedup=False)
+    assert _visible_to_another_connection_when_signalled("fp-2")
+    session = AlertSession.objects.get(fingerprint="fp-2")
+    assert session.status == "pending"
+    assert Event.objects.filter(session_id=session.id, type="session.status").count() == 2  # its and the list's
+
+
+def test_with_dedup_the_look_up_and_the_new_session_commit_together(scripted_config):
+    _config(scripted_config, dedup=True)
+    assert not _visible_to_another_connection_when_signalled("fp-3")
+    assert AlertSession.objects.filter(fingerprint="fp-3").count() == 1
