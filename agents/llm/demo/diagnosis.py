@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .evidence import is_signal
 from .findings import Findings
 
 _THROTTLED = re.compile(r"throttl", re.I)
@@ -32,6 +33,20 @@ def _pod_keys(name: str) -> list[str]:
 def _exit_text(found: Findings) -> str:
     detail = found.details.get(found.primary.name) if found.primary else None
     return f" (exit code {detail.last_exit_code})" if detail and detail.last_exit_code is not None else ""
+
+
+def node_state(found: Findings) -> Diagnosis | None:
+    """The alert names a node and none of its pods is failing: the node's own conditions and events."""
+    node = found.nodes.get(found.focus.node)
+    if found.primary is not None or node is None:
+        return None
+    state = ", ".join(f"**{p}**" for p in node.problems) or "all conditions healthy"
+    cause = f"node `{node.name}` reports {state}" + (f", taints {', '.join(node.taints)}" if node.taints else "")
+    cause += "; none of its pods is failing"
+    said = [f"{e.reason}: \"{e.message[:200]}\"" for e in found.related_warnings()][-2:]
+    cause += f"; its events: {'; '.join(said)}" if said else ""
+    return Diagnosis(cause, ["pods_list", f"resources_get:Node/{node.name}", "events_list"],
+                     [f"Act on what the events of `{node.name}` report; its pods run normally."])
 
 
 def node_pressure(found: Findings) -> Diagnosis | None:
@@ -213,13 +228,19 @@ def fallback(found: Findings) -> Diagnosis:
     if pod is None:
         return Diagnosis("no unhealthy pod was found in the tool results", ["pods_list"],
                          ["Check the alert source: the cluster looked healthy when the tools were queried."])
-    return Diagnosis(f"`{pod.name}` is in **{pod.status}**{_exit_text(found)}; its logs and events below show why",
+    said = [f"{e.reason} on `{e.object}`: \"{e.message[:200]}\"" for e in found.related_warnings()
+            if e.reason not in ("BackOff", "Unhealthy")][-2:]
+    fatal = [line for line in found.logs.get(pod.name, []) if is_signal(line)][:1]
+    said += [f"its log says \"{fatal[0].split(' ', 1)[-1].strip()[:200]}\""] if fatal else []
+    detail = "; ".join(said) or "its logs and events below show why"
+    return Diagnosis(f"`{pod.name}` is in **{pod.status}**{_exit_text(found)}: {detail}",
                      [*_pod_keys(pod.name), "events_list"],
                      [f"Inspect `{pod.name}`'s logs and recent changes (image, config, limits) and fix the failing "
                       "start-up."])
 
 
 RULES: tuple[Callable[[Findings], Diagnosis | None], ...] = (
+    node_state,
     healthy_target,
     node_pressure,
     missing_reference,

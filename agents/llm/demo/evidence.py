@@ -200,6 +200,11 @@ class PodRow:
         """The workload the pod belongs to: its `app` label, else its name without the controller's suffixes."""
         return self.labels.get("app") or workload_of(self.name)
 
+    def belongs_to(self, workload: str) -> bool:
+        """Whether the pod is one of `workload`'s: by its app label, or by its name (`<workload>-<suffix>`)."""
+        rest = self.name[len(workload) + 1 :] if self.name.startswith(workload + "-") else ""
+        return workload in (self.workload, workload_of(self.name)) or bool(_POD_SUFFIX.fullmatch(rest))
+
     def states(self) -> set[str]:
         """Its STATUS plus the derived states alert symptoms are matched against (see alert.SYMPTOMS)."""
         derived = {self.status}
@@ -208,6 +213,9 @@ class PodRow:
         elif self.not_ready and self.status == "Running":
             derived.add("not-ready")
         return derived
+
+
+_POD_SUFFIX = re.compile(r"(?:[a-z0-9]{8,10}-)?[a-z0-9]{5}|\d+")  # what a controller appends to a pod's name
 
 
 def workload_of(pod: str) -> str:
@@ -349,6 +357,8 @@ def parse_node(text: str) -> NodeFact | None:
         for c in (node.get("status") or {}).get("conditions") or []
         if isinstance(c, dict) and c.get("status") != _HEALTHY_CONDITION.get(c.get("type"), "False")
     ]
+    if (node.get("spec") or {}).get("unschedulable"):
+        problems.append("SchedulingDisabled (cordoned)")
     taints = [f"{t.get('key')}:{t.get('effect')}" for t in (node.get("spec") or {}).get("taints") or []
               if isinstance(t, dict)]
     return NodeFact(str((node.get("metadata") or {}).get("name", "")), problems, taints)
@@ -390,6 +400,11 @@ def parse_events(text: str) -> list[EventFact]:
             )
         )
     return facts
+
+
+def is_signal(line: str) -> bool:
+    """A log line that reports a failure (error, refusal, timeout, kill)."""
+    return bool(_LOG_SIGNAL.search(line))
 
 
 def log_highlights(text: str, limit: int = 4) -> list[str]:

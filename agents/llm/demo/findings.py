@@ -53,6 +53,18 @@ class Findings:
         ids = dict.fromkeys(self.sources[key] for key in keys if self.sources.get(key))
         return (" " + "".join(f"[{identifier}]" for identifier in ids)) if ids else ""
 
+    def related_warnings(self) -> list[EventFact]:
+        """Warning events on the primary pod, its owners (`web-7d9c8b6f5`, a Job), its claims (`data-<pod>`), the
+        dependency and the nodes looked at."""
+        pod = self.primary
+        names = {*self.nodes, *([pod.name] if pod else []), *([self.dependency.name] if self.dependency else [])}
+
+        def related(obj: str) -> bool:
+            owned = pod is not None and (pod.name.startswith(obj + "-") or obj.endswith("-" + pod.name))
+            return obj in names or owned or bool(self.dependency_host and self.dependency_host in obj)
+
+        return [e for e in self.events if e.type == "Warning" and related(e.object)]
+
     def missing_reference(self) -> tuple[str, str]:
         """("Secret", name) when the primary pod cannot start because a Secret/ConfigMap it uses is missing."""
         pod = self.primary

@@ -65,22 +65,22 @@ def resolve(targets: AlertTargets, pods: list[PodRow]) -> Focus:
             focus.primary, focus.why = exact[0], "the pod the alert names"
             return focus
     for workload in targets.claims.get("workload", []):
-        group = [p for p in scope if p.workload == workload]
+        group = [p for p in scope if p.belongs_to(workload)]
         if group:
             focus.primary, focus.why = _pick(group, symptoms), f"a pod of `{workload}`, which the alert names"
             return focus
         focus.notes.append(f"the demo cluster has no workload `{workload}`{_where(namespace)}")
     node = targets.first("node")
     if node and any(p.node == node for p in pods):
-        focus.node = node
-        focus.primary = _pick([p for p in pods if p.node == node], symptoms)
-        focus.why = f"the pod on node `{node}` (named by the alert) that fits the alert best"
+        focus.node = node  # the node is the subject; one of its pods only when it is failing
+        focus.primary = _pick([p for p in pods if p.node == node and p.unhealthy], symptoms)
+        focus.why = f"the failing pod on node `{node}` (named by the alert) that fits the alert best"
         return focus
     if node:
         focus.notes.append(f"the demo cluster has no node `{node}`")
     if not focus.notes:  # names in free text: a workload ("orders-db unhealthy"), else a namespace
         for word in targets.words:
-            group = [p for p in scope if p.workload == word]
+            group = [p for p in scope if p.belongs_to(word)]
             if group:
                 focus.primary, focus.why = _pick(group, symptoms), f"a pod of `{word}`, which the alert names"
                 return focus

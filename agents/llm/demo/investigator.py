@@ -42,7 +42,7 @@ def next_action(conv: Conversation, found: Findings) -> Action | None:
         if "pods_list_in_namespace" in offered:
             namespace = found.targets.first("namespace") or "default"
             return Action("pods_list_in_namespace", {"namespace": namespace}, f"List the pods in {namespace}.")
-    for step in (_node_step, _pod_steps, _follow_up):
+    for step in (_node_step, _node_events, _pod_steps, _follow_up):
         action = step(conv, found)
         if action:
             return action
@@ -58,6 +58,13 @@ def _node_step(conv: Conversation, found: Findings) -> Action | None:
     node = found.focus.node
     if node and "resources_get" in conv.tools and not conv.attempted("resources_get", kind="Node", name=node):
         return Action("resources_get", _get("Node", node), f"The alert names node {node}; read its conditions.")
+    return None
+
+
+def _node_events(conv: Conversation, found: Findings) -> Action | None:
+    if found.focus.node and found.primary is None and "events_list" in conv.tools and not conv.attempted(
+            "events_list"):
+        return Action("events_list", {}, f"No pod on {found.focus.node} is failing; read the cluster's events.")
     return None
 
 
@@ -165,7 +172,9 @@ def _scope_lines(found: Findings) -> list[str]:
 def _evidence(found: Findings) -> list[str]:
     pod = found.primary
     if pod is None:
-        return [f"- `pods_list`: all {len(found.pods)} pods are Running and ready{found.cite('pods_list')}."]
+        where = f" on node `{found.focus.node}`" if found.focus.node else ""
+        return [f"- `pods_list`: no pod{where} is failing{found.cite('pods_list')}.", *_node_lines(found),
+                *_event_lines(found)]
     lines = [f"- `pods_list`: {_pod_line(pod, found.details.get(pod.name))}"
              f"{found.cite('pods_list', f'pods_get:{pod.name}')}."]
     detail = found.details.get(pod.name)
@@ -179,11 +188,7 @@ def _evidence(found: Findings) -> list[str]:
         dep = found.dependency.name
         lines.append(f"- `pods_get`: {_pod_line(found.dependency, found.details.get(dep))}"
                      f"{found.cite('pods_list', f'pods_get:{dep}')}.")
-    for node in found.nodes.values():
-        state = ", ".join(node.problems) or "all conditions healthy"
-        taints = f"; taints {', '.join(node.taints)}" if node.taints else ""
-        lines.append(f"- `resources_get` Node `{node.name}`: {state}{taints}"
-                     f"{found.cite(f'resources_get:Node/{node.name}')}.")
+    lines += _node_lines(found)
     for kind, name in sorted(found.absent):
         lines.append(f"- `resources_get`: {kind} `{name}` not found{found.cite(f'resources_get:{kind}/{name}')}.")
     for kind, names in found.listed.items():
@@ -195,12 +200,22 @@ def _evidence(found: Findings) -> list[str]:
             images = ", ".join(f"`{c.get('image')}`" for c in containers if isinstance(c, dict)) or "unknown"
             lines.append(f"- `resources_get` Deployment `{name}`: template image {images}"
                          f"{found.cite(f'resources_get:Deployment/{name}')}.")
-    relevant = {pod.name, found.dependency.name if found.dependency else "", *found.nodes}
-    warnings = [e for e in found.events if e.type == "Warning"
-                and (e.object in relevant or (found.dependency_host and found.dependency_host in e.object))]
-    lines += [f'- `events_list`: {e.type} **{e.reason}** on `{e.object}`: "{e.message}"{found.cite("events_list")}'
-              for e in warnings[:5]]
+    return lines + _event_lines(found)
+
+
+def _node_lines(found: Findings) -> list[str]:
+    lines = []
+    for node in found.nodes.values():
+        state = ", ".join(node.problems) or "all conditions healthy"
+        taints = f"; taints {', '.join(node.taints)}" if node.taints else ""
+        lines.append(f"- `resources_get` Node `{node.name}`: {state}{taints}"
+                     f"{found.cite(f'resources_get:Node/{node.name}')}.")
     return lines
+
+
+def _event_lines(found: Findings) -> list[str]:
+    return [f'- `events_list`: {e.type} **{e.reason}** on `{e.object}`: "{e.message}"{found.cite("events_list")}'
+            for e in found.related_warnings()[:5]]
 
 
 def final_report(conv: Conversation, found: Findings) -> str:

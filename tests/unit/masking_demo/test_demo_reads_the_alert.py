@@ -106,13 +106,17 @@ async def test_an_alert_naming_a_pod_the_cluster_lacks_says_so(open_cluster, dem
         in elsewhere
 
 
-async def test_a_healthy_named_pod_is_reported_healthy_not_replaced(open_cluster, demo_provider_config):
+async def test_a_healthy_named_pod_or_node_is_reported_healthy_not_replaced(open_cluster, demo_provider_config):
     async with open_cluster() as cluster:
         answer, _ = await _investigate(cluster, demo_provider_config, "pod cart-5f6d8c9b7-qt9wz high latency")
+
+        node, called = await _investigate(cluster, demo_provider_config, "KubeNodeNotReady node: control-plane")
 
     cause = _root_cause(answer)
     assert "not visible in the demo cluster" in cause and "cart-5f6d8c9b7-qt9wz" in cause
     assert "OOMKilled" not in cause
+    assert "node `control-plane` reports all conditions healthy; none of its pods is failing" in _root_cause(node)
+    assert called == ["pods_list", "resources_get", "events_list"]
 
 
 async def test_conclusions_follow_the_tool_output_not_pod_names(open_cluster, demo_provider_config):
