@@ -92,13 +92,15 @@ def parse_alert(text: str) -> AlertTargets:
     return targets
 
 
-def _load_mapping(text: str) -> dict[str, Any] | None:
+def _load_mapping(text: str) -> dict[str, Any] | list[Any] | None:
+    """The alert as a JSON/YAML object (or a list of them); None for free text."""
     for load in (json.loads, yaml.safe_load):
         try:
             value = load(text)
         except (ValueError, yaml.YAMLError):
             continue
-        if isinstance(value, dict) and len(value) > 1:
+        if (isinstance(value, dict) and len(value) > 1) or (isinstance(value, list) and value
+                                                             and all(isinstance(v, dict) for v in value)):
             return value
     return None
 

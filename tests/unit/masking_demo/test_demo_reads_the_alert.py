@@ -143,6 +143,10 @@ async def test_conclusions_follow_the_tool_output_not_pod_names(open_cluster, de
         ("alertname: NodeFilesystemAlmostOutOfSpace\ninstance: 10.0.1.13:9100\nnode: worker-3\n",
          {"alertname": ["NodeFilesystemAlmostOutOfSpace"], "node": ["worker-3"]}),
         ("deployment=report-api, statefulset/orders-db", {"workload": ["report-api", "orders-db"]}),
+        ('[{"labels": {"alertname": "KubePodCrashLooping", "pod": "web-1"}}]',
+         {"alertname": ["KubePodCrashLooping"], "pod": ["web-1"]}),
+        ("", {}),
+        ("42", {}),
     ],
 )
 def test_alert_names_are_read_from_text_json_and_yaml(alert, claims):
