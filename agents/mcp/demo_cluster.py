@@ -68,11 +68,11 @@ def _labels(obj: dict[str, Any]) -> str:
 
 
 def pod_status(pod: dict[str, Any]) -> tuple[str, str, str]:
-    """(READY, STATUS, RESTARTS) the way `kubectl get pods` computes them."""
+    """(READY, STATUS, RESTARTS) the way `kubectl get pods` computes them (a pod-level reason, e.g. Evicted, wins)."""
     statuses = pod["status"].get("containerStatuses", [])
     ready = sum(1 for s in statuses if s.get("ready"))
-    status = pod["status"]["phase"]
-    for s in statuses:
+    status = pod["status"].get("reason") or pod["status"]["phase"]
+    for s in statuses if not pod["status"].get("reason") else ():
         state = s.get("state", {})
         if "waiting" in state:
             status = state["waiting"]["reason"]
@@ -124,7 +124,8 @@ def _kind_columns(obj: dict[str, Any]) -> tuple[list[str], list[str]]:
     if kind in ("Namespace",):
         return ["STATUS"], [obj["status"]["phase"]]
     if kind == "Node":
-        return ["STATUS"], ["Ready"]
+        ready = any(c["type"] == "Ready" and c["status"] == "True" for c in obj["status"]["conditions"])
+        return ["STATUS"], ["Ready" if ready else "NotReady"]
     return [], []
 
 
@@ -261,6 +262,11 @@ def pods_log(
     status = pod["status"]["containerStatuses"][0]
     if previous and "terminated" not in status.get("lastState", {}):
         _fail(f'previous terminated container "{names[0]}" in pod "{name}" not found')
+    waiting = status.get("state", {}).get("waiting")
+    if not previous and waiting and not status.get("restartCount"):
+        _fail(f'container "{names[0]}" in pod "{name}" is waiting to start: {waiting["reason"]}')
+    if pod["status"].get("reason") == "Evicted":
+        _fail(f"unable to retrieve container logs for {status['containerID']}: the pod was evicted")
     text = data.LOGS.get((namespace, name, previous)) or _generic_log(pod)
     lines = text.splitlines()[-tail:] if tail else text.splitlines()
     return "\n".join(lines) + "\n"

@@ -1,10 +1,12 @@
-"""The demo cluster's objects, logs and events: one consistent incident.
+"""The demo cluster's objects, logs and events: six consistent incidents, one per namespace.
 
-Scenario: in namespace `shop` the database pod `orders-db-0` keeps getting
+Main scenario: in namespace `shop` the database pod `orders-db-0` keeps getting
 OOMKilled at its 256Mi memory limit; while it restarts and replays WAL it
 refuses connections, so the freshly scheduled web pod `web-7d9c8b6f5-x2k4q`
-fails its startup database check and sits in CrashLoopBackOff. Everything
-else is healthy. The names below are constants so tests can assert against them.
+fails its startup database check and sits in CrashLoopBackOff. The other five
+(a missing Secret, a bad image tag, CPU throttling, node disk pressure, a
+Service name that does not resolve) are described where their objects start.
+Everything else is healthy. The names are constants so tests can assert against them.
 """
 
 from __future__ import annotations
@@ -27,8 +29,13 @@ DB_FATAL_LINE = "FATAL could not connect to database orders-db:5432: connection 
 SECRET_NAME = "orders-db-credentials"
 KUBECONFIG_CONFIGMAP = "legacy-kubeconfig"
 
-NAMESPACES = ["default", "kube-node-lease", "kube-public", "kube-system", "shop"]
-NAMESPACE_AGE = {"default": 41, "kube-node-lease": 41, "kube-public": 41, "kube-system": 41, "shop": 38}  # days
+NAMESPACES = [
+    "analytics", "billing", "default", "inventory", "kube-node-lease", "kube-public", "kube-system", "logging",
+    "search", "shop",
+]
+NAMESPACE_AGE = {"default": 41, "kube-node-lease": 41, "kube-public": 41, "kube-system": 41, "shop": 38,
+                 "analytics": 33, "billing": 30, "inventory": 27, "logging": 40, "search": 21}  # days
+NODE_IPS = {"control-plane": "10.0.1.10", "worker-1": "10.0.1.11", "worker-2": "10.0.1.12", "worker-3": "10.0.1.13"}
 
 
 def ts(ago: timedelta) -> str:
@@ -77,6 +84,7 @@ def _pod(
     env: list[dict[str, Any]] | None = None,
     ready: bool = True,
     port: int | None = None,
+    probes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     container = container or app
     state = state or {"running": {"startedAt": ts(age - timedelta(seconds=8))}, "ready": ready}
@@ -92,6 +100,7 @@ def _pod(
         spec_container["ports"] = [{"containerPort": port, "name": "http", "protocol": "TCP"}]
     if env:
         spec_container["env"] = env
+    spec_container.update(probes or {})
     condition_ready = "True" if ready else "False"
     metadata: dict[str, Any] = {
         "creationTimestamp": ts(age),
@@ -137,7 +146,7 @@ def _pod(
                 },
             ],
             "containerStatuses": [_container_status(container, image, restarts, state, last_state or {})],
-            "hostIP": {"worker-1": "10.0.1.11", "worker-2": "10.0.1.12", "control-plane": "10.0.1.10"}[node],
+            "hostIP": NODE_IPS[node],
             "phase": "Running",
             "podIP": ip,
             "qosClass": "Burstable",
@@ -510,15 +519,27 @@ def _meta(ns: str | None, name: str, age: timedelta, **extra: Any) -> dict[str, 
     return meta
 
 
-def _workload(kind: str, ns: str, name: str, replicas: int, ready: int, age: timedelta) -> dict[str, Any]:
-    status: dict[str, Any] = {"observedGeneration": 4, "readyReplicas": ready, "replicas": replicas}
+def _workload(
+    kind: str, ns: str, name: str, replicas: int, ready: int, age: timedelta, *, image: str = "",
+    revision: int = 4, conditions: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    status: dict[str, Any] = {"observedGeneration": revision, "readyReplicas": ready, "replicas": replicas}
     if kind == "Deployment":
         status.update(availableReplicas=ready, unavailableReplicas=replicas - ready, updatedReplicas=replicas)
+    if conditions:
+        status["conditions"] = conditions
+    spec: dict[str, Any] = {"replicas": replicas, "selector": {"matchLabels": {"app": name}}}
+    if image:
+        spec["template"] = {"metadata": {"labels": {"app": name}},
+                            "spec": {"containers": [{"image": image, "name": name}]}}
+    meta = _meta(ns, name, age, generation=revision, labels={"app": name})
+    if kind == "Deployment":
+        meta["annotations"] = {"deployment.kubernetes.io/revision": str(revision)}
     return {
         "apiVersion": "apps/v1",
         "kind": kind,
-        "metadata": _meta(ns, name, age, generation=4, labels={"app": name}),
-        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}},
+        "metadata": meta,
+        "spec": spec,
         "status": status,
     }
 
@@ -552,6 +573,230 @@ users:
     token: {_LEGACY_TOKEN}
 """
 
+# ---- further incidents: one namespace each, so different alerts lead to different answers ----------------------
+#
+# billing:   a rollout references Secret `invoice-smtp-credentials`, which does not exist
+#            (the credentials live in `smtp-credentials`): CreateContainerConfigError.
+# analytics: a rollout to image tag 2.9.0, which was never pushed: ImagePullBackOff; the old ReplicaSet serves.
+# search:    search-api runs at a 250m CPU limit, is throttled in most CFS periods, answers /healthz too slowly
+#            and is restarted by its liveness probe.
+# logging:   log-shipper on worker-3 buffers to disk while Elasticsearch rejects it; the node reaches
+#            DiskPressure, the kubelet evicts the pod, and the node is tainted.
+# inventory: the new inventory-api config points its cache at `stock-cache`, a Service that does not exist
+#            (it is `stock-redis`): DNS says no such host, readiness fails, the pods never become Ready.
+
+MISSING_SECRET_POD = "invoice-worker-6c9f8d7b5-k7m2p"
+MISSING_SECRET = "invoice-smtp-credentials"
+BAD_TAG_POD = "report-api-7f4b9c6d8-w2x5v"
+BAD_IMAGE = "registry.example.com/analytics/report-api:2.9.0"
+THROTTLED_POD = "search-api-6d8f9b7c5-h4n8q"
+THROTTLED_CPU_LIMIT = "250m"
+PRESSURED_NODE = "worker-3"
+EVICTED_POD = "log-shipper-7xk2m"
+NOT_READY_POD = "inventory-api-5c7d9f6b8-n3k7w"
+UNRESOLVED_HOST = "stock-cache.inventory.svc.cluster.local"
+
+
+def _waiting(reason: str, message: str) -> dict[str, Any]:
+    return {"waiting": {"reason": reason, "message": message}, "ready": False}
+
+
+def _killed(ago: timedelta, ran: timedelta, reason: str = "Error", code: int = 143) -> dict[str, Any]:
+    return {"terminated": {"exitCode": code, "finishedAt": ts(ago), "reason": reason, "startedAt": ts(ago + ran)}}
+
+
+_INVOICE_ENV = [
+    {"name": "SMTP_HOST", "value": "smtp.mail.example.com"},
+    {"name": "SMTP_USER", "valueFrom": {"secretKeyRef": {"key": "username", "name": MISSING_SECRET}}},
+    {"name": "SMTP_PASSWORD", "valueFrom": {"secretKeyRef": {"key": "password", "name": MISSING_SECRET}}},
+]
+_HTTP_PROBE = {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 10, "timeoutSeconds": 1,
+               "failureThreshold": 3}
+_SEARCH_LIMITS = {"limits": {"cpu": THROTTLED_CPU_LIMIT, "memory": "1Gi"}, "requests": {"cpu": "250m", "memory": "1Gi"}}
+_INVENTORY_PROBE = {"readinessProbe": {"httpGet": {"path": "/readyz", "port": 8080}, "periodSeconds": 5,
+                                       "timeoutSeconds": 1, "failureThreshold": 3}}
+
+PODS += [
+    _pod("billing", "invoice-worker-5b8d7c6f4-zx8qw", "invoice-worker", "registry.example.com/billing/invoice:4.1.2",
+         "worker-1", "10.244.1.41", timedelta(days=9), owner=("ReplicaSet", "invoice-worker-5b8d7c6f4"),
+         env=[{"name": "SMTP_HOST", "value": "smtp.mail.example.com"},
+              {"name": "SMTP_PASSWORD",
+               "valueFrom": {"secretKeyRef": {"key": "password", "name": "smtp-credentials"}}}]),
+    *(
+        _pod("billing", name, "invoice-worker", "registry.example.com/billing/invoice:4.2.0", node, ip,
+             timedelta(minutes=25), owner=("ReplicaSet", "invoice-worker-6c9f8d7b5"), env=_INVOICE_ENV, ready=False,
+             state=_waiting("CreateContainerConfigError", f'secret "{MISSING_SECRET}" not found'))
+        for name, node, ip in ((MISSING_SECRET_POD, "worker-2", "10.244.2.52"),
+                               ("invoice-worker-6c9f8d7b5-r4t9x", "worker-1", "10.244.1.58"))
+    ),
+    _pod("billing", "ledger-api-7d4f8b9c6-p2m5k", "ledger-api", "registry.example.com/billing/ledger:2.3.7",
+         "worker-2", "10.244.2.44", timedelta(days=12), owner=("ReplicaSet", "ledger-api-7d4f8b9c6"), port=8080),
+    *(
+        _pod("analytics", name, "report-api", "registry.example.com/analytics/report-api:2.8.4", node, ip,
+             timedelta(days=4), owner=("ReplicaSet", "report-api-5d6c7b8a9"), port=8080)
+        for name, node, ip in (("report-api-5d6c7b8a9-f7g2h", "worker-1", "10.244.1.61"),
+                               ("report-api-5d6c7b8a9-l3q8d", "worker-2", "10.244.2.63"))
+    ),
+    _pod("analytics", BAD_TAG_POD, "report-api", BAD_IMAGE, "worker-2", "10.244.2.70", timedelta(minutes=34),
+         owner=("ReplicaSet", "report-api-7f4b9c6d8"), port=8080, ready=False,
+         state=_waiting("ImagePullBackOff", f'Back-off pulling image "{BAD_IMAGE}"')),
+    _pod("search", THROTTLED_POD, "search-api", "registry.example.com/search/search-api:5.0.3", "worker-1",
+         "10.244.1.77", timedelta(hours=6), owner=("ReplicaSet", "search-api-6d8f9b7c5"), port=8080, restarts=5,
+         resources=_SEARCH_LIMITS, probes={"livenessProbe": _HTTP_PROBE},
+         state={"running": {"startedAt": ts(timedelta(minutes=6))}, "ready": True},
+         last_state=_killed(timedelta(minutes=6, seconds=2), timedelta(minutes=31))),
+    _pod("search", "search-api-6d8f9b7c5-t2v6m", "search-api", "registry.example.com/search/search-api:5.0.3",
+         "worker-2", "10.244.2.78", timedelta(hours=6), owner=("ReplicaSet", "search-api-6d8f9b7c5"), port=8080,
+         restarts=3, resources=_SEARCH_LIMITS, probes={"livenessProbe": _HTTP_PROBE},
+         state={"running": {"startedAt": ts(timedelta(minutes=48))}, "ready": True},
+         last_state=_killed(timedelta(minutes=48, seconds=2), timedelta(minutes=55))),
+    _pod("logging", EVICTED_POD, "log-shipper", "registry.example.com/logging/log-shipper:3.4.1", PRESSURED_NODE,
+         "10.244.3.12", timedelta(days=11), owner=("DaemonSet", "log-shipper"), ready=False,
+         state={"terminated": {"exitCode": 137, "finishedAt": ts(timedelta(minutes=18)),
+                               "reason": "ContainerStatusUnknown", "startedAt": ts(timedelta(days=11))}}),
+    _pod("logging", "log-shipper-q9p4s", "log-shipper", "registry.example.com/logging/log-shipper:3.4.1",
+         PRESSURED_NODE, "10.244.3.19", timedelta(minutes=17), owner=("DaemonSet", "log-shipper")),
+    _pod("logging", "log-shipper-b2c8n", "log-shipper", "registry.example.com/logging/log-shipper:3.4.1", "worker-1",
+         "10.244.1.12", timedelta(days=11), owner=("DaemonSet", "log-shipper")),
+    _pod("logging", "log-shipper-m5t7w", "log-shipper", "registry.example.com/logging/log-shipper:3.4.1", "worker-2",
+         "10.244.2.9", timedelta(days=11), owner=("DaemonSet", "log-shipper")),
+    *(
+        _pod("inventory", name, "inventory-api", "registry.example.com/inventory/inventory-api:1.12.0", node, ip,
+             timedelta(minutes=40), owner=("ReplicaSet", "inventory-api-5c7d9f6b8"), port=8080, ready=False,
+             probes=_INVENTORY_PROBE, env=[{"name": "CACHE_URL", "valueFrom": {"configMapKeyRef": {
+                 "key": "CACHE_URL", "name": "inventory-api-config"}}}])
+        for name, node, ip in ((NOT_READY_POD, "worker-3", "10.244.3.25"),
+                               ("inventory-api-5c7d9f6b8-z5q2r", "worker-1", "10.244.1.88"))
+    ),
+    _pod("inventory", "stock-redis-0", "stock-redis", "redis:7.2.5", "worker-2", "10.244.2.90", timedelta(days=27),
+         container="redis", owner=("StatefulSet", "stock-redis"), port=6379),
+]
+_EVICTED = next(p for p in PODS if p["metadata"]["name"] == EVICTED_POD)
+_EVICTED["status"].update(
+    phase="Failed", reason="Evicted",
+    message="The node was low on resource: ephemeral-storage. Threshold quantity: 10%, available: 4%. Container "
+            "log-shipper was using 41Gi, request is 0, has larger consumption of ephemeral-storage. ",
+)
+
+LOGS.update({
+    ("search", THROTTLED_POD, True): _log([
+        (timedelta(minutes=37), "INFO  search-api 5.0.3 starting (GOMAXPROCS=1 from cgroup cpu quota 25000/100000)"),
+        (timedelta(minutes=36), "INFO  loaded index shards 8/8 (11.2 GiB) in 61.4s"),
+        (timedelta(minutes=12), "WARN  slow request GET /search?q=winter+jacket 4821ms (budget 800ms)"),
+        (timedelta(minutes=9), "WARN  cpu throttled in 547 of 600 periods over the last 60s (91%), throttled "
+                               "time 118.4s; cgroup cpu limit 250m"),
+        (timedelta(minutes=7), "WARN  slow request GET /healthz 3120ms (budget 1000ms)"),
+        (timedelta(minutes=6, seconds=3), "INFO  received SIGTERM, shutting down (in-flight requests: 41)"),
+    ]),
+    ("search", THROTTLED_POD, False): _log([
+        (timedelta(minutes=6), "INFO  search-api 5.0.3 starting (GOMAXPROCS=1 from cgroup cpu quota 25000/100000)"),
+        (timedelta(minutes=4), "INFO  loaded index shards 8/8 (11.2 GiB) in 118.9s"),
+        (timedelta(minutes=1), "WARN  cpu throttled in 562 of 600 periods over the last 60s (94%), throttled "
+                               "time 131.0s; cgroup cpu limit 250m"),
+    ]),
+    ("logging", "log-shipper-q9p4s", False): _log([
+        (timedelta(minutes=17), "INFO  log-shipper 3.4.1: tailing /var/log/containers/*.log on worker-3"),
+        (timedelta(minutes=16), "WARN  output elasticsearch: POST https://logs-es.logging:9200/_bulk 429 Too Many "
+                                "Requests (es_rejected_execution_exception)"),
+        (timedelta(minutes=15), "WARN  spooling to disk buffer /var/lib/log-shipper/buffer (limit: none)"),
+        (timedelta(minutes=2), "WARN  disk buffer at 6.2Gi and growing; 1,204,331 chunks pending"),
+    ]),
+    ("inventory", NOT_READY_POD, False): _log([
+        (timedelta(minutes=40), "INFO  inventory-api 1.12.0 listening on :8080"),
+        (timedelta(minutes=40), f"INFO  cache backend redis://{UNRESOLVED_HOST}:6379 (from CACHE_URL)"),
+        (timedelta(minutes=39), f"ERROR readiness: cache check failed: dial tcp: lookup {UNRESOLVED_HOST} on "
+                                "10.96.0.10:53: no such host"),
+        (timedelta(seconds=5), f"ERROR readiness: cache check failed: dial tcp: lookup {UNRESOLVED_HOST} on "
+                               "10.96.0.10:53: no such host"),
+        (timedelta(seconds=5), "INFO  GET /readyz 503 2ms"),
+    ]),
+})
+
+EVENTS += [
+    _event("billing", "Deployment", "invoice-worker", "Normal", "ScalingReplicaSet",
+           "Scaled up replica set invoice-worker-6c9f8d7b5 to 2", timedelta(minutes=25)),
+    *(
+        _event("billing", "Pod", pod, "Warning", "Failed", f'Error: secret "{MISSING_SECRET}" not found',
+               timedelta(minutes=1))
+        for pod in (MISSING_SECRET_POD, "invoice-worker-6c9f8d7b5-r4t9x")
+    ),
+    _event("analytics", "Deployment", "report-api", "Normal", "ScalingReplicaSet",
+           "Scaled up replica set report-api-7f4b9c6d8 to 1", timedelta(minutes=34)),
+    _event("analytics", "Pod", BAD_TAG_POD, "Normal", "Pulling", f'Pulling image "{BAD_IMAGE}"', timedelta(minutes=3)),
+    _event("analytics", "Pod", BAD_TAG_POD, "Warning", "Failed",
+           f'Failed to pull image "{BAD_IMAGE}": rpc error: code = NotFound desc = failed to pull and unpack image '
+           f'"{BAD_IMAGE}": failed to resolve reference "{BAD_IMAGE}": {BAD_IMAGE}: not found', timedelta(minutes=3)),
+    _event("analytics", "Pod", BAD_TAG_POD, "Normal", "BackOff", f'Back-off pulling image "{BAD_IMAGE}"',
+           timedelta(seconds=50)),
+    _event("analytics", "Pod", BAD_TAG_POD, "Warning", "Failed", "Error: ImagePullBackOff", timedelta(seconds=50)),
+    _event("search", "Pod", THROTTLED_POD, "Warning", "Unhealthy",
+           'Liveness probe failed: Get "http://10.244.1.77:8080/healthz": context deadline exceeded '
+           "(Client.Timeout exceeded while awaiting headers)", timedelta(minutes=6, seconds=20)),
+    _event("search", "Pod", THROTTLED_POD, "Normal", "Killing",
+           "Container search-api failed liveness probe, will be restarted", timedelta(minutes=6, seconds=3)),
+    _event("default", "Node", PRESSURED_NODE, "Normal", "NodeHasDiskPressure",
+           f"Node {PRESSURED_NODE} status is now: NodeHasDiskPressure", timedelta(minutes=21)),
+    _event("default", "Node", PRESSURED_NODE, "Warning", "FreeDiskSpaceFailed",
+           "Failed to garbage collect required amount of images. Attempted to free 9254432768 bytes, but only found "
+           "1263210496 bytes eligible to free.", timedelta(minutes=20)),
+    _event("default", "Node", PRESSURED_NODE, "Warning", "EvictionThresholdMet",
+           "Attempting to reclaim ephemeral-storage", timedelta(minutes=19)),
+    _event("logging", "Pod", EVICTED_POD, "Warning", "Evicted",
+           "The node was low on resource: ephemeral-storage. Threshold quantity: 10%, available: 4%. Container "
+           "log-shipper was using 41Gi, request is 0, has larger consumption of ephemeral-storage.",
+           timedelta(minutes=18)),
+    *(
+        _event("inventory", "Pod", pod, "Warning", "Unhealthy",
+               "Readiness probe failed: HTTP probe failed with statuscode: 503", timedelta(seconds=10))
+        for pod in (NOT_READY_POD, "inventory-api-5c7d9f6b8-z5q2r")
+    ),
+]
+
+
+def _node(name: str, pressure: bool = False) -> dict[str, Any]:
+    disk = ("True", "KubeletHasDiskPressure", "kubelet has disk pressure") if pressure else (
+        "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure")
+    node: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": _meta(None, name, timedelta(days=41), labels={"kubernetes.io/hostname": name}),
+        "spec": {},
+        "status": {
+            "addresses": [{"address": NODE_IPS[name], "type": "InternalIP"}],
+            "allocatable": {"cpu": "4", "ephemeral-storage": "95551679124", "memory": "15896Mi", "pods": "110"},
+            "conditions": [
+                {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory",
+                 "message": "kubelet has sufficient memory available"},
+                {"type": "DiskPressure", "status": disk[0], "reason": disk[1], "message": disk[2],
+                 "lastTransitionTime": ts(timedelta(minutes=21) if pressure else timedelta(days=41))},
+                {"type": "PIDPressure", "status": "False", "reason": "KubeletHasSufficientPID",
+                 "message": "kubelet has sufficient PID available"},
+                {"type": "Ready", "status": "True", "reason": "KubeletReady",
+                 "message": "kubelet is posting ready status"},
+            ],
+            "nodeInfo": {"kubeletVersion": "v1.30.2", "containerRuntimeVersion": "containerd://1.7.18"},
+        },
+    }
+    if pressure:
+        node["spec"]["taints"] = [{"effect": "NoSchedule", "key": "node.kubernetes.io/disk-pressure",
+                                   "timeAdded": ts(timedelta(minutes=21))}]
+    return node
+
+
+def _service(ns: str, name: str, ip: str, port: int, age: timedelta) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(ns, name, age),
+        "spec": {
+            "clusterIP": ip,
+            "ports": [{"port": port, "protocol": "TCP", "targetPort": port}],
+            "selector": {"app": name},
+            "type": "ClusterIP",
+        },
+    }
+
+
 RESOURCES: dict[tuple[str, str], list[dict[str, Any]]] = {
     ("v1", "Pod"): PODS,
     ("v1", "Namespace"): [
@@ -563,46 +808,41 @@ RESOURCES: dict[tuple[str, str], list[dict[str, Any]]] = {
         }
         for ns in NAMESPACES
     ],
-    ("v1", "Node"): [
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": _meta(None, node, timedelta(days=41), labels={"kubernetes.io/hostname": node}),
-            "status": {
-                "allocatable": {"cpu": "4", "memory": "15896Mi", "pods": "110"},
-                "conditions": [
-                    {"type": "Ready", "status": "True", "reason": "KubeletReady"},
-                    {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory"},
-                ],
-                "nodeInfo": {"kubeletVersion": "v1.30.2", "containerRuntimeVersion": "containerd://1.7.18"},
-            },
-        }
-        for node in ("control-plane", "worker-1", "worker-2")
-    ],
+    ("v1", "Node"): [_node(name, pressure=name == PRESSURED_NODE) for name in NODE_IPS],
     ("apps/v1", "Deployment"): [
         _workload("Deployment", "shop", "web", 3, 2, timedelta(days=38)),
         _workload("Deployment", "shop", "cart", 1, 1, timedelta(days=38)),
         _workload("Deployment", "shop", "payments", 1, 1, timedelta(days=38)),
         _workload("Deployment", "kube-system", "coredns", 2, 2, timedelta(days=41)),
+        _workload("Deployment", "billing", "invoice-worker", 2, 1, timedelta(days=30),
+                  image="registry.example.com/billing/invoice:4.2.0", revision=9),
+        _workload("Deployment", "billing", "ledger-api", 1, 1, timedelta(days=30)),
+        _workload("Deployment", "analytics", "report-api", 2, 2, timedelta(days=33), image=BAD_IMAGE, revision=7,
+                  conditions=[{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+                              {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated",
+                               "message": 'ReplicaSet "report-api-7f4b9c6d8" is progressing.'}]),
+        _workload("Deployment", "search", "search-api", 2, 2, timedelta(days=21),
+                  image="registry.example.com/search/search-api:5.0.3"),
+        _workload("Deployment", "inventory", "inventory-api", 2, 0, timedelta(days=27),
+                  image="registry.example.com/inventory/inventory-api:1.12.0", revision=12),
     ],
-    ("apps/v1", "StatefulSet"): [_workload("StatefulSet", "shop", "orders-db", 1, 0, timedelta(days=38))],
+    ("apps/v1", "StatefulSet"): [
+        _workload("StatefulSet", "shop", "orders-db", 1, 0, timedelta(days=38)),
+        _workload("StatefulSet", "inventory", "stock-redis", 1, 1, timedelta(days=27)),
+    ],
+    ("apps/v1", "DaemonSet"): [_workload("DaemonSet", "logging", "log-shipper", 3, 3, timedelta(days=40))],
     ("v1", "Service"): [
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": _meta("shop", name, timedelta(days=38)),
-            "spec": {
-                "clusterIP": ip,
-                "ports": [{"port": port, "protocol": "TCP", "targetPort": port}],
-                "selector": {"app": name},
-                "type": "ClusterIP",
-            },
-        }
-        for name, ip, port in (
-            ("web", "10.96.12.40", 8080),
-            ("orders-db", "10.96.41.17", 5432),
-            ("cart", "10.96.12.77", 8080),
-            ("payments", "10.96.13.5", 8443),
+        _service(ns, name, ip, port, timedelta(days=age))
+        for ns, name, ip, port, age in (
+            ("shop", "web", "10.96.12.40", 8080, 38),
+            ("shop", "orders-db", "10.96.41.17", 5432, 38),
+            ("shop", "cart", "10.96.12.77", 8080, 38),
+            ("shop", "payments", "10.96.13.5", 8443, 38),
+            ("billing", "ledger-api", "10.96.22.8", 8080, 30),
+            ("analytics", "report-api", "10.96.31.4", 8080, 33),
+            ("search", "search-api", "10.96.51.19", 8080, 21),
+            ("inventory", "inventory-api", "10.96.60.2", 8080, 27),
+            ("inventory", "stock-redis", "10.96.60.9", 6379, 27),
         )
     ],
     ("v1", "Secret"): [
@@ -611,6 +851,13 @@ RESOURCES: dict[tuple[str, str], list[dict[str, Any]]] = {
             "kind": "Secret",
             "data": {"password": "c2hvcC1vcmRlcnMtZGItUzNjcjN0IQ==", "username": "b3JkZXJzX2FwcA=="},
             "metadata": _meta("shop", SECRET_NAME, timedelta(days=38)),
+            "type": "Opaque",
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "data": {"password": "aW52b2ljZS1zbXRwLVMzY3IzdA==", "username": "aW52b2ljZS1ib3Q="},
+            "metadata": _meta("billing", "smtp-credentials", timedelta(days=30)),
             "type": "Opaque",
         },
     ],
@@ -626,6 +873,12 @@ RESOURCES: dict[tuple[str, str], list[dict[str, Any]]] = {
             "kind": "ConfigMap",
             "data": {"kubeconfig": _LEGACY_KUBECONFIG},
             "metadata": _meta("shop", KUBECONFIG_CONFIGMAP, timedelta(days=120)),
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "data": {"CACHE_URL": f"redis://{UNRESOLVED_HOST}:6379", "LOG_LEVEL": "info"},
+            "metadata": _meta("inventory", "inventory-api-config", timedelta(minutes=41)),
         },
     ],
 }

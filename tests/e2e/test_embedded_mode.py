@@ -45,18 +45,29 @@ def embedded_server(tmp_path):
         proc.stop()
 
 
-def _submit(base: str, data: str) -> str:
+def _submit(base: str, data) -> str:
     response = httpx.post(f"{base}/api/v1/alerts", json={"alert_type": "kubernetes", "data": data}, timeout=30)
     assert response.status_code == 202, response.text
     return response.json()["session_id"]
 
 
+# Alerts naming different resources of the demo cluster, and one naming a pod it does not have; for each, what its
+# root cause line must say: the named resource and its own cause.
+ALERTS = [
+    ({"alertname": "KubePodNotReady", "namespace": "inventory", "pod": "inventory-api-5c7d9f6b8-n3k7w"},
+     ("inventory-api-5c7d9f6b8-n3k7w", "stock-cache", "no such host")),
+    ("deployment report-api in namespace analytics has unavailable replicas",
+     ("report-api-7f4b9c6d8-w2x5v", "ImagePullBackOff", "report-api:2.9.0")),
+    ("orders-db unhealthy", ("orders-db-0", "OOMKilled", "256Mi")),
+    ("pod web-1 CrashLoopBackOff", ("web-7d9c8b6f5-x2k4q", "CrashLoopBackOff", "orders-db-0", "OOMKilled")),
+]
+
+
 def test_embedded_default_investigates_concurrent_alerts_with_the_demo_cluster(embedded_server):
     base, proc = embedded_server
     assert "Admin login: admin / " in proc.log()
-    alerts = ["pod web-1 CrashLoopBackOff", "shop namespace: web pods restarting", "orders-db unhealthy"]
-    with ThreadPoolExecutor(3) as pool:
-        ids = list(pool.map(lambda a: _submit(base, a), alerts))
+    with ThreadPoolExecutor(len(ALERTS)) as pool:
+        ids = list(pool.map(lambda alert: _submit(base, alert[0]), ALERTS))
 
     def finished():
         bodies = [httpx.get(f"{base}/api/v1/sessions/{i}", timeout=10).json() for i in ids]
@@ -64,17 +75,22 @@ def test_embedded_default_investigates_concurrent_alerts_with_the_demo_cluster(e
             else None
 
     try:
-        bodies = wait_for(finished, timeout=120, interval=0.5, message="demo investigations")
+        bodies = wait_for(finished, timeout=150, interval=0.5, message="demo investigations")
     except AssertionError:
         raise AssertionError(proc.log()[-5000:]) from None
-    for body in bodies:
+    causes = []
+    for body, (_, facts) in zip(bodies, ALERTS, strict=True):
         assert body["status"] == "completed", (body["error_message"], proc.log()[-3000:])
         analysis = body["final_analysis"]
-        assert "web-7d9c8b6f5-x2k4q" in analysis and "CrashLoopBackOff" in analysis
-        assert "orders-db-0" in analysis and "OOMKilled" in analysis
+        cause = next(line for line in analysis.splitlines() if line.startswith("**Root cause:**"))
+        assert all(fact in cause for fact in facts), (facts, cause)
         assert "demo" in analysis.lower()
         assert body["executive_summary"]
         assert body["stages"][0]["executions"][0]["llm_provider"] == "demo"
+        causes.append(cause)
+    assert len(set(causes)) == len(ALERTS)
+    assert "the demo cluster has no pod `web-1`" in bodies[-1]["final_analysis"]
+    assert all("the demo cluster has no" not in body["final_analysis"] for body in bodies[:-1])
     assert "database is locked" not in proc.log()
 
 

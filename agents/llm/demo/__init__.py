@@ -24,6 +24,7 @@ from agents.llm.types import (
     UsageChunk,
 )
 
+from .chat import plan_chat
 from .evidence import Conversation, log_highlights, read_conversation
 from .investigator import LABEL, Action, final_report, gather, next_action
 
@@ -50,9 +51,9 @@ class DemoProvider:
 
     def _investigate(self, request: LLMRequest, chat: bool) -> tuple[str, str, ToolCall | None]:
         conv = read_conversation(request)
-        found = gather(conv)
         if chat:
-            return _chat(request, conv)
+            return _chat(conv)
+        found = gather(conv)
         action = None if request.interaction_type == "forced_conclusion" else next_action(conv, found)
         if action is None:
             report = final_report(conv, found)
@@ -149,33 +150,11 @@ def synthesize(prompt: str) -> str:
     return "\n".join(lines)
 
 
-def _chat(request: LLMRequest, conv: Conversation) -> tuple[str, str, ToolCall | None]:
-    """Answer a follow-up from the investigation context; fetch logs once if asked about a pod's logs."""
-    question = _last_user(request).rsplit("Question:", 1)[-1].strip()
-    context = _all_user(request)
-    pod = next(iter(re.findall(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b", question)), "")
-    if "log" in question.lower() and pod and "pods_log" in conv.tools and not conv.attempted("pods_log", name=pod):
-        namespace = re.search(rf"`{re.escape(pod)}` \(namespace `([^`]+)`\)", context)
-        action = Action(
-            "pods_log",
-            {"namespace": namespace.group(1) if namespace else "default", "name": pod},
-            f"Fetch the logs of {pod} to answer the question.",
-        )
-        return _act(conv, action)
-    words = {w for w in re.findall(r"[a-z0-9\-]{4,}", question.lower())}
-    relevant = [
-        line.strip() for line in context.splitlines() if words & set(re.findall(r"[a-z0-9\-]{4,}", line.lower()))
-    ][:6]
-    fetched = [f"> {line}" for obs in conv.observations for line in log_highlights(obs.text)]
-    cause = _ROOT_CAUSE.search(context)
-    answer = [LABEL, ""]
-    if cause:
-        answer.append(f"**Root cause found by the investigation:** {cause.group(1)}")
-    answer += ["", "From the tools just now:", *fetched] if fetched else []
-    answer += ["", "Relevant lines from the investigation:", *[f"- {line}" for line in relevant]] if relevant else []
-    report = "\n".join(answer)
-    return (
-        (report, "", None)
-        if conv.native
-        else (f"Thought: I can answer from the context.\nFinal Answer: {report}", "", None)
-    )
+def _chat(conv: Conversation) -> tuple[str, str, ToolCall | None]:
+    """Answer the follow-up question (see chat.py); one tool call first when it asks for fresh data."""
+    plan = plan_chat(conv, LABEL)
+    if plan.tool:
+        return _act(conv, Action(plan.tool, plan.arguments or {}, plan.thought))
+    if conv.native:
+        return plan.answer, "", None
+    return f"Thought: I can answer from the context.\nFinal Answer: {plan.answer}", "", None

@@ -183,12 +183,48 @@ class PodRow:
     ready: str
     status: str
     restarts: int
+    node: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def not_ready(self) -> bool:
+        done, _, total = self.ready.partition("/")
+        return bool(total) and done != total and self.status not in ("Completed", "Succeeded")
 
     @property
     def unhealthy(self) -> bool:
-        done, _, total = self.ready.partition("/")
-        not_ready = bool(total) and done != total and self.status not in ("Completed", "Succeeded")
-        return self.status not in ("Running", "Completed", "Succeeded") or not_ready
+        return self.status not in ("Running", "Completed", "Succeeded") or self.not_ready or self.restarts > 0
+
+    @property
+    def workload(self) -> str:
+        """The workload the pod belongs to: its `app` label, else its name without the controller's suffixes."""
+        return self.labels.get("app") or workload_of(self.name)
+
+    def belongs_to(self, workload: str) -> bool:
+        """Whether the pod is one of `workload`'s: by its app label, or by its name (`<workload>-<suffix>`)."""
+        rest = self.name[len(workload) + 1 :] if self.name.startswith(workload + "-") else ""
+        return workload in (self.workload, workload_of(self.name)) or bool(_POD_SUFFIX.fullmatch(rest))
+
+    def states(self) -> set[str]:
+        """Its STATUS plus the derived states alert symptoms are matched against (see alert.SYMPTOMS)."""
+        derived = {self.status}
+        if self.restarts:
+            derived.add("restarting-not-ready" if self.not_ready else "restarting-ready")
+        elif self.not_ready and self.status == "Running":
+            derived.add("not-ready")
+        return derived
+
+
+_POD_SUFFIX = re.compile(r"(?:[a-z0-9]{8,10}-)?[a-z0-9]{5}|\d+")  # what a controller appends to a pod's name
+
+
+def workload_of(pod: str) -> str:
+    """`web` from `web-7d9c8b6f5-x2k4q` (Deployment), `orders-db` from `orders-db-0` (StatefulSet)."""
+    for pattern in (r"^(.+)-[a-z0-9]{8,10}-[a-z0-9]{5}$", r"^(.+)-\d+$", r"^(.+)-[a-z0-9]{5}$"):
+        match = re.match(pattern, pod)
+        if match:
+            return match.group(1)
+    return pod
 
     def severity(self) -> int:
         return BAD_STATUSES.index(self.status) if self.status in BAD_STATUSES else len(BAD_STATUSES)
@@ -210,6 +246,7 @@ def parse_pod_table(text: str) -> list[PodRow]:
             for i, start in enumerate(starts)
         }
         restarts = re.match(r"\d+", cells.get("RESTARTS", "0"))
+        labels = dict(pair.split("=", 1) for pair in cells.get("LABELS", "").split(",") if "=" in pair)
         if cells.get("NAME"):
             rows.append(
                 PodRow(
@@ -218,6 +255,8 @@ def parse_pod_table(text: str) -> list[PodRow]:
                     cells.get("READY", ""),
                     cells.get("STATUS", ""),
                     int(restarts.group(0)) if restarts else 0,
+                    cells.get("NODE", ""),
+                    labels,
                 )
             )
     return rows
@@ -232,12 +271,13 @@ def _parse_pod_yaml(text: str) -> list[PodRow]:
 def pod_row(pod: dict[str, Any]) -> PodRow:
     meta, status = pod.get("metadata", {}), pod.get("status", {})
     statuses = status.get("containerStatuses") or []
-    phase = status.get("phase", "Unknown")
-    for s in statuses:
+    phase = status.get("reason") or status.get("phase", "Unknown")
+    for s in statuses if not status.get("reason") else ():
         phase = (s.get("state", {}).get("waiting") or s.get("state", {}).get("terminated") or {}).get("reason", phase)
     ready = f"{sum(1 for s in statuses if s.get('ready'))}/{len(statuses)}"
     return PodRow(
-        meta.get("namespace", ""), meta.get("name", ""), ready, phase, sum(s.get("restartCount", 0) for s in statuses)
+        meta.get("namespace", ""), meta.get("name", ""), ready, phase, sum(s.get("restartCount", 0) for s in statuses),
+        (pod.get("spec") or {}).get("nodeName", ""), meta.get("labels") or {},
     )
 
 
@@ -260,25 +300,78 @@ class PodDetail:
     last_reason: str = ""
     last_exit_code: int | None = None
     waiting_reason: str = ""
+    waiting_message: str = ""
     memory_limit: str = ""
+    cpu_limit: str = ""
+    image: str = ""
+    node: str = ""
+    owner: tuple[str, str] = ("", "")  # (kind, name) of the controller
+    reason: str = ""  # pod-level (Evicted) and its message
+    message: str = ""
+    probes: tuple[str, ...] = ()
     restarts: int = 0
 
 
 def parse_pod_detail(text: str) -> PodDetail | None:
     pod = load_yaml(text)
-    if not isinstance(pod, dict) or "metadata" not in pod:
+    if not isinstance(pod, dict) or not isinstance(pod.get("metadata"), dict) or pod.get("kind", "Pod") != "Pod":
         return None
-    detail = PodDetail(name=pod["metadata"].get("name", ""))
-    containers = (pod.get("spec") or {}).get("containers") or [{}]
-    detail.memory_limit = str(((containers[0].get("resources") or {}).get("limits") or {}).get("memory", ""))
-    for status in (pod.get("status") or {}).get("containerStatuses") or []:
-        detail.container = status.get("name", "")
-        detail.restarts = status.get("restartCount", 0)
-        terminated = (status.get("lastState") or {}).get("terminated") or {}
+    meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
+    detail = PodDetail(name=meta.get("name", ""), node=spec.get("nodeName", ""), reason=status.get("reason", ""),
+                       message=str(status.get("message", "")).strip())
+    owners = [o for o in meta.get("ownerReferences") or [] if isinstance(o, dict)]
+    if owners:
+        detail.owner = (owners[0].get("kind", ""), owners[0].get("name", ""))
+    containers = spec.get("containers") or [{}]
+    limits = (containers[0].get("resources") or {}).get("limits") or {}
+    detail.memory_limit, detail.cpu_limit = str(limits.get("memory", "")), str(limits.get("cpu", ""))
+    detail.image = str(containers[0].get("image", ""))
+    detail.probes = tuple(k for k in ("livenessProbe", "readinessProbe", "startupProbe") if k in containers[0])
+    for container in status.get("containerStatuses") or []:
+        detail.container = container.get("name", "")
+        detail.restarts = container.get("restartCount", 0)
+        terminated = (container.get("lastState") or {}).get("terminated") or {}
         detail.last_reason = terminated.get("reason", "")
         detail.last_exit_code = terminated.get("exitCode")
-        detail.waiting_reason = ((status.get("state") or {}).get("waiting") or {}).get("reason", "")
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        detail.waiting_reason, detail.waiting_message = waiting.get("reason", ""), str(waiting.get("message", ""))
     return detail
+
+
+@dataclass
+class NodeFact:
+    name: str
+    problems: list[str]  # conditions that are not as they should be, as "DiskPressure=True (message)"
+    taints: list[str]
+
+
+_HEALTHY_CONDITION = {"Ready": "True"}  # every other node condition (…Pressure, NetworkUnavailable) should be False
+
+
+def parse_node(text: str) -> NodeFact | None:
+    node = load_yaml(text)
+    if not isinstance(node, dict) or node.get("kind") != "Node":
+        return None
+    problems = [
+        f"{c.get('type')}={c.get('status')}" + (f" ({c['message']})" if c.get("message") else "")
+        for c in (node.get("status") or {}).get("conditions") or []
+        if isinstance(c, dict) and c.get("status") != _HEALTHY_CONDITION.get(c.get("type"), "False")
+    ]
+    if (node.get("spec") or {}).get("unschedulable"):
+        problems.append("SchedulingDisabled (cordoned)")
+    taints = [f"{t.get('key')}:{t.get('effect')}" for t in (node.get("spec") or {}).get("taints") or []
+              if isinstance(t, dict)]
+    return NodeFact(str((node.get("metadata") or {}).get("name", "")), problems, taints)
+
+
+def listed_names(text: str) -> list[str]:
+    """The NAME column of a `resources_list` table."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    header = next((line for line in lines if re.search(r"\bNAME\b", line)), "")
+    if not header:
+        return []
+    start = re.search(r"\bNAME\b", header).start()
+    return [line[start:].split()[0] for line in lines[lines.index(header) + 1 :] if len(line) > start]
 
 
 @dataclass
@@ -309,6 +402,11 @@ def parse_events(text: str) -> list[EventFact]:
     return facts
 
 
+def is_signal(line: str) -> bool:
+    """A log line that reports a failure (error, refusal, timeout, kill)."""
+    return bool(_LOG_SIGNAL.search(line))
+
+
 def log_highlights(text: str, limit: int = 4) -> list[str]:
     """The log lines that explain a failure (fatal errors first), else the last lines."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
@@ -316,6 +414,16 @@ def log_highlights(text: str, limit: int = 4) -> list[str]:
     fatal = [line for line in signal if re.search(r"FATAL|PANIC|panic|Traceback", line)]
     chosen = (fatal + [line for line in signal if line not in fatal])[:limit]
     return chosen or lines[-limit:]
+
+
+_NO_SUCH_HOST = re.compile(r"lookup (?P<host>[a-z0-9][a-z0-9\-.]*) on [\d.:]+: no such host")
+MISSING_REFERENCE = re.compile(r'(?P<kind>secret|configmap)s? "(?P<name>[a-z0-9][a-z0-9\-.]*)" not found', re.I)
+
+
+def unresolved_host(text: str) -> str:
+    """A name the logs say DNS could not resolve (`lookup stock-cache.inventory.svc… on …: no such host`)."""
+    match = _NO_SUCH_HOST.search(text)
+    return match.group("host") if match else ""
 
 
 def dependency_host(text: str) -> str:

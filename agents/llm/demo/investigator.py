@@ -1,30 +1,27 @@
 """The demo investigator's plan and its final report.
 
-Plan: list pods → pick the unhealthy pod → its namespace's events → its details
-→ its (previous) logs → if the logs name an unreachable dependency, that
-dependency's pod → conclude. Every claim in the report quotes a tool result and cites its evidence id.
+Plan: list pods → choose the pod (or node) the alert names (`focus`) → its namespace's events → its details
+→ its (previous) logs → follow what those results point at: the node it was evicted from, the Secret or
+ConfigMap it cannot find, the Deployment behind a failing image pull, the Service a failed DNS lookup names,
+the pod behind an unreachable dependency → conclude (`diagnosis`). Every claim quotes a tool result and cites
+its evidence id.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from .evidence import (
-    Conversation,
-    EventFact,
-    PodDetail,
-    PodRow,
-    dependency_host,
-    log_highlights,
-    parse_events,
-    parse_pod_detail,
-    parse_pod_table,
-)
+from .diagnosis import diagnose
+from .evidence import Conversation, PodDetail, PodRow
+from .findings import Findings, gather
+
+__all__ = ["LABEL", "Action", "final_report", "gather", "next_action", "unverified_report"]
 
 LABEL = "_Produced by the built-in **demo** investigator (rule-based, no LLM): set an LLM API key for real analysis._"
-_NAMESPACE_IN_ALERT = re.compile(r"namespace[\"']?\s*[:=]\s*[\"']?([a-z0-9][a-z0-9\-]*)", re.I)
+NOT_STARTED = ("CreateContainerConfigError", "CreateContainerError", "ImagePullBackOff", "ErrImagePull",
+               "ContainerCreating", "PodInitializing")
 
 
 @dataclass
@@ -34,64 +31,6 @@ class Action:
     thought: str
 
 
-@dataclass
-class Findings:
-    """Facts gathered from tool results, in the shape the report needs."""
-
-    pods: list[PodRow] = field(default_factory=list)
-    primary: PodRow | None = None
-    dependency: PodRow | None = None
-    dependency_host: str = ""
-    details: dict[str, PodDetail] = field(default_factory=dict)
-    logs: dict[str, list[str]] = field(default_factory=dict)
-    events: list[EventFact] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    sources: dict[str, str] = field(default_factory=dict)  # "pods_list", "pods_log:<pod>"… → evidence id
-
-    def cite(self, *keys: str) -> str:
-        """The citations of the results behind `keys` (" [E1][E4]"), "" when none has an id."""
-        ids = dict.fromkeys(self.sources[key] for key in keys if self.sources.get(key))
-        return (" " + "".join(f"[{identifier}]" for identifier in ids)) if ids else ""
-
-
-def gather(conv: Conversation) -> Findings:
-    found = Findings()
-    for obs in conv.observations:
-        if obs.is_error:
-            first = obs.text.strip().splitlines()[0][:200] if obs.text else ""
-            found.errors.append(f"`{obs.short}` failed: {first}" + (f" [{obs.evidence_id}]" if obs.evidence_id else ""))
-            continue
-        if obs.short in ("pods_list", "pods_list_in_namespace"):
-            found.pods = parse_pod_table(obs.text) or found.pods
-            found.sources["pods_list"] = obs.evidence_id
-        elif obs.short == "pods_get":
-            detail = parse_pod_detail(obs.text)
-            if detail:
-                found.details[detail.name] = detail
-                found.sources[f"pods_get:{detail.name}"] = obs.evidence_id
-        elif obs.short == "pods_log":
-            name = str(obs.arguments.get("name", ""))
-            found.logs[name] = log_highlights(obs.text)
-            found.sources[f"pods_log:{name}"] = obs.evidence_id
-            found.dependency_host = found.dependency_host or dependency_host(obs.text)
-        elif obs.short == "events_list":
-            found.events = parse_events(obs.text)
-            found.sources["events_list"] = obs.evidence_id
-    unhealthy = sorted(
-        (p for p in found.pods if p.unhealthy), key=lambda p: (p.name not in conv.alert, p.severity(), -p.restarts)
-    )
-    found.primary = unhealthy[0] if unhealthy else None
-    if found.primary and found.dependency_host:
-        found.dependency = _pod_for_host(found.pods, found.dependency_host, found.primary.namespace)
-    return found
-
-
-def _pod_for_host(pods: list[PodRow], host: str, namespace: str) -> PodRow | None:
-    candidates = [p for p in pods if p.name == host or p.name.startswith(host + "-")]
-    candidates.sort(key=lambda p: p.namespace != namespace)
-    return candidates[0] if candidates else None
-
-
 def next_action(conv: Conversation, found: Findings) -> Action | None:
     """The next tool call of the plan, or None when it is time to conclude."""
     offered = conv.tools
@@ -99,48 +38,101 @@ def next_action(conv: Conversation, found: Findings) -> Action | None:
         return None
     if not conv.attempted("pods_list") and not conv.attempted("pods_list_in_namespace"):
         if "pods_list" in offered:
-            return Action("pods_list", {}, "Start with every pod in the cluster to find the failing workload.")
+            return Action("pods_list", {}, "Start with every pod in the cluster to find the alert's resources.")
         if "pods_list_in_namespace" in offered:
-            match = _NAMESPACE_IN_ALERT.search(conv.alert)
-            namespace = match.group(1) if match else "default"
+            namespace = found.targets.first("namespace") or "default"
             return Action("pods_list_in_namespace", {"namespace": namespace}, f"List the pods in {namespace}.")
-    pod = found.primary
+    for step in (_node_step, _node_events, _pod_steps, _follow_up):
+        action = step(conv, found)
+        if action:
+            return action
+    return None
+
+
+def _get(kind: str, name: str, namespace: str = "") -> dict[str, Any]:
+    api = "apps/v1" if kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet") else "v1"
+    return {"apiVersion": api, "kind": kind, "name": name, **({"namespace": namespace} if namespace else {})}
+
+
+def _node_step(conv: Conversation, found: Findings) -> Action | None:
+    node = found.focus.node
+    if node and "resources_get" in conv.tools and not conv.attempted("resources_get", kind="Node", name=node):
+        return Action("resources_get", _get("Node", node), f"The alert names node {node}; read its conditions.")
+    return None
+
+
+def _node_events(conv: Conversation, found: Findings) -> Action | None:
+    if found.focus.node and found.primary is None and "events_list" in conv.tools and not conv.attempted(
+            "events_list"):
+        return Action("events_list", {}, f"No pod on {found.focus.node} is failing; read the cluster's events.")
+    return None
+
+
+def _pod_steps(conv: Conversation, found: Findings) -> Action | None:
+    offered, pod = conv.tools, found.primary
     if pod is None:
         return None
     ns, name = pod.namespace, pod.name
     if "events_list" in offered and not conv.attempted("events_list"):
-        return Action(
-            "events_list",
-            {"namespace": ns},
-            f"{name} is {pod.status} ({pod.ready} ready, {pod.restarts} restarts); read the events in {ns}.",
-        )
+        scope = {} if found.focus.node else {"namespace": ns}  # node events live outside the pod's namespace
+        return Action("events_list", scope, f"{name} is {pod.status} ({pod.ready} ready, {pod.restarts} restarts); "
+                      f"read the events{' in ' + ns if scope else ''}.")
     if "pods_get" in offered and not conv.attempted("pods_get", name=name):
-        return Action(
-            "pods_get", {"namespace": ns, "name": name}, f"Get {name} to see how its container last terminated."
-        )
-    if "pods_log" in offered:
+        return Action("pods_get", {"namespace": ns, "name": name},
+                      f"Get {name} to see its state, limits and how its container last terminated.")
+    detail = found.details.get(name)
+    never_ran = pod.status in NOT_STARTED or pod.status == "Evicted" or (
+        detail is not None and detail.waiting_reason in NOT_STARTED and not detail.restarts)
+    if "pods_log" in offered and not never_ran:
         previous = pod.restarts > 0
         tried = conv.attempted("pods_log", name=name)
         if not tried:
             what = "previous (crashed) container" if previous else "container"
-            return Action(
-                "pods_log",
-                {"namespace": ns, "name": name, "previous": previous},
-                f"Read the logs of the {what} of {name}.",
-            )
+            return Action("pods_log", {"namespace": ns, "name": name, "previous": previous},
+                          f"Read the logs of the {what} of {name}.")
         if all(o.is_error for o in tried) and not conv.attempted("pods_log", name=name, previous=False):
-            return Action(
-                "pods_log",
-                {"namespace": ns, "name": name, "previous": False},
-                "Previous logs are unavailable; read the current container's logs.",
-            )
+            return Action("pods_log", {"namespace": ns, "name": name, "previous": False},
+                          "Previous logs are unavailable; read the current container's logs.")
+    return None
+
+
+def _follow_up(conv: Conversation, found: Findings) -> Action | None:
+    """One more call where the results so far point at another object."""
+    offered, pod = conv.tools, found.primary
+    if pod is None:
+        return None
+    detail = found.details.get(pod.name)
+    can_get, can_list = "resources_get" in offered, "resources_list" in offered
+    kind, missing = found.missing_reference()
+    if missing and can_get and not conv.attempted("resources_get", kind=kind, name=missing):
+        return Action("resources_get", _get(kind, missing, pod.namespace),
+                      f"{pod.name} waits for {kind} {missing}; check whether it exists.")
+    if missing and can_list and (kind, missing) in found.absent and not conv.attempted("resources_list", kind=kind):
+        return Action("resources_list", {"apiVersion": "v1", "kind": kind, "namespace": pod.namespace},
+                      f"{kind} {missing} does not exist; list the {kind}s {pod.namespace} has.")
+    node = detail.node if detail else pod.node
+    if (pod.status == "Evicted" or (detail and detail.reason == "Evicted")) and node and can_get \
+            and not conv.attempted("resources_get", kind="Node", name=node):
+        return Action("resources_get", _get("Node", node), f"{pod.name} was evicted from {node}; read its conditions.")
+    if pod.status in ("ImagePullBackOff", "ErrImagePull") and detail and detail.owner[0] == "ReplicaSet" and can_get:
+        deployment = re.sub(r"-[a-z0-9]{8,10}$", "", detail.owner[1])
+        if not conv.attempted("resources_get", kind="Deployment", name=deployment):
+            return Action("resources_get", _get("Deployment", deployment, pod.namespace),
+                          f"Read Deployment {deployment} to see which image its rollout asks for.")
+    if found.dns_host and can_get:
+        service = found.dns_host.split(".")[0]
+        parts = found.dns_host.split(".")
+        namespace = parts[1] if len(parts) > 2 and parts[2] == "svc" else pod.namespace
+        if not conv.attempted("resources_get", kind="Service", name=service):
+            return Action("resources_get", _get("Service", service, namespace),
+                          f"The logs say {found.dns_host} does not resolve; check Service {service}.")
+        if ("Service", service) in found.absent and can_list and not conv.attempted("resources_list", kind="Service"):
+            return Action("resources_list", {"apiVersion": "v1", "kind": "Service", "namespace": namespace},
+                          f"Service {service} does not exist; list the Services in {namespace}.")
     dep = found.dependency
     if dep and "pods_get" in offered and not conv.attempted("pods_get", name=dep.name):
-        return Action(
-            "pods_get",
-            {"namespace": dep.namespace, "name": dep.name},
-            f"The logs say {name} cannot reach {found.dependency_host}; inspect {dep.name}.",
-        )
+        return Action("pods_get", {"namespace": dep.namespace, "name": dep.name},
+                      f"The logs say {pod.name} cannot reach {found.dependency_host}; inspect {dep.name}.")
     return None
 
 
@@ -149,99 +141,92 @@ def next_action(conv: Conversation, found: Findings) -> Action | None:
 
 def _pod_line(pod: PodRow, detail: PodDetail | None) -> str:
     text = f"`{pod.name}` (namespace `{pod.namespace}`) is **{pod.status}**, ready {pod.ready}, {pod.restarts} restarts"
+    if detail and detail.waiting_message:
+        text += f"; waiting: {detail.waiting_reason} \"{detail.waiting_message}\""
     if detail and detail.last_reason:
         text += f"; last termination **{detail.last_reason}** with exit code {detail.last_exit_code}"
     if detail and detail.memory_limit:
         text += f"; memory limit {detail.memory_limit}"
+    if detail and detail.cpu_limit:
+        text += f"; CPU limit {detail.cpu_limit}"
+    if detail and detail.image and detail.waiting_reason in ("ImagePullBackOff", "ErrImagePull"):
+        text += f"; image `{detail.image}`"
     return text
 
 
-def root_cause(found: Findings) -> str:
-    pod, dep = found.primary, found.dependency
+def _scope_lines(found: Findings) -> list[str]:
+    """What the alert named and what the cluster had of it; the cluster's failing pods when it lacked them."""
+    focus, pod = found.focus, found.primary
+    lines = []
+    if focus.notes:
+        failing = list({(p.namespace, p.workload): p for p in reversed(found.pods) if p.unhealthy}.values())[::-1]
+        shown = ", ".join(f"`{p.name}` ({p.namespace}, {p.status}, ready {p.ready}, {p.restarts} restarts)"
+                          for p in failing) or "none"
+        lines.append(f"**Alert resources not found:** {'; '.join(focus.notes)}{found.cite('pods_list')}. "
+                     f"Here is what the demo cluster's failing workloads show: {shown}.")
+    if pod:
+        lines.append(f"**Investigated:** `{pod.name}` (namespace `{pod.namespace}`), {focus.why}.")
+    return lines + [""] if lines else []
+
+
+def _evidence(found: Findings) -> list[str]:
+    pod = found.primary
     if pod is None:
-        return "no unhealthy pod was found in the tool results"
+        where = f" on node `{found.focus.node}`" if found.focus.node else ""
+        return [f"- `pods_list`: no pod{where} is failing{found.cite('pods_list')}.", *_node_lines(found),
+                *_event_lines(found)]
+    lines = [f"- `pods_list`: {_pod_line(pod, found.details.get(pod.name))}"
+             f"{found.cite('pods_list', f'pods_get:{pod.name}')}."]
     detail = found.details.get(pod.name)
-    exit_text = f" (exit code {detail.last_exit_code})" if detail and detail.last_exit_code is not None else ""
-    if dep:
-        dep_detail = found.details.get(dep.name)
-        if dep_detail and dep_detail.last_reason == "OOMKilled":
-            limit = f" at its {dep_detail.memory_limit} memory limit" if dep_detail.memory_limit else ""
-            return (
-                f"`{dep.name}` is being **OOMKilled**{limit} ({dep_detail.restarts} restarts); while it restarts "
-                f"it refuses connections, so `{pod.name}` cannot reach `{found.dependency_host}` at startup, "
-                f"exits{exit_text} and is in **{pod.status}**"
-            )
-        state = dep_detail.last_reason if dep_detail and dep_detail.last_reason else dep.status
-        return (
-            f"`{pod.name}` cannot reach its dependency `{found.dependency_host}`: `{dep.name}` is unhealthy "
-            f"({state}, ready {dep.ready}); `{pod.name}` exits{exit_text} and is in **{pod.status}**"
-        )
-    if found.dependency_host:
-        return f"`{pod.name}` cannot reach `{found.dependency_host}`{exit_text}, and no pod for it was found"
-    if detail and detail.last_reason == "OOMKilled":
-        return f"`{pod.name}` is OOMKilled at its {detail.memory_limit or 'configured'} memory limit"
-    return f"`{pod.name}` is in **{pod.status}**{exit_text}; its logs and events below show why"
+    if detail and detail.reason:
+        lines.append(f"- `pods_get`: status **{detail.reason}**: \"{detail.message}\""
+                     f"{found.cite(f'pods_get:{pod.name}')}")
+    for name, highlights in found.logs.items():
+        lines.append(f"- `pods_log` of `{name}`{found.cite(f'pods_log:{name}')}:")
+        lines += [f"  > {line}" for line in highlights]
+    if found.dependency:
+        dep = found.dependency.name
+        lines.append(f"- `pods_get`: {_pod_line(found.dependency, found.details.get(dep))}"
+                     f"{found.cite('pods_list', f'pods_get:{dep}')}.")
+    lines += _node_lines(found)
+    for kind, name in sorted(found.absent):
+        lines.append(f"- `resources_get`: {kind} `{name}` not found{found.cite(f'resources_get:{kind}/{name}')}.")
+    for kind, names in found.listed.items():
+        lines.append(f"- `resources_list`: {kind}s: {', '.join(f'`{n}`' for n in names) or 'none'}"
+                     f"{found.cite(f'resources_list:{kind}')}.")
+    for (kind, name), obj in found.objects.items():
+        if kind == "Deployment":
+            containers = (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+            images = ", ".join(f"`{c.get('image')}`" for c in containers if isinstance(c, dict)) or "unknown"
+            lines.append(f"- `resources_get` Deployment `{name}`: template image {images}"
+                         f"{found.cite(f'resources_get:Deployment/{name}')}.")
+    return lines + _event_lines(found)
 
 
-def _recommendations(found: Findings) -> list[str]:
-    pod, dep = found.primary, found.dependency
-    if pod is None:
-        return ["Check the alert source: the cluster looked healthy when the tools were queried."]
-    dep_detail = found.details.get(dep.name) if dep else None
-    if dep and dep_detail and dep_detail.last_reason == "OOMKilled":
-        return [
-            f"Raise the memory limit of `{dep.name}` (now {dep_detail.memory_limit or 'unknown'}) in its "
-            "workload spec, and size the database's memory settings to fit inside it.",
-            f"Find what drives the memory growth in `{dep.name}` "
-            "(check its previous logs for large queries or temporary files).",
-            f"Once `{dep.name}` is Ready, `{pod.name}` recovers on its own; delete it to skip the back-off.",
-            f"Make `{pod.name}`'s startup retry the database with back-off instead of exiting.",
-        ]
-    if dep:
-        return [f"Restore `{dep.name}` first, then let `{pod.name}` restart."]
-    return [f"Inspect `{pod.name}`'s logs and recent changes (image, config, limits) and fix the failing start-up."]
+def _node_lines(found: Findings) -> list[str]:
+    lines = []
+    for node in found.nodes.values():
+        state = ", ".join(node.problems) or "all conditions healthy"
+        taints = f"; taints {', '.join(node.taints)}" if node.taints else ""
+        lines.append(f"- `resources_get` Node `{node.name}`: {state}{taints}"
+                     f"{found.cite(f'resources_get:Node/{node.name}')}.")
+    return lines
+
+
+def _event_lines(found: Findings) -> list[str]:
+    return [f'- `events_list`: {e.type} **{e.reason}** on `{e.object}`: "{e.message}"{found.cite("events_list")}'
+            for e in found.related_warnings()[:5]]
 
 
 def final_report(conv: Conversation, found: Findings) -> str:
     if not conv.tools or (not found.pods and found.errors) or not conv.observations:
         return unverified_report(conv.alert, found.errors)
-    lines = ["## Root cause analysis", "", LABEL, "", f"**Root cause:** {root_cause(found)}{_cause_citations(found)}.",
-             "", "### Evidence"]
-    if found.primary:
-        name = found.primary.name
-        lines.append(f"- `pods_list`: {_pod_line(found.primary, found.details.get(name))}"
-                     f"{found.cite('pods_list', f'pods_get:{name}')}.")
-        for pod, highlights in found.logs.items():
-            lines.append(f"- `pods_log` of `{pod}`{found.cite(f'pods_log:{pod}')}:")
-            lines += [f"  > {line}" for line in highlights]
-        if found.dependency:
-            dep = found.dependency.name
-            lines.append(f"- `pods_get`: {_pod_line(found.dependency, found.details.get(dep))}"
-                         f"{found.cite('pods_list', f'pods_get:{dep}')}.")
-        relevant = {found.primary.name, found.dependency.name if found.dependency else ""}
-        for event in [
-            e
-            for e in found.events
-            if e.type == "Warning" and (e.object in relevant or found.dependency_host in e.object)
-        ][:5]:
-            lines.append(f'- `events_list`: {event.type} **{event.reason}** on `{event.object}`: "{event.message}"'
-                         f"{found.cite('events_list')}")
-    else:
-        lines.append(f"- `pods_list`: all {len(found.pods)} pods are Running and ready{found.cite('pods_list')}.")
-    lines += [f"- {error}" for error in found.errors]
-    lines += ["", "### Recommended actions"]
-    lines += [f"{i}. {item}" for i, item in enumerate(_recommendations(found), 1)]
+    diagnosis = diagnose(found)
+    lines = ["## Root cause analysis", "", LABEL, "", *_scope_lines(found),
+             f"**Root cause:** {diagnosis.cause}{found.cite(*diagnosis.keys)}.", "", "### Evidence",
+             *_evidence(found), *[f"- {error}" for error in found.errors], "", "### Recommended actions"]
+    lines += [f"{i}. {item}" for i, item in enumerate(diagnosis.actions, 1)]
     return "\n".join(lines)
-
-
-def _cause_citations(found: Findings) -> str:
-    """The root cause rests on the primary pod's listing, details and logs, and the dependency's details."""
-    if found.primary is None:
-        return found.cite("pods_list")
-    keys = ["pods_list", f"pods_get:{found.primary.name}", f"pods_log:{found.primary.name}"]
-    if found.dependency:
-        keys.append(f"pods_get:{found.dependency.name}")
-    return found.cite(*keys)
 
 
 def unverified_report(alert: str, errors: list[str]) -> str:

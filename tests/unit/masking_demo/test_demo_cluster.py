@@ -130,3 +130,44 @@ async def test_resources_list_and_unknown_kind(open_cluster):
 
         assert "web" in deployments and "2/3" in deployments and "coredns" not in deployments
         assert unknown.is_error and 'resource type "Widget"' in _text(unknown)
+
+
+async def test_each_incident_shows_in_the_pod_table(open_cluster):
+    async with open_cluster() as cluster:
+        rows = {
+            line.split()[3]: line.split() for line in _text(await cluster.call_tool("pods_list", {})).splitlines()[1:]
+        }
+
+    assert rows[data.MISSING_SECRET_POD][4:6] == ["0/1", "CreateContainerConfigError"]
+    assert rows[data.BAD_TAG_POD][4:6] == ["0/1", "ImagePullBackOff"]
+    assert rows[data.THROTTLED_POD][4:7] == ["1/1", "Running", "5"]
+    assert rows[data.EVICTED_POD][4:6] == ["0/1", "Evicted"] and rows[data.EVICTED_POD][-2] == data.PRESSURED_NODE
+    assert rows[data.NOT_READY_POD][4:7] == ["0/1", "Running", "0"]
+    assert len({row[0] for row in rows.values() if row[5] != "Running" or row[4] != "1/1" or row[6] != "0"}) >= 6
+
+
+async def test_the_objects_behind_the_incidents(open_cluster):
+    async with open_cluster() as cluster:
+        node = yaml.safe_load(_text(await cluster.call_tool(
+            "resources_get", {"apiVersion": "v1", "kind": "Node", "name": data.PRESSURED_NODE})))
+        secret = await cluster.call_tool("resources_get", {"apiVersion": "v1", "kind": "Secret",
+                                                           "namespace": "billing", "name": data.MISSING_SECRET})
+        service = await cluster.call_tool(
+            "resources_get", {"apiVersion": "v1", "kind": "Service", "namespace": "inventory", "name": "stock-cache"})
+        deployment = yaml.safe_load(_text(await cluster.call_tool(
+            "resources_get", {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "analytics",
+                              "name": "report-api"})))
+        pull = _text(await cluster.call_tool("events_list", {"namespace": "analytics"}))
+        throttled = _text(await cluster.call_tool(
+            "pods_log", {"namespace": "search", "name": data.THROTTLED_POD, "previous": True}))
+        waiting = await cluster.call_tool("pods_log", {"namespace": "billing", "name": data.MISSING_SECRET_POD})
+        evicted = await cluster.call_tool("pods_log", {"namespace": "logging", "name": data.EVICTED_POD})
+
+    conditions = {c["type"]: c["status"] for c in node["status"]["conditions"]}
+    assert conditions["DiskPressure"] == "True" and node["spec"]["taints"][0]["key"].endswith("disk-pressure")
+    assert secret.is_error and f'secrets "{data.MISSING_SECRET}" not found' in _text(secret)
+    assert service.is_error and 'services "stock-cache" not found' in _text(service)
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == data.BAD_IMAGE
+    assert f"{data.BAD_IMAGE}: not found" in pull and "cpu throttled" in throttled
+    assert waiting.is_error and "is waiting to start: CreateContainerConfigError" in _text(waiting)
+    assert evicted.is_error and "the pod was evicted" in _text(evicted)
