@@ -10,7 +10,7 @@ import fnmatch
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from agents.config.schema import RegexText
 from agents.llm.scripted import ScriptTurn
 
-from .fixtures import KUBERNETES_TOOLS, LOADER, ScenarioError, ToolFixtures, check_arguments, load_tools, split_name
+from .fixture_tools import TOOLS
+from .fixtures import LOADER, ScenarioError, ToolFixtures, check_arguments, load_tools, split_name
 
 SCENARIOS_DIR = Path(__file__).resolve().parent / "scenarios"
 FILES = ("alert.yaml", "tools.yaml", "expect.yaml", "reference.yaml")
@@ -90,10 +91,17 @@ class Budgets(_Strict):
 
 
 class Expect(_Strict):
-    findings: list[Claim] = Field(min_length=1)
+    expect: Literal["cause", "abstain"] = "cause"  # abstain: the evidence shows no cause, the answer must say so
+    findings: list[Claim] = Field(default_factory=list)
     forbidden: list[Claim] = Field(default_factory=list)
     tools: list[ToolRequirement] = Field(default_factory=list)
     budgets: Budgets = Field(default_factory=Budgets)
+
+    @model_validator(mode="after")
+    def _cause_has_findings(self) -> Expect:
+        if self.expect == "cause" and not self.findings:
+            raise ValueError("a scenario that expects a cause lists at least one finding")
+        return self
 
 
 @dataclass(frozen=True)
@@ -169,7 +177,7 @@ def _check_expect(expect: Expect, where: str) -> list[str]:
             except ValueError as exc:
                 problems.append(f"{where}: tools.{i}: {exc}")
                 continue
-            if tool not in KUBERNETES_TOOLS:
+            if tool not in TOOLS:
                 problems.append(f"{where}: tools.{i}: unknown tool {tool!r}")
                 continue
             spec.args, arg_problems = check_arguments(tool, spec.args)
