@@ -16,7 +16,7 @@ from agents.mcp.pool import MCPPool
 from evals.fixture_server import build_server
 from evals.fixtures import GAP_MARKER, ScenarioError, arguments_match, find_fixture, parse_tools
 from evals.runconfig import REPO_ROOT
-from evals.scenario import load_all, select
+from evals.scenario import Expect, load_all, select
 
 TOOLS = {
     "kubernetes-server.pods_log": [
@@ -175,3 +175,13 @@ def test_an_idle_fixture_server_exits_and_the_pool_starts_it_again(tmp_path):
         assert pool.status()["fx"].restarts == 1
     finally:
         pool.shutdown()
+
+
+def test_an_abstention_may_list_no_findings_but_a_cause_must():
+    abstain = Expect.model_validate({"expect": "abstain", "forbidden": [{"name": "x", "any": ["oomkilled"]}]})
+    assert abstain.findings == []
+    assert Expect.model_validate({"findings": [{"name": "x", "any": ["y"]}]}).expect == "cause"
+    with pytest.raises(ValueError, match="lists at least one finding"):
+        Expect.model_validate({"findings": []})
+    with pytest.raises(ValueError):
+        Expect.model_validate({"expect": "maybe", "findings": [{"name": "x", "any": ["y"]}]})
