@@ -91,16 +91,19 @@ class Budgets(_Strict):
 
 
 class Expect(_Strict):
-    expect: Literal["cause", "abstain"] = "cause"  # abstain: the evidence shows no cause, the answer must say so
+    """`expect: cause` (the default): the answer must commit to the cause the findings describe; `expect:
+    abstain`: the evidence shows no cause and the answer must say so, so findings may be empty."""
+
+    expect: Literal["cause", "abstain"] = "cause"
     findings: list[Claim] = Field(default_factory=list)
     forbidden: list[Claim] = Field(default_factory=list)
     tools: list[ToolRequirement] = Field(default_factory=list)
     budgets: Budgets = Field(default_factory=Budgets)
 
     @model_validator(mode="after")
-    def _cause_has_findings(self) -> Expect:
+    def _findings_unless_abstaining(self) -> Expect:
         if self.expect == "cause" and not self.findings:
-            raise ValueError("a scenario that expects a cause lists at least one finding")
+            raise ValueError("findings: at least one finding is needed unless `expect: abstain`")
         return self
 
 

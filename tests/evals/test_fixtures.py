@@ -181,7 +181,7 @@ def test_an_abstention_may_list_no_findings_but_a_cause_must():
     abstain = Expect.model_validate({"expect": "abstain", "forbidden": [{"name": "x", "any": ["oomkilled"]}]})
     assert abstain.findings == []
     assert Expect.model_validate({"findings": [{"name": "x", "any": ["y"]}]}).expect == "cause"
-    with pytest.raises(ValueError, match="lists at least one finding"):
+    with pytest.raises(ValueError, match="at least one finding is needed"):
         Expect.model_validate({"findings": []})
     with pytest.raises(ValueError):
         Expect.model_validate({"expect": "maybe", "findings": [{"name": "x", "any": ["y"]}]})
