@@ -30,7 +30,7 @@ from tarsy.models import (
 from tarsy.services.errors import Conflict, NotFound
 from tarsy.services.sessions import session_get
 
-from .fixtures import KUBERNETES_TOOLS
+from .fixture_tools import TOOLS
 from .runconfig import REFERENCE_PREFIX
 from .runner import INVESTIGATION_CALLS
 
@@ -72,7 +72,7 @@ def _tools(session: AlertSession, notes: list[str]) -> dict[str, list[dict[str, 
     seen: set[str] = set()
     for call in MCPInteraction.objects.filter(session=session).order_by("created_at", "id"):
         name = f"{call.server}.{call.tool}"
-        if call.tool not in KUBERNETES_TOOLS:
+        if call.tool not in TOOLS:
             notes.append(f"{name}: not a tool the fixture server offers; its output was left out")
             continue
         signature = name + json.dumps(call.arguments or {}, sort_keys=True)

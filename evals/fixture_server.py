@@ -1,9 +1,9 @@
 """A stdio MCP server that answers from a scenario's `tools.yaml`.
 
-It offers the tools of the Kubernetes MCP server the built-in agent uses, with the same names, descriptions
-and input schemas (built from `agents.mcp.demo_cluster.TOOLS` themselves), so an eval goes through TARSy's
-real MCP path: pool, executor, masking, summarization. A call no fixture matches is a fixture gap: the
-caller gets an MCP error whose text carries `GAP_MARKER`, never an empty result.
+It offers the tools of a real MCP server — kubernetes-mcp-server or prometheus-mcp-server, whichever the
+scenario records for `--server` — with the same names, descriptions and input schemas (`fixture_tools`), so an
+eval goes through TARSy's real MCP path: pool, executor, masking, summarization. A call no fixture matches is
+a fixture gap: the caller gets an MCP error whose text carries `GAP_MARKER`, never an empty result.
 
     python -m evals.fixture_server --tools evals/scenarios/NAME/tools.yaml --server kubernetes-server
 """
@@ -19,9 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .fixtures import KUBERNETES_TOOLS, ToolFixtures, find_fixture, gap_message, load_tools
-
-INSTRUCTIONS = "Read-only tools over a Kubernetes cluster (namespaces, pods, logs, events, resources)."
+from .fixture_tools import INSTRUCTIONS, TOOLSETS
+from .fixtures import ToolFixtures, find_fixture, gap_message, load_tools, toolset
 
 
 class IdleExit:
@@ -78,9 +77,10 @@ def build_server(fixtures: ToolFixtures, server_name: str, idle: IdleExit | None
     from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
 
-    server = MCPServer(server_name, instructions=INSTRUCTIONS)
+    kind = toolset(fixtures, server_name)
+    server = MCPServer(server_name, instructions=INSTRUCTIONS[kind])
     read_only = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=True)
-    for tool, fn in KUBERNETES_TOOLS.items():
+    for tool, fn in TOOLSETS[kind].items():
         server.add_tool(_answering(fn, f"{server_name}.{tool}", fixtures, idle), annotations=read_only,
                         structured_output=False)
     return server

@@ -1,9 +1,9 @@
 """Recorded tool outputs (`tools.yaml`) and how a tool call is matched to one.
 
 The fixture server answers calls with them and the scorer checks required tool calls with the same matcher,
-so "this call matches" means one thing everywhere. Tools and their parameters are those of the Kubernetes MCP
-server the built-in agent uses (`agents.mcp.demo_cluster.TOOLS`); arguments are compared after the tool's
-defaults are filled in, as the server sees them.
+so "this call matches" means one thing everywhere. Tools and their parameters are those of the real MCP servers
+(`fixture_tools`: Kubernetes and Prometheus); arguments are compared after the tool's defaults are filled in, as
+the server sees them.
 """
 
 from __future__ import annotations
@@ -19,11 +19,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, model_validator
 
-from agents.mcp import demo_cluster
+from .fixture_tools import TOOLS, TOOLSET_OF
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: scenario files are large
 
-KUBERNETES_TOOLS: dict[str, Callable[..., str]] = {fn.__name__: fn for fn in demo_cluster.TOOLS}
 GAP_MARKER = "[fixture gap]"  # in the error text of an unmatched call; the scorer finds gaps by it
 
 
@@ -38,7 +37,7 @@ class ScenarioError(ValueError):
 @cache
 def parameters(tool: str) -> dict[str, inspect.Parameter]:
     """The parameters of a known tool, with evaluated annotations; {} for a tool we do not know."""
-    fn = KUBERNETES_TOOLS.get(tool)
+    fn: Callable[..., str] | None = TOOLS.get(tool)
     return dict(inspect.signature(fn, eval_str=True).parameters) if fn else {}
 
 
@@ -143,9 +142,9 @@ def parse_tools(data: Any, filename: str = "tools.yaml") -> ToolFixtures:
         except ValueError as exc:
             problems.append(f"{filename}: {key}: {exc}")
             continue
-        if tool not in KUBERNETES_TOOLS:
-            problems.append(f"{filename}: {key}: unknown tool {tool!r} (the fixture server offers "
-                            f"{', '.join(KUBERNETES_TOOLS)})")
+        if tool not in TOOLS:
+            problems.append(f"{filename}: {key}: unknown tool {tool!r} (the fixture servers offer "
+                            f"{', '.join(TOOLS)})")
             continue
         if not isinstance(entries, list):  # an empty list declares the server: every call to it is a gap
             problems.append(f"{filename}: {key}: expected a list of fixtures")
@@ -162,9 +161,26 @@ def parse_tools(data: Any, filename: str = "tools.yaml") -> ToolFixtures:
             args, arg_problems = check_arguments(tool, fixture.args)
             problems += [f"{where}: {p}" for p in arg_problems]
             fixtures[key].append(fixture.model_copy(update={"args": args}))
+    problems += _mixed_servers(fixtures, filename)
     if problems:
         raise ScenarioError(problems)
     return fixtures
+
+
+def _mixed_servers(fixtures: ToolFixtures, filename: str) -> list[str]:
+    """One server offers one tool set: a server keyed with Kubernetes and Prometheus tools is a typo."""
+    kinds: dict[str, set[str]] = {}
+    for key in fixtures:
+        server, _, tool = key.partition(".")
+        kinds.setdefault(server, set()).add(TOOLSET_OF[tool])
+    return [f"{filename}: {server}: mixes the tools of {' and '.join(sorted(k))} servers; give each its own name"
+            for server, k in kinds.items() if len(k) > 1]
+
+
+def toolset(fixtures: ToolFixtures, server: str) -> str:
+    """The kind of server `server` records (its tools'); Kubernetes when the file declares none of its tools."""
+    kinds = {TOOLSET_OF[key.partition(".")[2]] for key in fixtures if key.partition(".")[0] == server}
+    return kinds.pop() if len(kinds) == 1 else "kubernetes"
 
 
 def load_tools(path: Path) -> ToolFixtures:

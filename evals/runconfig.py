@@ -3,7 +3,8 @@
 It is the deployment's own configuration (TARSY_CONFIG_DIR, or the built-ins) plus, for every scenario:
 
 - one MCP server per logical server of its `tools.yaml`: the fixture server, with the masking, summarization
-  and instructions of the server of that name in the deployment (or of `kubernetes-server`). Each scenario's
+  and instructions of the server of that name in the deployment (or of the built-in server of its kind:
+  `kubernetes-server`, or the Prometheus server). Each scenario's
   session selects its servers with the alert's `mcp` selection, so the rest of the configuration is untouched;
 - a scripted provider playing its reference run, and a copy of its alert type's chain bound to that provider
   (TARSy picks providers per chain, so each reference run needs a chain of its own; its alert type is
@@ -27,15 +28,16 @@ from typing import Any
 import yaml
 
 from agents.config import TarsyConfig, load_config
+from agents.config.builtins import prometheus_server
 from agents.config.loader import PROVIDERS_FILE, TARSY_FILE
 from agents.config.schema import ChainConfig
 
-from .fixtures import ScenarioError
+from .fixtures import ScenarioError, toolset
 from .scenario import Scenario
 
 REFERENCE = "reference"  # the provider name that means "each scenario's own reference run"
 REFERENCE_PREFIX = "eval-reference-"  # chain and provider names of reference runs
-TEMPLATE_SERVER = "kubernetes-server"  # whose settings a fixture server takes when its name is not configured
+TEMPLATE_SERVER = "kubernetes-server"  # settings of a Kubernetes fixture server whose name is not configured
 REPO_ROOT = Path(__file__).resolve().parent.parent
 IDLE_EXIT_S = 60  # a fixture server without calls this long exits (memory); the pool restarts it if needed
 
@@ -103,7 +105,8 @@ def bound_chain(chain: ChainConfig, provider: str, alert_types: list[str] | None
 
 
 def _server(base: TarsyConfig, logical: str, scenario: Scenario) -> dict[str, Any]:
-    template = base.mcp_servers.get(logical) or base.mcp_servers[TEMPLATE_SERVER]
+    template = base.mcp_servers.get(logical) or (prometheus_server() if toolset(scenario.tools, logical) == "prometheus"
+                                                 else base.mcp_servers[TEMPLATE_SERVER])
     data = template.model_dump(mode="json", exclude_none=True)
     data["transport"] = {
         "type": "stdio", "command": sys.executable, "timeout": template.transport.timeout,

@@ -10,7 +10,7 @@ import fnmatch
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from agents.config.schema import RegexText
 from agents.llm.scripted import ScriptTurn
 
-from .fixtures import KUBERNETES_TOOLS, LOADER, ScenarioError, ToolFixtures, check_arguments, load_tools, split_name
+from .fixture_tools import TOOLS
+from .fixtures import LOADER, ScenarioError, ToolFixtures, check_arguments, load_tools, split_name
 
 SCENARIOS_DIR = Path(__file__).resolve().parent / "scenarios"
 FILES = ("alert.yaml", "tools.yaml", "expect.yaml", "reference.yaml")
@@ -90,10 +91,20 @@ class Budgets(_Strict):
 
 
 class Expect(_Strict):
-    findings: list[Claim] = Field(min_length=1)
+    """`expect: cause` (the default): the answer must commit to the cause the findings describe; `expect:
+    abstain`: the evidence shows no cause and the answer must say so, so findings may be empty."""
+
+    expect: Literal["cause", "abstain"] = "cause"
+    findings: list[Claim] = Field(default_factory=list)
     forbidden: list[Claim] = Field(default_factory=list)
     tools: list[ToolRequirement] = Field(default_factory=list)
     budgets: Budgets = Field(default_factory=Budgets)
+
+    @model_validator(mode="after")
+    def _findings_unless_abstaining(self) -> Expect:
+        if self.expect == "cause" and not self.findings:
+            raise ValueError("findings: at least one finding is needed unless `expect: abstain`")
+        return self
 
 
 @dataclass(frozen=True)
@@ -169,7 +180,7 @@ def _check_expect(expect: Expect, where: str) -> list[str]:
             except ValueError as exc:
                 problems.append(f"{where}: tools.{i}: {exc}")
                 continue
-            if tool not in KUBERNETES_TOOLS:
+            if tool not in TOOLS:
                 problems.append(f"{where}: tools.{i}: unknown tool {tool!r}")
                 continue
             spec.args, arg_problems = check_arguments(tool, spec.args)

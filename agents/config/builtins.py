@@ -20,6 +20,8 @@ from .schema import (
 )
 
 KUBERNETES_MCP_VERSION = "0.0.54"  # pinned: newer releases renamed tools the prompts mention
+PROMETHEUS_MCP_IMAGE = "ghcr.io/pab1it0/prometheus-mcp-server:1.5.3"  # pinned like the Kubernetes server
+PROMETHEUS_ENV = ("PROMETHEUS_URL", "PROMETHEUS_TOKEN", "PROMETHEUS_USERNAME", "PROMETHEUS_PASSWORD", "ORG_ID")
 
 # Provider chosen when `defaults.llm_provider` is empty: the first whose key is set, else demo.
 _KEYED_DEFAULTS = (
@@ -30,6 +32,7 @@ _KEYED_DEFAULTS = (
 )
 
 DEFAULT_ALERT_TYPE = "kubernetes"
+METRICS_ALERT_TYPE = "metrics"  # alerts on a time series (latency, saturation, error rate): need the metrics first
 
 
 def builtin_providers() -> dict[str, LLMProviderConfig]:
@@ -52,8 +55,23 @@ def default_provider_name(env: dict[str, str] | None = None) -> str:
     return "demo"
 
 
-def builtin_mcp_servers() -> dict[str, MCPServerConfig]:
-    return {
+def prometheus_server() -> MCPServerConfig:
+    """prometheus-mcp-server in a container; it reads PROMETHEUS_URL (and credentials) from the environment."""
+    args = ["run", "-i", "--rm", *(arg for name in PROMETHEUS_ENV for arg in ("-e", name)), PROMETHEUS_MCP_IMAGE]
+    return MCPServerConfig(
+        transport=TransportConfig(type="stdio", command="docker", args=args, env_passthrough=list(PROMETHEUS_ENV)),
+        instructions=(
+            "For Prometheus: query the alert's own expression first, then break it down by the labels that "
+            "localise it (pod, instance, route, upstream); use range queries to see when a series changed."
+        ),
+        data_masking={"enabled": True, "pattern_groups": ["secrets"]},
+    )
+
+
+def builtin_mcp_servers(env: dict[str, str] | None = None) -> dict[str, MCPServerConfig]:
+    """Prometheus only where PROMETHEUS_URL names one: without it the server cannot start and would show as down."""
+    env = os.environ if env is None else env
+    return ({"prometheus-server": prometheus_server()} if env.get("PROMETHEUS_URL") else {}) | {
         "kubernetes-server": MCPServerConfig(
             transport=TransportConfig(
                 type="stdio",
@@ -84,6 +102,7 @@ def _kubernetes_server_name(env: dict[str, str] | None = None) -> str:
 
 
 def builtin_agents(env: dict[str, str] | None = None) -> dict[str, AgentConfig]:
+    env = os.environ if env is None else env
     return {
         "KubernetesAgent": AgentConfig(
             description="Investigates Kubernetes alerts with cluster tools",
@@ -91,6 +110,16 @@ def builtin_agents(env: dict[str, str] | None = None) -> dict[str, AgentConfig]:
             custom_instructions=(
                 "You investigate Kubernetes alerts. Find the failing workload, read its status, events "
                 "and logs, and explain the root cause with the evidence you found."
+            ),
+        ),
+        "PrometheusAgent": AgentConfig(
+            description="Investigates metric alerts with Prometheus and cluster tools",
+            mcp_servers=[_kubernetes_server_name(env), *(["prometheus-server"] if env.get("PROMETHEUS_URL") else [])],
+            custom_instructions=(
+                "You investigate alerts raised on metrics (latency, error rate, saturation, growth). Query the "
+                "alert's series and break it down by label to find where it comes from, look at what the "
+                "component depends on, and confirm in the cluster (usage, events, logs). Name the cause the "
+                "metrics show; when they show none, say the cause is undetermined and what would tell."
             ),
         ),
         "ChatAgent": AgentConfig(
@@ -118,5 +147,10 @@ def builtin_chains() -> dict[str, ChainConfig]:
             alert_types=[DEFAULT_ALERT_TYPE],
             description="Single-stage Kubernetes investigation",
             stages=[StageConfig(name="analysis", agents=[StageAgentConfig(name="KubernetesAgent")])],
+        ),
+        "metrics": ChainConfig(
+            alert_types=[METRICS_ALERT_TYPE],
+            description="Single-stage investigation of a metric alert",
+            stages=[StageConfig(name="analysis", agents=[StageAgentConfig(name="PrometheusAgent")])],
         ),
     }

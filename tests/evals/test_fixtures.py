@@ -16,7 +16,7 @@ from agents.mcp.pool import MCPPool
 from evals.fixture_server import build_server
 from evals.fixtures import GAP_MARKER, ScenarioError, arguments_match, find_fixture, parse_tools
 from evals.runconfig import REPO_ROOT
-from evals.scenario import load_all, select
+from evals.scenario import Expect, load_all, select
 
 TOOLS = {
     "kubernetes-server.pods_log": [
@@ -76,7 +76,8 @@ async def test_fixture_server_offers_the_kubernetes_tools_and_answers_from_fixtu
                     for t in (await demo.list_tools()).tools]
         offered = [(t.name, t.description, json.dumps(t.input_schema, sort_keys=True))
                    for t in (await fx.list_tools()).tools]
-        assert offered == expected
+        assert offered[:len(expected)] == expected  # the demo cluster's tools, then the Metrics Server's
+        assert [name for name, _, _ in offered[len(expected):]] == ["pods_top", "nodes_top"]
         found = await fx.call_tool("pods_log", {"namespace": "shop", "name": "web-1", "previous": True})
         assert (found.is_error, found.content[0].text) == (False, "FATAL cannot reach db")
         failed = await fx.call_tool("pods_log", {"namespace": "shop", "name": "web-9"})
@@ -89,11 +90,75 @@ async def test_fixture_server_offers_the_kubernetes_tools_and_answers_from_fixtu
 
 def test_every_shipped_scenario_loads():
     scenarios = load_all(select(None))
-    assert len(scenarios) >= 40
+    assert len(scenarios) >= 68
     for scenario in scenarios:
-        assert scenario.servers == ["kubernetes-server"], scenario.name
+        assert scenario.servers[0] == "kubernetes-server", scenario.name
+        assert set(scenario.servers) <= {"kubernetes-server", "prometheus-server"}, scenario.name
         assert scenario.expect.budgets.max_iterations, scenario.name
-    assert sum(bool(s.expect.forbidden) for s in scenarios if s.name.startswith("herring-")) >= 5
+    assert sum(bool(s.expect.forbidden) for s in scenarios if s.name.startswith("herring-")) >= 10
+    assert sum(s.expect.expect == "abstain" for s in scenarios) >= 5
+    assert sum("prometheus-server" in s.servers for s in scenarios) >= 8
+
+
+METRICS = {
+    "kubernetes-server.pods_top": [
+        {"args": {"all_namespaces": False, "namespace": "shop"},
+         "result": "POD  CPU(cores)  MEMORY(bytes)\nweb-1  998m  412Mi\n"},
+    ],
+    "kubernetes-server.nodes_top": [
+        {"args": {"name": "node-a"},
+         "result": "NAME  CPU(cores)  CPU%  MEMORY(bytes)  MEMORY%\nnode-a  3811m  97%  9Gi  61%\n"},
+    ],
+    "prometheus-server.execute_query": [
+        {"args": {"query": {"regex": r"histogram_quantile\(0\.99, .*checkout.*"}},
+         "result": '{"resultType": "vector", "result": [{"metric": {}, "value": [1717420000, "2.31"]}]}'},
+    ],
+    "prometheus-server.execute_range_query": [
+        {"args": {"query": "process_resident_memory_bytes{job=\"cart\"}", "step": "5m"},
+         "result": '{"resultType": "matrix", "result": []}'},
+    ],
+    "prometheus-server.list_metrics": [{"result": '["http_requests_total", "up"]'}],
+}
+
+
+@pytest.mark.asyncio
+async def test_metrics_tools_answer_from_fixtures_and_unrecorded_queries_are_gaps():
+    fixtures = parse_tools(METRICS)
+    async with Client(build_server(fixtures, "kubernetes-server")) as k8s, \
+            Client(build_server(fixtures, "prometheus-server")) as prom:
+        top = await k8s.call_tool("pods_top", {"all_namespaces": False, "namespace": "shop"})
+        assert (top.is_error, top.content[0].text.splitlines()[1]) == (False, "web-1  998m  412Mi")
+        assert (await k8s.call_tool("nodes_top", {"name": "node-a"})).content[0].text.startswith("NAME")
+        all_pods = await k8s.call_tool("pods_top", {})  # all_namespaces defaults to true: not the namespaced fixture
+        assert all_pods.is_error and all_pods.content[0].text.startswith(GAP_MARKER)
+
+        assert [t.name for t in (await prom.list_tools()).tools] == [
+            "execute_query", "execute_range_query", "list_metrics", "get_metric_metadata", "get_targets"]
+        query = "histogram_quantile(0.99, sum by (le) (rate(http_req_duration_seconds_bucket{svc=\"checkout\"}[5m])))"
+        p99 = await prom.call_tool("execute_query", {"query": query})
+        assert json.loads(p99.content[0].text)["result"][0]["value"][1] == "2.31"
+        ranged = await prom.call_tool("execute_range_query", {
+            "query": "process_resident_memory_bytes{job=\"cart\"}", "start": "2025-06-03T08:00:00Z", "end": "now",
+            "step": "5m"})
+        assert not ranged.is_error
+        other = await prom.call_tool("execute_query", {"query": "up"})
+        assert other.is_error
+        assert other.content[0].text.startswith(GAP_MARKER) and '"query": "up"' in other.content[0].text
+        assert (await prom.call_tool("get_targets", {})).content[0].text.startswith(GAP_MARKER)
+
+
+def test_metrics_arguments_are_checked_against_the_real_schemas():
+    with pytest.raises(ScenarioError) as err:
+        parse_tools({
+            "prometheus-server.execute_range_query": [{"args": {"promql": "up"}, "result": "{}"}],
+            "kubernetes-server.pods_top": [{"args": {"all_namespaces": "sometimes"}, "result": "x"}],
+            "monitoring.execute_query": [{"result": "{}"}],
+            "monitoring.pods_list": [{"result": "x"}],
+        })
+    problems = "\n".join(err.value.problems)
+    assert "unknown argument 'promql' of execute_range_query" in problems
+    assert "argument 'all_namespaces'" in problems
+    assert "monitoring: mixes the tools of kubernetes and prometheus servers" in problems
 
 
 def test_an_idle_fixture_server_exits_and_the_pool_starts_it_again(tmp_path):
@@ -110,3 +175,13 @@ def test_an_idle_fixture_server_exits_and_the_pool_starts_it_again(tmp_path):
         assert pool.status()["fx"].restarts == 1
     finally:
         pool.shutdown()
+
+
+def test_an_abstention_may_list_no_findings_but_a_cause_must():
+    abstain = Expect.model_validate({"expect": "abstain", "forbidden": [{"name": "x", "any": ["oomkilled"]}]})
+    assert abstain.findings == []
+    assert Expect.model_validate({"findings": [{"name": "x", "any": ["y"]}]}).expect == "cause"
+    with pytest.raises(ValueError, match="at least one finding is needed"):
+        Expect.model_validate({"findings": []})
+    with pytest.raises(ValueError):
+        Expect.model_validate({"expect": "maybe", "findings": [{"name": "x", "any": ["y"]}]})

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from agents.config import load_config
+from agents.config.builtins import prometheus_server
 from evals.fixtures import ScenarioError
 from evals.runconfig import REFERENCE, write_run_config
 from evals.scenario import SCENARIOS_DIR, load_scenario
@@ -54,3 +55,19 @@ def test_unknown_provider_and_alert_type_are_refused(tmp_path):
     odd = scenario.alert.model_copy(update={"alert_type": "pagerduty"})
     with pytest.raises(ScenarioError, match="no chain handles 'pagerduty'"):
         write_run_config(tmp_path / "b", [replace(scenario, alert=odd)], provider=REFERENCE)
+
+
+def test_a_metrics_scenario_gets_a_prometheus_fixture_server_and_the_metrics_chain(tmp_path):
+    scenario = load_scenario(SCENARIOS_DIR / "slo-burn-slow-payment-provider")
+    (p,) = write_run_config(tmp_path, [scenario]).plans
+    config = load_config(tmp_path, env={})
+    server = config.mcp_servers[p.servers["prometheus-server"]]
+    assert server.transport.args[-3:] == ["prometheus-server", "--idle-exit", "60"]
+    # not configured in the deployment: the built-in Prometheus server's settings, not the Kubernetes server's
+    assert server.instructions == prometheus_server().instructions
+    assert server.instructions != config.mcp_servers["kubernetes-server"].instructions
+    assert p.mcp_selection == {"servers": [{"name": p.servers["kubernetes-server"]},
+                                           {"name": p.servers["prometheus-server"]}]}
+    chain = config.chain(config.chain_for_alert_type(p.alert_type))
+    assert p.alert_type == "metrics@eval-reference-slo-burn-slow-payment-provider"
+    assert [a.name for a in chain.stages[0].agents] == ["PrometheusAgent"]

@@ -47,6 +47,18 @@ def test_builtin_provider_follows_the_configured_api_key():
     assert load_config(None, env={"KUBECONFIG": "/k"}).agents["KubernetesAgent"].mcp_servers == ["kubernetes-server"]
 
 
+def test_metric_alerts_get_the_prometheus_agent_and_its_server_only_where_prometheus_is_configured():
+    without = load_config(None, env={})
+    assert without.chain_for_alert_type("metrics") == "metrics"
+    assert without.chain("metrics").stages[0].agents[0].name == "PrometheusAgent"
+    assert "prometheus-server" not in without.mcp_servers  # it could not start: no server shown as down
+    assert without.agents["PrometheusAgent"].mcp_servers == ["demo-kubernetes"]
+    with_url = load_config(None, env={"PROMETHEUS_URL": "http://prometheus:9090", "KUBECONFIG": "/k"})
+    assert with_url.agents["PrometheusAgent"].mcp_servers == ["kubernetes-server", "prometheus-server"]
+    transport = with_url.mcp_servers["prometheus-server"].transport
+    assert "PROMETHEUS_URL" in transport.env_passthrough and transport.args[-1].startswith("ghcr.io/pab1it0/")
+
+
 def test_shipped_examples_pass_check_config():
     result = _check_config(EXAMPLES)
     assert result.returncode == 0, result.stderr
