@@ -10,7 +10,7 @@ import fnmatch
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -90,10 +90,20 @@ class Budgets(_Strict):
 
 
 class Expect(_Strict):
-    findings: list[Claim] = Field(min_length=1)
+    """`expect: cause` (the default): the answer must commit to the cause the findings describe; `expect:
+    abstain`: the evidence shows no cause and the answer must say so, so findings may be empty."""
+
+    expect: Literal["cause", "abstain"] = "cause"
+    findings: list[Claim] = Field(default_factory=list)
     forbidden: list[Claim] = Field(default_factory=list)
     tools: list[ToolRequirement] = Field(default_factory=list)
     budgets: Budgets = Field(default_factory=Budgets)
+
+    @model_validator(mode="after")
+    def _findings_unless_abstaining(self) -> Expect:
+        if self.expect == "cause" and not self.findings:
+            raise ValueError("findings: at least one finding is needed unless `expect: abstain`")
+        return self
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ class Call:
     arguments: dict[str, Any]
     success: bool
     error: str = ""
+    result: str = ""  # what the tool returned: text quoted from it is evidence, not a conclusion
 
     @property
     def is_gap(self) -> bool:
@@ -52,6 +53,7 @@ class Observation:
     calls: list[Call]
     iterations: int
     tokens: int
+    alert: str = ""  # the alert as received: echoing it back concludes nothing
 
 
 @dataclass(frozen=True)
