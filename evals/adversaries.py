@@ -196,9 +196,9 @@ def _wrong(scenario: Scenario) -> Iterator[tuple[str, str, list[Call] | None]]:
 
 
 def _root(answer: str, statement: str) -> str:
-    """The answer with its root-cause part replaced by `statement`; the evidence and actions stay."""
-    before, _, rest = _split(answer)
-    return f"{before}**Root cause:** {statement}\n{rest}"
+    """The answer with its summary and root-cause part replaced by `statement`; the evidence and actions stay."""
+    _, _, rest = _split(answer)
+    return f"**Root cause:** {statement}\n{rest}"
 
 
 def _negated(scenario: Scenario, answer: str) -> list[str]:
@@ -245,24 +245,22 @@ def _right(scenario: Scenario) -> Iterator[tuple[str, str]]:
 
 
 def _dotted(scenario: Scenario, answer: str) -> str | None:
-    """The reference answer with a dotted name put inside the window of a finding's regex: it must still count
-    (it does when the same text without the dots would)."""
+    """The reference answer with a dotted name put inside the window of a finding's regex, where the same text
+    without the dots keeps the very match of the reference: only the dots can break it."""
     before, root, rest = _split(answer)
     for claim in scenario.expect.findings:
-        for phrase in (p for p in claim.any if isinstance(p, Regex) and "[^." in p.regex):
-            for match in re.finditer(r"\S+ ", root):
+        for phrase in (p.regex for p in claim.any if isinstance(p, Regex) and "[^." in p.regex):
+            original = re.search(phrase, normalize(root))
+            for gap in re.finditer(r"\S+ ", root) if original else ():
                 for name in DOTTED:
-                    edited = f"{root[:match.end()]}({name}) {root[match.end():]}"
-                    undotted = edited.replace(name, name.replace(".", "-"))
-                    if _inside(phrase.regex, normalize(undotted), name.replace(".", "-")):
+                    edited = f"{root[:gap.end()]}({name}) {root[gap.end():]}"
+                    marker = name.replace(".", "-")
+                    undotted = normalize(edited.replace(name, marker))
+                    match = re.search(phrase, undotted)
+                    if (match and match.start() < undotted.index(marker) < match.end()
+                            and match.group(0).replace(f"({marker}) ", "") == original.group(0)):
                         return f"{before}{edited}{rest}"
     return None
-
-
-def _inside(regex: str, text: str, marker: str) -> bool:
-    """The marker lies inside every match of the regex: without the window crossing it, there is no match."""
-    matches = list(re.finditer(regex, text))
-    return bool(matches) and all(m.start() < text.index(marker) < m.end() for m in matches)
 
 
 def cases(scenario: Scenario) -> list[Case]:
