@@ -46,12 +46,12 @@ def observe(session_id: str, servers: dict[str, str]) -> Observation:
     """The session's outcome, tool calls (server names mapped back to the scenario's) and LLM usage."""
     session = AlertSession.all_objects.get(id=session_id)
     logical = {runtime: name for name, runtime in servers.items()}
-    calls = [Call(logical.get(m.server, m.server), m.tool, m.arguments or {}, m.success, m.error_message)
+    calls = [Call(logical.get(m.server, m.server), m.tool, m.arguments or {}, m.success, m.error_message, m.result)
              for m in MCPInteraction.objects.filter(session_id=session_id).order_by("created_at", "id")]
     iterations = LLMInteraction.objects.filter(
         session_id=session_id, interaction_type__in=INVESTIGATION_CALLS).exclude(execution__stage__kind="chat").count()
     return Observation(status=session.status, error=session.error_message, final_analysis=session.final_analysis,
-                       calls=calls, iterations=iterations, tokens=session.total_tokens)
+                       calls=calls, iterations=iterations, tokens=session.total_tokens, alert=session.alert_data)
 
 
 def _rejected(plan: ScenarioPlan, attempt: int, exc: ServiceError) -> RunResult:

@@ -92,7 +92,7 @@ def _finding(claim: Claim, parts: list[str], quoted: list[str]) -> Check:
 
 def _forbidden(claim: Claim, parts: list[str]) -> Check:
     for phrase in claim.any:
-        blamed = next((h for h in hits(_pattern(phrase), parts) if h.asserted), None)
+        blamed = next((h for h in hits(_pattern(phrase), parts) if h.blamed), None)
         if blamed:
             return Check("forbidden", claim.name, False, f"claimed in: {blamed.sentence[:200]}",
                          "blamed_red_herring")

@@ -68,10 +68,16 @@ class Hit:
     end: int
     negated: bool
     dismissed: bool
+    denied_after: bool  # the rest of its clause denies what it names: "disk pressure there evicted nothing"
 
     @property
     def asserted(self) -> bool:
         return not (self.negated or self.dismissed)
+
+    @property
+    def blamed(self) -> bool:
+        """For a red herring: a negative statement about it is not a blame."""
+        return self.asserted and not self.denied_after
 
 
 Phrase = tuple[re.Pattern, re.Pattern]  # lazy and greedy windows
@@ -171,7 +177,9 @@ def hits(phrase: Phrase, sentences_: list[str]) -> list[Hit]:
             matches = [first, *_ends(greedy, sentence, first.start())]
             negated = [_negated(sentence, m, clauses[_clause_at(clauses, max(m.end() - 1, m.start()))][0])
                        for m in matches]
-            out.append(Hit(sentence, first.start(), first.end(), all(negated), dismissed))
+            after = sentence[first.end():clauses[_clause_at(clauses, first.end())][1]]
+            out.append(Hit(sentence, first.start(), first.end(), all(negated), dismissed,
+                           NEGATION.search(after) is not None))
     return out
 
 
