@@ -8,6 +8,8 @@ when missing and migrated before the run. The switch is made as Django's test ru
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
@@ -32,14 +34,24 @@ def _create_postgresql(name: str) -> None:
             cursor.execute(f"CREATE DATABASE {connection.ops.quote_name(name)}")
 
 
-def use_eval_database() -> str:
-    """Point the default database at the eval database (created and migrated if needed); its name."""
+def _switch(name: str | Path) -> None:
+    connections.close_all()
+    connections["default"].settings_dict["NAME"] = name
+    settings.DATABASES["default"]["NAME"] = name
+
+
+@contextmanager
+def eval_database() -> Iterator[str]:
+    """Point the default database at the eval database (created and migrated if needed) for the length of the
+    block; yields its name. The main database is back afterwards."""
     connection = connections["default"]
-    name = eval_name(connection.settings_dict["NAME"], connection.vendor)
+    main = connection.settings_dict["NAME"]
+    name = eval_name(main, connection.vendor)
     if connection.vendor == "postgresql":
         _create_postgresql(name)
-    connections.close_all()
-    connection.settings_dict["NAME"] = name
-    settings.DATABASES["default"]["NAME"] = name
-    call_command("migrate", interactive=False, verbosity=0)
-    return name
+    _switch(name)
+    try:
+        call_command("migrate", interactive=False, verbosity=0)
+        yield name
+    finally:
+        _switch(main)

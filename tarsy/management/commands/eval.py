@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from agents.config import ConfigError, load_config
-from evals.database import use_eval_database
+from evals.database import eval_database
 from evals.fixtures import ScenarioError
 from evals.report import ProgressBar, json_lines, summary, table
 from evals.runconfig import REFERENCE, write_run_config
@@ -63,9 +63,16 @@ class Command(BaseCommand):
         except (ScenarioError, ConfigError) as exc:
             raise CommandError("\n".join(exc.problems)) from exc
         set_config(config)
-        database = connections["default"].settings_dict["NAME"] if into_main_db else use_eval_database()
-        self.stderr.write(f"Eval sessions go to database {database}")
-        if options["verbosity"] < 2:  # the table and the progress bar say what matters; -v 2 shows the pipeline
+        main = connections["default"].settings_dict["NAME"]
+        with nullcontext(main) if into_main_db else eval_database() as database:
+            self.stderr.write(f"Eval sessions go to database {database}")
+            self._run(plan, config, provider=provider, repeat=repeat, concurrency=concurrency, json_file=json_file,
+                      no_worker=no_worker, run_timeout=run_timeout, database=str(database),
+                      scenarios=len(scenarios), verbosity=options["verbosity"])
+
+    def _run(self, plan, config, *, provider, repeat, concurrency, json_file, no_worker, run_timeout, database,
+             scenarios, verbosity):
+        if verbosity < 2:  # the table and the progress bar say what matters; -v 2 shows the pipeline
             logging.getLogger("tarsy").setLevel(logging.WARNING)
         if no_worker:
             self.stderr.write(f"Waiting for workers started with TARSY_CONFIG_DIR={plan.config_dir} on database "
@@ -76,8 +83,8 @@ class Command(BaseCommand):
             started = time.monotonic()
             results = run(plan, repeat=repeat, concurrency=concurrency, run_timeout=timeout, on_result=bar.advance)
             wall_s = time.monotonic() - started
-        totals = summary(results, scenarios=len(scenarios), repeat=repeat, provider=provider, wall_s=wall_s,
-                         database=str(database))
+        totals = summary(results, scenarios=scenarios, repeat=repeat, provider=provider, wall_s=wall_s,
+                         database=database)
         self.stdout.write(table(results, totals, terminal=sys.stdout.isatty()), ending="")
         if json_file:
             Path(json_file).write_text(json_lines(results, totals))
