@@ -90,19 +90,16 @@ class Budgets(_Strict):
 
 
 class Expect(_Strict):
-    """`expect: cause` (the default): the answer must commit to the cause the findings describe; `expect:
-    abstain`: the evidence shows no cause and the answer must say so, so findings may be empty."""
-
-    expect: Literal["cause", "abstain"] = "cause"
+    expect: Literal["cause", "abstain"] = "cause"  # abstain: the evidence shows no cause, the answer must say so
     findings: list[Claim] = Field(default_factory=list)
     forbidden: list[Claim] = Field(default_factory=list)
     tools: list[ToolRequirement] = Field(default_factory=list)
     budgets: Budgets = Field(default_factory=Budgets)
 
     @model_validator(mode="after")
-    def _findings_unless_abstaining(self) -> Expect:
+    def _cause_has_findings(self) -> Expect:
         if self.expect == "cause" and not self.findings:
-            raise ValueError("findings: at least one finding is needed unless `expect: abstain`")
+            raise ValueError("a scenario that expects a cause lists at least one finding")
         return self
 
 
