@@ -23,7 +23,8 @@ from functools import cache
 
 from .answer import normalize
 
-NEGATION = re.compile(r"\b(?:not|no|never|none|nothing|nor|neither|without|cannot|lacks? any)\b|n't\b")
+NEGATION = re.compile(r"\b(?:not|no(?! longer)|never|none|nothing|nor|neither|without|cannot|lacks? any)\b|n't\b")
+COORDINATION = re.compile(r"\s(?:and|or)\s")
 DISMISSAL = re.compile(
     r"\b(?:unrelated|not related|(?:has|have|had) nothing to do|nothing to do with|not (?:the|a) (?:root )?cause|"
     r"not (?:the )?(?:reason|culprit|problem)|not responsible|not why|isn't why|red herring|ruled? out|"
@@ -126,11 +127,16 @@ def _clause_at(clauses: list[tuple[int, int]], position: int) -> int:
     return next((i for i, (s, e) in enumerate(clauses) if s <= position <= e), len(clauses) - 1)
 
 
-def _negated(sentence: str, match: re.Match, clause_start: int) -> bool:
-    """A negation in the windows of the match or before it, within the clause that ends the match."""
-    region = [(clause_start, match.start())] + [match.span(name) for name, value in match.groupdict().items()
-                                                if name.startswith("w") and value]
-    return any(NEGATION.search(sentence[max(s, clause_start):e]) for s, e in region if e > max(s, clause_start))
+def _negated(sentence: str, match: re.Match, clauses: list[tuple[int, int]]) -> bool:
+    """A negation before the match in its clause (after the last "and"/"or": "can no longer use an index and
+    sequentially scans" does not deny the scan), or in its windows within the clause that ends it."""
+    clause_start = clauses[_clause_at(clauses, match.start())][0]
+    coordinated = [m.end() for m in COORDINATION.finditer(sentence, clause_start, match.start())]
+    start = coordinated[-1] if coordinated else clause_start
+    end_clause = clauses[_clause_at(clauses, max(match.end() - 1, match.start()))][0]
+    windows = [match.span(name) for name, value in match.groupdict().items() if name.startswith("w") and value]
+    regions = [(start, match.start())] + [(max(s, end_clause), e) for s, e in windows]
+    return any(NEGATION.search(sentence, s, e) for s, e in regions if e > s)
 
 
 def _dismissed(sentences_: list[str], index: int, clauses: list[tuple[int, int]], at: int) -> bool:
@@ -175,8 +181,7 @@ def hits(phrase: Phrase, sentences_: list[str]) -> list[Hit]:
             at_start = _clause_at(clauses, first.start())
             dismissed = _dismissed(sentences_, index, clauses, at_start)
             matches = [first, *_ends(greedy, sentence, first.start())]
-            negated = [_negated(sentence, m, clauses[_clause_at(clauses, max(m.end() - 1, m.start()))][0])
-                       for m in matches]
+            negated = [_negated(sentence, m, clauses) for m in matches]
             after = sentence[first.end():clauses[_clause_at(clauses, first.end())][1]]
             out.append(Hit(sentence, first.start(), first.end(), all(negated), dismissed,
                            NEGATION.search(after) is not None))
