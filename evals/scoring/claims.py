@@ -201,7 +201,8 @@ def uncommitted(conclusion: str, root: str) -> str:
     items = [line for line in lines if re.match(r"(?:[-*+]|\d+[.)])\s", line)]
     if lines and len(items) >= 2 and (lines[0] in items or lines[0].endswith(":")):
         return f"lists {len(items)} causes without a statement that commits to one"
-    if ABSTAIN.search(normalize(root)[:300]):
+    first = (sentences(root) or [""])[0]
+    if ABSTAIN.search(first):  # only the statement itself: "why memory grew is unknown" later is a fair caveat
         return "says the cause is not known, but the evidence shows it"
     return ""
 

@@ -121,3 +121,10 @@ def test_a_dotted_name_does_not_end_a_regex_window():
     expect = Expect.model_validate({"findings": [{"name": "bad tag", "any": [{"regex": "app[^.]{0,40}not found"}]}]})
     answer = "**Root cause:** the image app ghcr.io/acme/app:2.8.1 is not found in the registry."
     assert score(expect, _obs(final_analysis=answer)).outcome == "pass"
+
+
+def test_an_open_question_after_the_cause_is_not_an_abstention():
+    caveat = GOOD.replace("web is in CrashLoopBackOff.", "web is in CrashLoopBackOff. Why memory grew is unknown.")
+    assert score(EXPECT, _obs(final_analysis=caveat)).outcome == "pass"
+    unsure = GOOD.replace("**Root cause:** ", "**Root cause:** undetermined; ")
+    assert _reasons(score(EXPECT, _obs(final_analysis=unsure))) == [("uncommitted", "commits to one cause")]
