@@ -5,7 +5,8 @@ returned (from `tools.yaml`), its findings and red herrings (`expect.yaml`). Wro
 answers must pass; `python -m evals.adversaries` prints the tally per generator, and `--baseline REV` also
 scores the cases with the scorer of a git revision (before/after figures).
 
-Wrong: the raw tool output pasted in four layouts (`dump_*`); the true cause buried among other candidates, with
+Wrong: the raw tool output pasted in five layouts (`dump_*`, one as a single paragraph with the tool's name and
+an evidence id around each line); the true cause buried among other candidates, with
 and without hedges (`kitchen_*`); the red herring blamed in a sentence that also holds "although", "despite" or
 "rather than" (`blame_*`); every finding stated negatively (`negated`); the reference answer with no tool
 call behind it (`no_tools`); for a scenario that expects abstention, a confident cause (`confident`).
@@ -168,6 +169,9 @@ def _wrong(scenario: Scenario) -> Iterator[tuple[str, str, list[Call] | None]]:
     yield "dump_raw", raw, None
     yield "dump_under_label", f"**Root cause:**\n{raw}\n", None
     yield "dump_see_below", f"**Root cause:** the tool output below shows it.\n\n{raw}\n", None
+    annotated = "; ".join(f"{c.tool} says {line.strip()} [E{n}]" for n, c in enumerate(reference_calls(scenario), 1)
+                          for line in c.result.splitlines() if line.strip())
+    yield "dump_annotated", f"**Root cause:** {annotated}\n", None
     fenced = "\n".join(f"```\n{q}\n```" for q in quotes)
     yield "dump_fenced", f"## Summary\n{fenced}\n\n**Root cause:** as the output above shows.\n", None
     if scenario.expect.expect == "abstain":

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from ..fixtures import GAP_MARKER, arguments_match
 from ..scenario import Claim, Expect, Regex
-from .answer import Answer, normalize, parse
+from .answer import PASTED_MAX, Answer, normalize, parse
 from .claims import abstains, compile_phrase, hits, sentences, uncommitted
 
 __all__ = ["Call", "Check", "Observation", "Score", "normalize", "score"]
@@ -131,6 +131,9 @@ def _conclusion(expect: Expect, answer: Answer) -> list[Check]:
     if not answer.has_root:
         return [Check("conclusion", "root-cause statement", False, "the answer states no root cause of its own",
                       "evidence_only")]
+    if answer.copied >= PASTED_MAX:
+        return [Check("conclusion", "root-cause statement", False,
+                      f"{answer.copied:.0%} of the conclusion is pasted tool output", "evidence_only")]
     if expect.expect == "abstain":
         plain = abstains(answer.root)
         return [Check("conclusion", "says the evidence shows no cause", plain,

@@ -32,6 +32,10 @@ _FENCE = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", re.M | re.S)
 _QUOTE_LINE = re.compile(r"^[ \t]*>.*$", re.M)
 _LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+", re.M)
 MIN_COPIED = 16  # characters: a shorter line is a name or a word, not a pasted line
+PASTED_MAX = 0.5  # of a conclusion: right answers quote up to ~0.2, pasted output scores near 1
+LEAD_WORDS = 3  # words that may introduce a pasted line ("the log says")
+_SEGMENT = re.compile(r";|\n|(?<=[.!?])\s+")
+_CITATION = re.compile(r"\[(?:e\d+|a:[^\]]*)\]")
 
 
 def normalize(text: str) -> str:
@@ -56,6 +60,7 @@ class Answer:
     root: str  # the root-cause statement alone
     has_root: bool  # the answer states a root cause (a root-cause section, or "the root cause is ...")
     quoted: str  # what was set aside: quotes, copied output, evidence and other sections
+    copied: float = 0.0  # share of the conclusion that is tool output pasted with a few words around it
 
 
 def _sources(tool_results: list[str], alert: Any) -> set[str]:
@@ -76,6 +81,28 @@ def _sources(tool_results: list[str], alert: Any) -> set[str]:
 def _copied(line: str, sources: set[str]) -> bool:
     text = normalize(_LIST_ITEM.sub("", line, count=1))
     return len(text) >= MIN_COPIED and any(text in source for source in sources)
+
+
+def copied_share(conclusion: str, tool_results: list[str]) -> float:
+    """The share of the conclusion (in characters) made of pasted tool output: segments (between `;`, line and
+    sentence ends) that are a run of the output's words once evidence ids and up to LEAD_WORDS leading words
+    ("pods_log says …") are set aside. Near 1 for output pasted with a few words around each line, low for an
+    answer that quotes a message inside its own sentences."""
+    output = " " + " ".join(_words(normalize("\n".join(tool_results)))) + " "
+    segments = [(words, _pasted(words, output)) for words in map(_words, map(normalize, _SEGMENT.split(conclusion)))]
+    counted = [(words, pasted) for words, pasted in segments if pasted or len(words) > LEAD_WORDS + 1]
+    total = sum(len(" ".join(words)) for words, _ in counted)  # short segments ("pods_log says {") say nothing
+    copied = sum(len(" ".join(words)) for words, pasted in counted if pasted)
+    return copied / total if total else 0.0
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in (token.strip(".,;:()[]{}\"'") for token in _CITATION.sub(" ", text).split()) if w]
+
+
+def _pasted(words: list[str], output: str) -> bool:
+    return any(len(words) - lead >= 2 and f" {' '.join(words[lead:])} " in output
+               for lead in range(min(LEAD_WORDS, len(words)) + 1))
 
 
 def parse(text: str, *, tool_results: list[str] = (), alert: Any = "") -> Answer:
@@ -108,4 +135,5 @@ def parse(text: str, *, tool_results: list[str] = (), alert: Any = "") -> Answer
     has_root = bool(root) or re.search(r"\broot[- ]cause\b", conclusion, re.I) is not None
     if not root and has_root:
         root = conclusion
-    return Answer(conclusion=conclusion, root=root, has_root=has_root, quoted="\n".join(set_aside))
+    return Answer(conclusion=conclusion, root=root, has_root=has_root, quoted="\n".join(set_aside),
+                  copied=copied_share(conclusion, list(tool_results)))

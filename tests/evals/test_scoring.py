@@ -128,3 +128,13 @@ def test_an_open_question_after_the_cause_is_not_an_abstention():
     assert score(EXPECT, _obs(final_analysis=caveat)).outcome == "pass"
     unsure = GOOD.replace("**Root cause:** ", "**Root cause:** undetermined; ")
     assert _reasons(score(EXPECT, _obs(final_analysis=unsure))) == [("uncommitted", "commits to one cause")]
+
+
+def test_a_conclusion_made_of_pasted_tool_output_fails_as_evidence_only():
+    log = ("2025-06-03T14:05:01Z starting indexer\nheap in use 436MiB after batch 3\norders-db is OOMKilled at "
+           "its memory limit of 512Mi\nweb is in CrashLoopBackOff")
+    calls = [*CALLS[:1], Call("kubernetes-server", "pods_get", {"name": "orders-db-0"}, True, "", log)]
+    pasted = "**Root cause:** " + "; ".join(f"pods_get says {line} [E2]" for line in log.splitlines())
+    assert _reasons(score(EXPECT, _obs(final_analysis=pasted, calls=calls))) == [
+        ("evidence_only", "root-cause statement")]
+    assert score(EXPECT, _obs(calls=calls)).outcome == "pass"
