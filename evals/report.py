@@ -2,8 +2,10 @@
 
 The JSON report has one line per run and, as its last line, the totals: `scenarios`, `passed`, `failed`,
 `fixture_gaps`, `pass_rate`, `tokens` (then `runs`, `repeat`, `pass@k` and `pass^k` when repeat > 1,
-`provider`, `wall_time_s`). pass@k: share of scenarios with at least one passing run of k; pass^k: share with
-all k passing — what a team on call can count on.
+`provider`, `wall_time_s`, `database`, and with --judge `judge`, `judged`, `judge_agreement`). Each run's
+`problems` are `{reason, check}`: the reason is one of the scorer's (`missing_finding`, `blamed_red_herring`, …)
+or `fixture_gap`. pass@k: share of scenarios with at least one passing run of k; pass^k: share with all k
+passing — what a team on call can count on.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .judge import agreement
 from .runner import RunResult
 
 TABLE_WIDTH = 160  # when stdout is not a terminal (CI logs), rich would otherwise wrap at 80 columns
@@ -49,11 +52,16 @@ class ProgressBar:
         self._progress.update(self._task, advance=1, counts=counts)
 
 
-def problems(result: RunResult) -> list[str]:
-    """Why a run did not pass, most telling first."""
-    out = [f"gap: {g}" for g in result.score.gaps]
-    out += [f"{c.kind}: {c.name}" + (f" ({c.detail})" if c.detail else "") for c in result.score.failed]
+def problems(result: RunResult) -> list[dict[str, str]]:
+    """Why a run did not pass, most telling first, each with its reason."""
+    out = [{"reason": "fixture_gap", "check": f"gap: {g}"} for g in result.score.gaps]
+    out += [{"reason": c.reason, "check": f"{c.kind}: {c.name}" + (f" ({c.detail})" if c.detail else "")}
+            for c in result.score.failed]
     return out
+
+
+def _problem_text(result: RunResult) -> str:
+    return "; ".join(f"{p['reason']}: {p['check']}" for p in problems(result))
 
 
 def run_record(result: RunResult) -> dict[str, Any]:
@@ -63,11 +71,12 @@ def run_record(result: RunResult) -> dict[str, Any]:
         "outcome": result.score.outcome, "status": obs.status, "problems": problems(result),
         "iterations": obs.iterations, "tool_calls": len(obs.calls), "tokens": obs.tokens,
         "wall_s": round(result.wall_s, 2),
+        **({"judge": result.judgement.record()} if result.judgement else {}),
     }
 
 
 def summary(results: list[RunResult], *, scenarios: int, repeat: int, provider: str,
-            wall_s: float) -> dict[str, Any]:
+            wall_s: float, database: str = "", judge: str = "") -> dict[str, Any]:
     outcomes = [r.score.outcome for r in results]
     runs = len(results)
     data: dict[str, Any] = {
@@ -86,6 +95,11 @@ def summary(results: list[RunResult], *, scenarios: int, repeat: int, provider: 
         data["pass^k"] = round(mean(all(r.score.outcome == "pass" for r in rs) for rs in by_scenario.values()), 4)
     data["provider"] = provider
     data["wall_time_s"] = round(wall_s, 1)
+    if database:
+        data["database"] = database
+    if judge:
+        data["judge"] = judge
+        data.update(agreement([(r.score.outcome == "pass", r.judgement) for r in results if r.score.outcome != "gap"]))
     return data
 
 
@@ -108,13 +122,19 @@ def table(results: list[RunResult], totals: dict[str, Any], *, terminal: bool) -
         grid.add_row(name, marks, f"{mean(r.observation.iterations for r in runs):.0f}",
                      f"{mean(len(r.observation.calls) for r in runs):.0f}",
                      f"{mean(r.observation.tokens for r in runs):,.0f}", f"{mean(r.wall_s for r in runs):.1f}",
-                     "; ".join(problems(failing))[:400] if failing else "")
+                     _problem_text(failing)[:400] if failing else "")
     line = (f"{totals['runs']} runs of {totals['scenarios']} scenarios: {totals['passed']} passed, "
             f"{totals['failed']} failed, {totals['fixture_gaps']} fixture gaps — pass rate "
             f"{totals['pass_rate']:.1%}")
     if "pass@k" in totals:
         line += f", pass@{totals['repeat']} {totals['pass@k']:.1%}, pass^{totals['repeat']} {totals['pass^k']:.1%}"
     line += f"; {totals['tokens']:,} tokens; {totals['wall_time_s']} s"
+    if totals.get("judge"):
+        share = totals["judge_agreement"]
+        line += (f"; judge {totals['judge']} agrees on {share:.1%} of {totals['judged']} runs" if share is not None
+                 else f"; judge {totals['judge']} gave no verdict")
+    if totals.get("database"):
+        line += f"; database {totals['database']}"
     buffer = io.StringIO()
     width = shutil.get_terminal_size((TABLE_WIDTH, 24)).columns if terminal else TABLE_WIDTH
     console = Console(file=buffer, width=width, force_terminal=terminal, highlight=False)

@@ -20,6 +20,7 @@ from tarsy.models import TERMINAL_SESSION_STATUSES, AlertSession, LLMInteraction
 from tarsy.services.errors import ServiceError
 from tarsy.services.sessions import session_cancel, session_submit
 
+from .judge import Judgement, judge
 from .runconfig import RunPlan, ScenarioPlan
 from .scoring import Call, Observation, Score, score
 
@@ -36,6 +37,7 @@ class RunResult:
     observation: Observation
     score: Score
     wall_s: float
+    judgement: Judgement | None = None  # with --judge: the LLM judge's verdict beside the deterministic one
 
     @property
     def scenario(self) -> str:
@@ -46,12 +48,12 @@ def observe(session_id: str, servers: dict[str, str]) -> Observation:
     """The session's outcome, tool calls (server names mapped back to the scenario's) and LLM usage."""
     session = AlertSession.all_objects.get(id=session_id)
     logical = {runtime: name for name, runtime in servers.items()}
-    calls = [Call(logical.get(m.server, m.server), m.tool, m.arguments or {}, m.success, m.error_message)
+    calls = [Call(logical.get(m.server, m.server), m.tool, m.arguments or {}, m.success, m.error_message, m.result)
              for m in MCPInteraction.objects.filter(session_id=session_id).order_by("created_at", "id")]
     iterations = LLMInteraction.objects.filter(
         session_id=session_id, interaction_type__in=INVESTIGATION_CALLS).exclude(execution__stage__kind="chat").count()
     return Observation(status=session.status, error=session.error_message, final_analysis=session.final_analysis,
-                       calls=calls, iterations=iterations, tokens=session.total_tokens)
+                       calls=calls, iterations=iterations, tokens=session.total_tokens, alert=session.alert_data)
 
 
 def _rejected(plan: ScenarioPlan, attempt: int, exc: ServiceError) -> RunResult:
@@ -68,15 +70,18 @@ def _cancel(session_id: str) -> None:
 
 
 def run(plan: RunPlan, *, repeat: int = 1, concurrency: int = 4, run_timeout: float = 960.0,
-        on_result: Callable[[RunResult], None] | None = None) -> list[RunResult]:
+        on_result: Callable[[RunResult], None] | None = None, judge_provider: str = "") -> list[RunResult]:
     """Run every scenario `repeat` times, `concurrency` sessions at a time; results in completion order.
-    A session not finished within `run_timeout` seconds of its submission is scored as it stands (a fail)."""
+    A session not finished within `run_timeout` seconds of its submission is scored as it stands (a fail);
+    with `judge_provider`, each finished session is also judged by that LLM (evals.judge)."""
     pending = [(p, attempt) for p in plan.plans for attempt in range(1, repeat + 1)]
     pending.reverse()
     in_flight: dict[str, tuple[ScenarioPlan, int, float]] = {}
     results: list[RunResult] = []
 
     def finish(result: RunResult) -> None:
+        if judge_provider and result.session_id:
+            result.judgement = judge(result.session_id, judge_provider)
         results.append(result)
         if on_result:
             on_result(result)

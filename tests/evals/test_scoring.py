@@ -41,7 +41,7 @@ def test_blaming_the_red_herring_fails():
 
 
 def test_missing_finding_tool_and_budget_each_fail():
-    result = score(EXPECT, _obs(final_analysis="web is in CrashLoopBackOff.", tokens=12000,
+    result = score(EXPECT, _obs(final_analysis="**Root cause:** web is in CrashLoopBackOff.", tokens=12000,
                                 calls=[Call("kubernetes-server", "pods_log", {"name": "web-1"}, True)] * 4))
     assert result.outcome == "fail"
     assert {(c.kind, c.name) for c in result.failed} == {
@@ -66,3 +66,75 @@ def test_a_fixture_gap_is_reported_apart_from_failures():
 def test_a_session_that_did_not_complete_fails():
     result = score(EXPECT, _obs(status="failed", error="LLM unavailable"))
     assert ("session", "completed") in [(c.kind, c.name) for c in result.failed]
+
+
+def _reasons(result) -> list[tuple[str, str]]:
+    return [(c.reason, c.name) for c in result.failed]
+
+
+def test_each_failure_names_its_reason():
+    blamed = GOOD.replace("The DiskPressure warning on worker-2 is unrelated: disk pressure there evicted nothing of "
+                          "ours.", "Disk pressure on worker-2 also evicts the web pods.")
+    assert _reasons(score(EXPECT, _obs(final_analysis=blamed))) == [("blamed_red_herring", "blames disk pressure")]
+    result = score(EXPECT, _obs(final_analysis="**Root cause:** web is in CrashLoopBackOff.", tokens=12000, calls=[]))
+    assert set(_reasons(result)) == {
+        ("missing_finding", "root cause"), ("missing_tool", "kubernetes-server.pods_log(previous=True)"),
+        ("missing_tool", "kubernetes-server.pods_get or kubernetes-server.resources_get"),
+        ("missing_tool", "any successful call"), ("budget", "max_tokens")}
+
+
+def test_a_finding_stated_negatively_or_only_in_the_evidence_does_not_count():
+    negated = "**Root cause:** orders-db is not OOMKilled; web is in CrashLoopBackOff. Memory limit of 512Mi is fine."
+    assert [r for r, _ in _reasons(score(EXPECT, _obs(final_analysis=negated)))] == ["missing_finding"]
+    evidence = ("**Root cause:** web is in CrashLoopBackOff.\n\n### Evidence\n- orders-db is OOMKilled at its memory "
+                "limit of 512Mi.\n")
+    assert _reasons(score(EXPECT, _obs(final_analysis=evidence))) == [("evidence_only", "root cause")]
+
+
+def test_an_answer_without_a_root_cause_statement_fails_as_evidence_only():
+    dump = "orders-db is OOMKilled; web is in CrashLoopBackOff."
+    assert ("evidence_only", "root-cause statement") in _reasons(score(EXPECT, _obs(final_analysis=dump)))
+
+
+def test_a_dismissal_excuses_only_the_clause_that_names_the_red_herring():
+    hedged = GOOD.replace("The DiskPressure warning on worker-2 is unrelated: disk pressure there evicted nothing of "
+                          "ours.", "Disk pressure on worker-2 evicts the web pods, although the log is unrelated.")
+    assert _reasons(score(EXPECT, _obs(final_analysis=hedged))) == [("blamed_red_herring", "blames disk pressure")]
+    for dismissal in ("Disk pressure on worker-2 has nothing to do with it.", "No node reports disk pressure.",
+                      "Although disk pressure shows in the events, the cause is the memory limit."):
+        assert score(EXPECT, _obs(final_analysis=GOOD + "\n" + dismissal)).outcome == "pass", dismissal
+
+
+def test_several_candidate_causes_fail_as_uncommitted():
+    sink = GOOD.replace("**Root cause:** ", "**Root cause:** it could be one of several things: ")
+    assert _reasons(score(EXPECT, _obs(final_analysis=sink))) == [("uncommitted", "commits to one cause")]
+
+
+def test_an_abstaining_scenario_needs_the_answer_to_say_the_evidence_shows_no_cause():
+    expect = Expect.model_validate({"expect": "abstain", "forbidden": EXPECT.model_dump()["forbidden"]})
+    plain = "**Root cause:** undetermined — the evidence does not show why web restarted.\n\n### Evidence\n- none."
+    assert score(expect, _obs(final_analysis=plain)).outcome == "pass"
+    assert _reasons(score(expect, _obs())) == [("confabulated", "says the evidence shows no cause")]
+
+
+def test_a_dotted_name_does_not_end_a_regex_window():
+    expect = Expect.model_validate({"findings": [{"name": "bad tag", "any": [{"regex": "app[^.]{0,40}not found"}]}]})
+    answer = "**Root cause:** the image app ghcr.io/acme/app:2.8.1 is not found in the registry."
+    assert score(expect, _obs(final_analysis=answer)).outcome == "pass"
+
+
+def test_an_open_question_after_the_cause_is_not_an_abstention():
+    caveat = GOOD.replace("web is in CrashLoopBackOff.", "web is in CrashLoopBackOff. Why memory grew is unknown.")
+    assert score(EXPECT, _obs(final_analysis=caveat)).outcome == "pass"
+    unsure = GOOD.replace("**Root cause:** ", "**Root cause:** undetermined; ")
+    assert _reasons(score(EXPECT, _obs(final_analysis=unsure))) == [("uncommitted", "commits to one cause")]
+
+
+def test_a_conclusion_made_of_pasted_tool_output_fails_as_evidence_only():
+    log = ("2025-06-03T14:05:01Z starting indexer\nheap in use 436MiB after batch 3\norders-db is OOMKilled at "
+           "its memory limit of 512Mi\nweb is in CrashLoopBackOff")
+    calls = [*CALLS[:1], Call("kubernetes-server", "pods_get", {"name": "orders-db-0"}, True, "", log)]
+    pasted = "**Root cause:** " + "; ".join(f"pods_get says {line} [E2]" for line in log.splitlines())
+    assert _reasons(score(EXPECT, _obs(final_analysis=pasted, calls=calls))) == [
+        ("evidence_only", "root-cause statement")]
+    assert score(EXPECT, _obs(calls=calls)).outcome == "pass"

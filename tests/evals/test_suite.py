@@ -76,8 +76,9 @@ def _last_json(text: str) -> dict:
 @pytest.mark.usefixtures("suite")
 def test_every_reference_run_passes(tmp_path, capsys):
     report = tmp_path / "reference.jsonl"
-    call_command("eval", "--no-worker", "--config-dir", str(tmp_path / "config"), "--concurrency", CONCURRENCY,
-                 "--json", str(report), verbosity=2)  # raises CommandError when a reference run does not pass
+    # raises CommandError when a reference run does not pass
+    call_command("eval", "--no-worker", "--into-main-db", "--config-dir", str(tmp_path / "config"),
+                 "--concurrency", CONCURRENCY, "--json", str(report), verbosity=2)
     totals = _last_json(report.read_text())
     assert list(totals)[:6] == ["scenarios", "passed", "failed", "fixture_gaps", "pass_rate", "tokens"]
     assert totals["scenarios"] == len(select(None)) >= 40
@@ -92,8 +93,8 @@ def test_every_reference_run_passes(tmp_path, capsys):
 @pytest.mark.usefixtures("suite")
 def test_demo_investigator_is_scored_over_the_suite(tmp_path, record_property):
     report = tmp_path / "demo.jsonl"
-    call_command("eval", "--provider", "demo", "--no-worker", "--config-dir", str(tmp_path / "config"),
-                 "--concurrency", CONCURRENCY, "--json", str(report), verbosity=2)
+    call_command("eval", "--provider", "demo", "--no-worker", "--into-main-db", "--config-dir",
+                 str(tmp_path / "config"), "--concurrency", CONCURRENCY, "--json", str(report), verbosity=2)
     totals = _last_json(report.read_text())
     record_property("demo_pass_rate", totals["pass_rate"])  # reported, no threshold: it is a rule-based demo
     print(f"demo investigator: {totals}")

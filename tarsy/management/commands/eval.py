@@ -11,8 +11,10 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
 
 from agents.config import ConfigError, load_config
+from evals.database import eval_database
 from evals.fixtures import ScenarioError
 from evals.report import ProgressBar, json_lines, summary, table
 from evals.runconfig import REFERENCE, write_run_config
@@ -42,11 +44,17 @@ class Command(BaseCommand):
         parser.add_argument("--no-worker", action="store_true",
                             help="run no worker in this process: external workers started with "
                                  "TARSY_CONFIG_DIR=<config dir> run the sessions")
+        parser.add_argument("--judge", default="", metavar="PROVIDER",
+                            help="also judge each run with this LLM provider and the product's scoring rubric, and "
+                                 "report its agreement with the deterministic verdict (which stays the pass/fail)")
+        parser.add_argument("--into-main-db", action="store_true",
+                            help="write the eval sessions into the main database (default: a database of their own, "
+                                 "<name>_eval, created and migrated when missing)")
         parser.add_argument("--run-timeout", type=float, default=None, metavar="S",
                             help="score a session as failed when unfinished this long (default: session timeout + 60)")
 
     def handle(self, *args, provider, scenario, repeat, concurrency, json_file, config_dir, no_worker, run_timeout,
-               **options):
+               into_main_db, judge, **options):
         if repeat < 1 or concurrency < 1:
             raise CommandError("--repeat and --concurrency must be at least 1")
         directory = Path(config_dir) if config_dir else settings.DATA_DIR / "evals" / f"config-{provider}"
@@ -57,18 +65,33 @@ class Command(BaseCommand):
             config = load_config(plan.config_dir)
         except (ScenarioError, ConfigError) as exc:
             raise CommandError("\n".join(exc.problems)) from exc
+        if judge and judge not in config.llm_providers:
+            known = ", ".join(sorted(config.llm_providers))
+            raise CommandError(f"--judge {judge}: unknown LLM provider (known: {known})")
         set_config(config)
-        if options["verbosity"] < 2:  # the table and the progress bar say what matters; -v 2 shows the pipeline
+        main = connections["default"].settings_dict["NAME"]
+        with nullcontext(main) if into_main_db else eval_database() as database:
+            self.stderr.write(f"Eval sessions go to database {database}")
+            self._run(plan, config, provider=provider, repeat=repeat, concurrency=concurrency, json_file=json_file,
+                      no_worker=no_worker, run_timeout=run_timeout, database=str(database),
+                      scenarios=len(scenarios), verbosity=options["verbosity"], judge=judge)
+
+    def _run(self, plan, config, *, provider, repeat, concurrency, json_file, no_worker, run_timeout, database,
+             scenarios, verbosity, judge):
+        if verbosity < 2:  # the table and the progress bar say what matters; -v 2 shows the pipeline
             logging.getLogger("tarsy").setLevel(logging.WARNING)
         if no_worker:
-            self.stderr.write(f"Waiting for workers started with TARSY_CONFIG_DIR={plan.config_dir}")
+            self.stderr.write(f"Waiting for workers started with TARSY_CONFIG_DIR={plan.config_dir} on database "
+                              f"{database}")
         timeout = run_timeout or config.defaults.session_timeout + 60
         with nullcontext() if no_worker else in_process_worker(concurrency), \
                 ProgressBar(len(plan.plans) * repeat, f"eval {provider}") as bar:
             started = time.monotonic()
-            results = run(plan, repeat=repeat, concurrency=concurrency, run_timeout=timeout, on_result=bar.advance)
+            results = run(plan, repeat=repeat, concurrency=concurrency, run_timeout=timeout, on_result=bar.advance,
+                          judge_provider=judge)
             wall_s = time.monotonic() - started
-        totals = summary(results, scenarios=len(scenarios), repeat=repeat, provider=provider, wall_s=wall_s)
+        totals = summary(results, scenarios=scenarios, repeat=repeat, provider=provider, wall_s=wall_s,
+                         database=database, judge=judge)
         self.stdout.write(table(results, totals, terminal=sys.stdout.isatty()), ending="")
         if json_file:
             Path(json_file).write_text(json_lines(results, totals))

@@ -80,11 +80,13 @@ def session_score(*, session_id: Any) -> None:
                         signals=signals, provider=provider_name, model=model)
 
 
-def ask_scorer(session: AlertSession, messages) -> str:
-    """One recorded call to the scoring provider; its reply text, or a ScoringError with the provider's reason.
-    Recorded without adding to the session's totals: scoring judges the investigation, it is not part of it."""
+def ask_scorer(session: AlertSession, messages, provider: str = "") -> str:
+    """One recorded call to the scoring provider (or `provider`); its reply text, or a ScoringError with the
+    provider's reason. Recorded without adding to the session's totals: scoring judges the investigation, it is
+    not part of it."""
     config = get_config()
-    target = LLMTarget.of(config.scoring.llm_provider, config.provider(config.scoring.llm_provider))
+    name = provider or config.scoring.llm_provider
+    target = LLMTarget.of(name, config.provider(name))
     request = LLMRequest(messages=messages, provider=target.config, provider_name=target.name,
                          session_id=str(session.id), interaction_type="scoring", iteration=1,
                          max_output_tokens=config.scoring.max_output_tokens,

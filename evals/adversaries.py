@@ -1,0 +1,354 @@
+"""Answers written to fool the scorer, and right answers written to trip it, generated from every scenario.
+
+Each scenario's reference run gives the material: its final answer, the tool calls it made and what they
+returned (from `tools.yaml`), its findings and red herrings (`expect.yaml`). Wrong answers must fail, right
+answers must pass; `python -m evals.adversaries` prints the tally per generator, and `--baseline REV` also
+scores the cases with the scorer of a git revision (before/after figures).
+
+Wrong: the raw tool output pasted in five layouts (`dump_*`, one as a single paragraph with the tool's name and
+an evidence id around each line); the true cause buried among other candidates, with
+and without hedges (`kitchen_*`); the red herring blamed in a sentence that also holds "although", "despite" or
+"rather than" (`blame_*`); every finding stated negatively (`negated`); the reference answer with no tool
+call behind it (`no_tools`); for a scenario that expects abstention, a confident cause (`confident`).
+Right: the reference answer under other section labels (`relabel_*`), with the red herring dismissed in
+several phrasings (`dismiss_*`), with true negatives about the red herring (`negative_*`), with a dotted name or
+an IP inside a finding (`dotted`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .fixtures import find_fixture
+from .samples import samples
+from .scenario import Claim, Regex, Scenario
+from .scoring import Call, Observation, normalize
+
+ROOT_LABEL = re.compile(r"\*\*Root cause:\*\*\s*")
+SECTION = re.compile(r"^#{2,4} ", re.M)
+ACTION = re.compile(r"^Action:\s*(\S+)\s*\nAction Input:\s*", re.M)
+ALTERNATIVES = (  # other causes a kitchen-sink answer lists beside the true one
+    "a recent deployment introduced a regression in the application",
+    "a network policy is blocking traffic between the namespaces",
+    "the node is short of allocatable CPU",
+    "the service account lost an RBAC permission",
+    "an upstream cloud provider incident degraded the load balancer",
+)
+DOTTED = ("ghcr.io/acme/app:2.8.1", "10.42.3.17", "v1.29.4")
+
+
+@dataclass(frozen=True)
+class Case:
+    scenario: str
+    generator: str
+    right: bool  # a right answer must pass; a wrong one must fail
+    observation: Observation
+
+
+# ---- the reference run ----------------------------------------------------------------------------
+
+
+def _turn_texts(scenario: Scenario) -> list[str]:
+    script = scenario.reference
+    lists = script.values() if isinstance(script, dict) else [script]
+    return [t if isinstance(t, str) else (t or {}).get("text", "") for turns in lists
+            for t in (turns if isinstance(turns, list) else [turns])]
+
+
+def reference_calls(scenario: Scenario) -> list[Call]:
+    """The calls the reference makes, answered from `tools.yaml` as the fixture server would."""
+    calls = []
+    for text in _turn_texts(scenario):
+        for match in ACTION.finditer(text):
+            arguments, _ = json.JSONDecoder().raw_decode(text[match.end():])
+            name = match.group(1)
+            fixture = find_fixture(scenario.tools, name, arguments)
+            server, _, tool = name.partition(".")
+            if fixture is not None:
+                calls.append(Call(server, tool, arguments, fixture.result is not None, fixture.error or "",
+                                  fixture.result or ""))
+    return calls
+
+
+def reference_answer(scenario: Scenario) -> str:
+    answers = [t.split("Final Answer:", 1)[1].strip() for t in _turn_texts(scenario) if "Final Answer:" in t]
+    return answers[-1]
+
+
+def alert_text(scenario: Scenario) -> str:
+    data = scenario.alert.data
+    return data if isinstance(data, str) else json.dumps(data)
+
+
+def observation(scenario: Scenario, answer: str, calls: list[Call] | None = None) -> Observation:
+    return Observation(status="completed", error="", final_analysis=answer,
+                       calls=reference_calls(scenario) if calls is None else calls, iterations=1, tokens=1,
+                       alert=alert_text(scenario))
+
+
+# ---- pieces of answers ----------------------------------------------------------------------------
+
+
+def _split(answer: str) -> tuple[str, str, str]:
+    """(text before the root-cause label, the root-cause part, the rest from the first heading after it)."""
+    label = ROOT_LABEL.search(answer)
+    start = label.start() if label else 0
+    heading = SECTION.search(answer, label.end() if label else 0)
+    end = heading.start() if heading else len(answer)
+    return answer[:start], answer[start:end].rstrip() + "\n", "\n" + answer[end:]
+
+
+def _root_sentence(answer: str) -> str:
+    """The first sentence of the root-cause statement, without its label."""
+    _, root, _ = _split(answer)
+    body = ROOT_LABEL.sub("", root).strip()
+    return re.split(r"(?<=[.!?])\s+", body, maxsplit=1)[0]
+
+
+def _workload(scenario: Scenario) -> str:
+    data = scenario.alert.data if isinstance(scenario.alert.data, dict) else {}
+    for key in ("deployment", "statefulset", "job_name", "cronjob", "service", "pod", "node", "namespace"):
+        if data.get(key):
+            return str(data[key])
+    return "the service"
+
+
+def _phrasings(claim: Claim) -> Iterator[str]:
+    for phrase in claim.any:
+        if isinstance(phrase, Regex):
+            yield from (s.replace(" is is ", " is ") for s in samples(phrase.regex))
+        else:
+            yield phrase
+
+
+def _herring(scenario: Scenario) -> str | None:
+    """A phrase that the scenario's first red herring matches, as a clause when one can be written."""
+    options = [p for claim in scenario.expect.forbidden for p in _phrasings(claim)]
+    clauses = [p for p in options if " is " in p]
+    return (clauses or options or [None])[0]
+
+
+def _subject(herring: str) -> str:
+    """The red herring as the subject of a sentence."""
+    return f"That {herring}" if " is " in herring else f"The {herring} warning"
+
+
+def _blame(herring: str, workload: str) -> str:
+    return (f"{herring} and that is what breaks {workload}" if " is " in herring
+            else f"the {herring} problem is what breaks {workload}")
+
+
+def _with_conclusion(answer: str, extra: str) -> str:
+    before, root, rest = _split(answer)
+    return f"{before}{root}\n{extra}\n{rest}"
+
+
+def _quotes(scenario: Scenario) -> list[str]:
+    return [c.result.strip() for c in reference_calls(scenario) if c.result.strip()]
+
+
+def _forbidden_hit(scenario: Scenario, text: str) -> bool:
+    lowered = normalize(text)
+    return any(re.search(p.regex, lowered) if isinstance(p, Regex) else normalize(p) in lowered
+               for claim in scenario.expect.forbidden for p in claim.any)
+
+
+# ---- generators -----------------------------------------------------------------------------------
+
+
+def _wrong(scenario: Scenario) -> Iterator[tuple[str, str, list[Call] | None]]:
+    answer = reference_answer(scenario)
+    quotes = _quotes(scenario)
+    raw = "\n\n".join(quotes)
+    workload = _workload(scenario)
+    yield "dump_raw", raw, None
+    yield "dump_under_label", f"**Root cause:**\n{raw}\n", None
+    yield "dump_see_below", f"**Root cause:** the tool output below shows it.\n\n{raw}\n", None
+    annotated = "; ".join(f"{c.tool} says {line.strip()} [E{n}]" for n, c in enumerate(reference_calls(scenario), 1)
+                          for line in c.result.splitlines() if line.strip())
+    yield "dump_annotated", f"**Root cause:** {annotated}\n", None
+    fenced = "\n".join(f"```\n{q}\n```" for q in quotes)
+    yield "dump_fenced", f"## Summary\n{fenced}\n\n**Root cause:** as the output above shows.\n", None
+    if scenario.expect.expect == "abstain":
+        yield "confident", _root(answer, f"{ALTERNATIVES[0]}, and that is what breaks {workload}."), None
+    else:
+        true = _root_sentence(answer)
+        alternatives = [a for a in ALTERNATIVES if not _forbidden_hit(scenario, a)][:3]
+        yield ("kitchen_hedged", _root(answer, f"it could be one of several things. {true} Or it might be that "
+               f"{alternatives[0]}. It is also possible that {alternatives[1]}, or perhaps {alternatives[2]}."), None)
+        items = "\n".join(f"- {a}" for a in [true, *alternatives])
+        yield "kitchen_list", _root(answer, f"\n{items}"), None
+        yield ("kitchen_combination", _root(answer, f"a combination of factors: {true.rstrip('.')}; "
+               f"{'; '.join(alternatives)}."), None)
+        negated = _negated(scenario, answer)
+        if negated:
+            yield "negated", _root(answer, f"{workload} fails, but {'; '.join(negated)}."), None
+        yield "no_tools", answer, []
+    herring = _herring(scenario)
+    if herring:
+        blame = _blame(herring, workload)
+        true = _root_sentence(answer).rstrip(".")
+        true = true[0].lower() + true[1:]
+        yield "blame_although", _root(answer, f"{blame}, although {true}."), None
+        yield "blame_despite", _root(answer, f"despite the signs that {true}, {blame}."), None
+        yield "blame_rather_than", _root(answer, f"{blame}, rather than the fact that {true}."), None
+
+
+def _root(answer: str, statement: str) -> str:
+    """The answer with its summary and root-cause part replaced by `statement`; the evidence and actions stay."""
+    _, _, rest = _split(answer)
+    return f"**Root cause:** {statement}\n{rest}"
+
+
+def _negated(scenario: Scenario, answer: str) -> list[str]:
+    """Each finding's phrase from the reference conclusion, stated negatively."""
+    _, root, _ = _split(answer)
+    text = normalize(root)
+    out = []
+    for claim in scenario.expect.findings:
+        for phrase in claim.any:
+            match = re.search(phrase.regex if isinstance(phrase, Regex) else re.escape(normalize(phrase)), text)
+            if match and " " in match.group(0).strip():
+                span = match.group(0).strip()
+                verb = re.search(r"\b(is|are|was|were|has|have|had|does|did|can|will)\b", span)
+                out.append(f"{span[:verb.end()]} not{span[verb.end():]}" if verb and not re.search(
+                    r"\b(not|no|never)\b|n't", span) else f"there is no sign that {span}")
+                break
+    return out
+
+
+def _right(scenario: Scenario) -> Iterator[tuple[str, str]]:
+    answer = reference_answer(scenario)
+    workload = _workload(scenario)
+    yield "reference", answer
+    yield "relabel_heading", ROOT_LABEL.sub("## Root cause\n\n", answer, count=1)
+    yield "relabel_conclusion", ROOT_LABEL.sub("**Conclusion:** ", answer, count=1).replace("### Evidence",
+                                                                                           "**Evidence:**")
+    herring = _herring(scenario)
+    if herring:
+        subject = _subject(herring)
+        for name, sentence in (
+                ("dismiss_nothing_to_do", f"{subject} has nothing to do with this alert."),
+                ("dismiss_does_not_affect", f"{subject} does not affect {workload}."),
+                ("dismiss_unrelated", f"{subject} is unrelated to the incident."),
+                ("dismiss_red_herring", f"{subject} is a red herring."),
+                ("dismiss_symptom", f"{subject} is a symptom, not the cause."),
+                ("dismiss_anaphora", f"{herring[0].upper()}{herring[1:]}, but that is unrelated to the alert.")):
+            yield name, _with_conclusion(answer, sentence)
+        negative = (f"{herring.replace(' is ', ' is not ', 1)}." if " is " in herring else f"No pod is {herring}.")
+        yield "negative_not", _with_conclusion(answer, negative[0].upper() + negative[1:])
+        yield "negative_nothing", _with_conclusion(answer, f"Nothing in the events points to {herring}.")
+    dotted = _dotted(scenario, answer)
+    if dotted:
+        yield "dotted", dotted
+
+
+def _dotted(scenario: Scenario, answer: str) -> str | None:
+    """The reference answer with a dotted name put inside the window of a finding's regex, where the same text
+    without the dots keeps the very match of the reference: only the dots can break it."""
+    before, root, rest = _split(answer)
+    for claim in scenario.expect.findings:
+        for phrase in (p.regex for p in claim.any if isinstance(p, Regex) and "[^." in p.regex):
+            original = re.search(phrase, normalize(root))
+            for gap in re.finditer(r"\S+ ", root) if original else ():
+                for name in DOTTED:
+                    edited = f"{root[:gap.end()]}({name}) {root[gap.end():]}"
+                    marker = name.replace(".", "-")
+                    undotted = normalize(edited.replace(name, marker))
+                    match = re.search(phrase, undotted)
+                    if (match and match.start() < undotted.index(marker) < match.end()
+                            and match.group(0).replace(f"({marker}) ", "") == original.group(0)):
+                        return f"{before}{edited}{rest}"
+    return None
+
+
+def cases(scenario: Scenario) -> list[Case]:
+    out = [Case(scenario.name, name, False, observation(scenario, text, calls))
+           for name, text, calls in _wrong(scenario)]
+    out += [Case(scenario.name, name, True, observation(scenario, text)) for name, text in _right(scenario)]
+    return out
+
+
+# ---- tally ----------------------------------------------------------------------------------------
+
+
+def misjudged(all_cases: list[Case], passes: Callable[[Case], bool]) -> list[Case]:
+    """Wrong answers that pass and right answers that fail."""
+    return [c for c in all_cases if passes(c) != c.right]
+
+
+def tally(all_cases: list[Case], passes: Callable[[Case], bool]) -> dict[str, Any]:
+    wrong = Counter(c.generator for c in all_cases if not c.right)
+    right = Counter(c.generator for c in all_cases if c.right)
+    bad = Counter(c.generator for c in misjudged(all_cases, passes))
+    return {
+        "cases": len(all_cases),
+        "wrong_passed": sum(bad[g] for g in wrong), "wrong": sum(wrong.values()),
+        "right_failed": sum(bad[g] for g in right), "right": sum(right.values()),
+        "by_generator": {g: f"{bad[g]}/{n} {'passed' if g in wrong else 'failed'}"
+                         for g, n in sorted((wrong + right).items())},
+    }
+
+
+def with_observation(case: Case, **changes: Any) -> Case:
+    return replace(case, observation=replace(case.observation, **changes))
+
+
+# ---- `python -m evals.adversaries [--baseline REV]` ---------------------------------------------
+
+
+def _scorer_at(revision: str) -> Callable[[Any, Observation], Any]:
+    """`score` of `evals/scoring.py` as it was at a git revision, fed observations in its own types."""
+    import dataclasses
+    import importlib.util
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    source = subprocess.run(["git", "show", f"{revision}:evals/scoring.py"], cwd=root, check=True,
+                            capture_output=True, text=True).stdout
+    spec = importlib.util.spec_from_loader("evals.scoring_baseline", loader=None)
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = "evals"
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    exec(compile(source, f"{revision}:evals/scoring.py", "exec"), module.__dict__)  # noqa: S102 - our own file
+
+    def convert(cls: type, value: Any, **overrides: Any) -> Any:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in {**vars(value), **overrides}.items() if k in names})
+
+    def score(expect: Any, obs: Observation) -> Any:
+        calls = [convert(module.Call, c) for c in obs.calls]
+        return module.score(expect, convert(module.Observation, obs, calls=calls))
+
+    return score
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from .scenario import load_all, select
+    from .scoring import score
+
+    parser = argparse.ArgumentParser(description="Tally the adversarial answers against the scorer.")
+    parser.add_argument("--scenario", action="append", metavar="GLOB", help="as for manage.py eval")
+    parser.add_argument("--baseline", metavar="REV", help="also score with evals/scoring.py at this git revision")
+    args = parser.parse_args(argv)
+    scenarios = {s.name: s for s in load_all(select(args.scenario))}
+    all_cases = [c for s in scenarios.values() for c in cases(s)]
+    scorers = {"baseline": _scorer_at(args.baseline)} if args.baseline else {}
+    scorers["current"] = score
+    for label, scorer in scorers.items():
+        figures = tally(all_cases, lambda c, s=scorer: s(scenarios[c.scenario].expect, c.observation).outcome == "pass")
+        print(json.dumps({"scorer": label, **figures}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""The database an eval run writes its sessions to: by default one of its own, so eval sessions stay out of the
+operator's session list, quality page, spend and admin.
+
+PostgreSQL: `<name>_eval` on the same server; SQLite: `<file>_eval.sqlite3` beside the main file. It is created
+when missing and migrated before the run. The switch is made as Django's test runner makes it (the connection's
+`settings_dict` and `settings.DATABASES`), so every thread of the in-process worker opens the eval database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management import call_command
+from django.db import connections
+
+EVAL_SUFFIX = "_eval"
+
+
+def eval_name(name: str | Path, vendor: str) -> str:
+    if vendor == "sqlite":
+        path = Path(name)
+        return str(path.with_name(f"{path.stem}{EVAL_SUFFIX}{path.suffix}"))
+    return f"{name}{EVAL_SUFFIX}"
+
+
+def _create_postgresql(name: str) -> None:
+    connection = connections["default"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+        if cursor.fetchone() is None:
+            cursor.execute(f"CREATE DATABASE {connection.ops.quote_name(name)}")
+
+
+def _switch(name: str | Path) -> None:
+    connections.close_all()
+    connections["default"].settings_dict["NAME"] = name
+    settings.DATABASES["default"]["NAME"] = name
+
+
+@contextmanager
+def eval_database() -> Iterator[str]:
+    """Point the default database at the eval database (created and migrated if needed) for the length of the
+    block; yields its name. The main database is back afterwards."""
+    connection = connections["default"]
+    main = connection.settings_dict["NAME"]
+    name = eval_name(main, connection.vendor)
+    if connection.vendor == "postgresql":
+        _create_postgresql(name)
+    _switch(name)
+    try:
+        call_command("migrate", interactive=False, verbosity=0)
+        yield name
+    finally:
+        _switch(main)

@@ -1,0 +1,212 @@
+"""Where a claim is made, denied or dismissed: clauses, negation, dismissal, commitment and abstention.
+
+A claim (an `expect.yaml` phrasing) is matched in normalised sentences. What it means there depends on the
+clause around it, not on a word anywhere in the sentence:
+
+- negated: a negation ("not", "no", "never", "without", …) stands between the start of the clause that ends
+  the match and the claim's own words — in the window of a regex (`search-indexer is not oomkilled`) or
+  before the claim (`no pod is oomkilled`, `there is no sign that …`). Negations that are the claim's own words
+  (`does not exist` in the phrasing) do not count.
+- dismissed: the clause naming it dismisses it (`… is unrelated`, `… has nothing to do with …`, `… is a red
+  herring`, `… is a symptom`), a continuation of that clause does (`…, which is unrelated`, `…, but that does not
+  affect …`, or the next sentence starting with "this"/"that"/"it"), or the claim sits in a concessive clause
+  (`although …`, `despite …`, `rather than …`, `instead of …`, `unlike …`). "Although the log shows X, the
+  cause is Y" blames Y, not X.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+
+from .answer import normalize
+
+NEGATION = re.compile(r"\b(?:not|no(?! longer)|never|none|nothing|nor|neither|without|cannot|lacks? any)\b|n't\b")
+COORDINATION = re.compile(r"\s(?:and|or)\s")
+DISMISSAL = re.compile(
+    r"\b(?:unrelated|not related|(?:has|have|had) nothing to do|nothing to do with|not (?:the|a) (?:root )?cause|"
+    r"not (?:the )?(?:reason|culprit|problem)|not responsible|not why|isn't why|red herring|ruled? out|"
+    r"irrelevant|not relevant|coinciden(?:t|tal|ce)|benign|harmless|noise|distraction|pre-?existing|predates?|"
+    r"(?:does|do|did|would|could|can)(?: not|n't) (?:explain|affect|cause|impact|matter|touch|involve|break)|"
+    r"cannot explain|separate (?:issue|problem|incident)|independent of|no (?:impact|effect|bearing|role|part)|"
+    r"not caused by|(?:only|just|merely) (?:a )?(?:symptom|consequence|side effect|result)|"
+    r"(?:a|the) (?:symptom|consequence|side effect|downstream effect)|only affects|affects only|"
+    r"can be ignored|ignore|(?:is|are|was|were) (?:fine|ok|healthy|working|expected))\b")
+CONCESSIVE = re.compile(r"^(?:although|though|even though|despite|in spite of|rather than|instead of|unlike|"
+                        r"other than|apart from|besides|whereas|not)\b")
+CONTINUATION = re.compile(r"^(?:(?:but|and|so|yet) )?(?:which|that|this|it|these|they|those|is|are|was|were|has|"
+                          r"have|had|does|do|did|can|could|would|will|only)\b")
+CLAUSE_BREAK = re.compile(r"\s*[,;:\u2014\u2013]\s+|\s+-\s+|\s+(?=(?:although|though|even though|despite|in spite of|"
+                          r"rather than|instead of|whereas|while|but|however|because|since|so|yet|which|unlike)\b)"
+                          r"|\s+and\s+(?=(?:that|this|it|the|a|an|its|their)\b)")
+ANAPHORA = re.compile(r"^(?:which|(?:it|this|that|they|these|those) (?:is|was|are|were|has|had|have|does|did|do|"
+                      r"can|could|only|also|just)\b)")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
+WINDOW = re.compile(r"\[\^(?P<body>[^\]]*)\](?P<q>\{\d*,?\d*\}|[*+?])?|(?<!\\)\.(?P<dq>\{\d*,?\d*\}|[*+])")
+
+HEDGE = re.compile(r"\b(?:could|might|may) (?:be|have|also|well)\b|\bpossibl[ey]\b|\bperhaps\b|\bmaybe\b|"
+                   r"\balternatively\b|\beither\b.{0,120}\bor\b|\bit is also possible\b|\bunclear (?:which|whether)\b|"
+                   r"\bnot sure\b|\bhard to say\b|\bcannot rule out\b|\bor (?:possibly|perhaps|maybe)\b")
+SEVERAL = re.compile(
+    r"\b(?:one of (?:several|these|the following|many|a few)|any of (?:these|the following)|(?:several|multiple|"
+    r"various|a number of|a few|a combination of|combined|many) (?:possible |potential |candidate |likely |"
+    r"contributing |different |independent )?(?:root )?(?:causes|factors|issues|problems|possibilities|explanations|"
+    r"things|reasons|suspects)|(?:possible|potential|candidate) (?:root )?causes)\b")
+ABSTAIN = re.compile(
+    r"\b(?:undetermined|not (?:been )?determined|(?:could|can)(?: not|not|'t) be determined|unable to determine|"
+    r"inconclusive|(?:is|remains|still) unknown|not (?:yet )?known|no (?:clear |single |definitive )?root cause|"
+    r"(?:evidence|data|tool output|investigation) (?:does not|doesn't|do not|did not|didn't) (?:show|reveal|"
+    r"point to|establish|identify|explain)|(?:not enough|insufficient) (?:evidence|information|data)|"
+    r"(?:could|can)(?: not|not|'t) (?:find|identify|establish) (?:a|the|any) (?:root )?cause)\b")
+
+
+@dataclass(frozen=True)
+class Hit:
+    sentence: str
+    start: int
+    end: int
+    negated: bool
+    dismissed: bool
+    denied_after: bool  # the rest of its clause denies what it names: "disk pressure there evicted nothing"
+
+    @property
+    def asserted(self) -> bool:
+        return not (self.negated or self.dismissed)
+
+    @property
+    def blamed(self) -> bool:
+        """For a red herring: a negative statement about it is not a blame."""
+        return self.asserted and not self.denied_after
+
+
+Phrase = tuple[re.Pattern, re.Pattern]  # lazy and greedy windows
+
+
+@cache
+def compile_phrase(phrase: str, is_regex: bool) -> Phrase:
+    """A regex with its windows as named groups (`w0`, `w1`, …), once with lazy and once with greedy windows;
+    a period inside a name (`ghcr.io`, `2.8.1`, `10.0.0.1`) does not end a `[^.]` window — only one before a
+    space or the end of the text does."""
+    if not is_regex:
+        plain = re.compile(re.escape(normalize(phrase)))
+        return plain, plain
+    return _windowed(phrase, lazy=True), _windowed(phrase, lazy=False)
+
+
+def _windowed(phrase: str, *, lazy: bool) -> re.Pattern:
+    counter = iter(range(1000))
+
+    def window(match: re.Match) -> str:
+        quantifier = match.group("q") or match.group("dq") or ""
+        if match.group("body") is None:
+            return f"(?P<w{next(counter)}>.{quantifier}{'?' if lazy else ''})"
+        body = match.group("body")
+        char = f"(?:[^{body}]|\\.(?=\\S))" if "." in body.replace("\\.", ".") else f"[^{body}]"
+        return f"(?P<w{next(counter)}>{char}{quantifier}{'?' if lazy and quantifier and quantifier != '?' else ''})"
+
+    return re.compile(WINDOW.sub(window, phrase), re.S)
+
+
+def sentences(text: str) -> list[str]:
+    return [normalize(s) for s in SENTENCE_END.split(text) if s.strip()]
+
+
+def _clauses(sentence: str) -> list[tuple[int, int]]:
+    bounds, start = [], 0
+    for brk in CLAUSE_BREAK.finditer(sentence):
+        if brk.start() > start:
+            bounds.append((start, brk.start()))
+        start = brk.end()
+    bounds.append((start, len(sentence)))
+    return bounds
+
+
+def _clause_at(clauses: list[tuple[int, int]], position: int) -> int:
+    return next((i for i, (s, e) in enumerate(clauses) if s <= position <= e), len(clauses) - 1)
+
+
+def _negated(sentence: str, match: re.Match, clauses: list[tuple[int, int]]) -> bool:
+    """A negation before the match in its clause (after the last "and"/"or": "can no longer use an index and
+    sequentially scans" does not deny the scan), or in its windows within the clause that ends it."""
+    clause_start = clauses[_clause_at(clauses, match.start())][0]
+    coordinated = [m.end() for m in COORDINATION.finditer(sentence, clause_start, match.start())]
+    start = coordinated[-1] if coordinated else clause_start
+    end_clause = clauses[_clause_at(clauses, max(match.end() - 1, match.start()))][0]
+    windows = [match.span(name) for name, value in match.groupdict().items() if name.startswith("w") and value]
+    regions = [(start, match.start())] + [(max(s, end_clause), e) for s, e in windows]
+    return any(NEGATION.search(sentence, s, e) for s, e in regions if e > s)
+
+
+def _dismissed(sentences_: list[str], index: int, clauses: list[tuple[int, int]], at: int) -> bool:
+    sentence = sentences_[index]
+    text = sentence[clauses[at][0]:clauses[at][1]]
+    if CONCESSIVE.match(text) or DISMISSAL.search(text):
+        return True
+    if at and ANAPHORA.match(text) and _dismissed(sentences_, index, clauses[:at], at - 1):
+        return True  # "X is unrelated: it only affects the backup job" goes on about X
+    for start, end in clauses[at + 1:]:
+        following = sentence[start:end]
+        if not CONTINUATION.match(following):
+            return False
+        if DISMISSAL.search(following):
+            return True
+    if at == len(clauses) - 1 or all(CONTINUATION.match(sentence[s:e]) for s, e in clauses[at + 1:]):
+        nxt = sentences_[index + 1] if index + 1 < len(sentences_) else ""
+        first = nxt[:_clauses(nxt)[0][1]] if nxt else ""
+        return bool(ANAPHORA.match(first) and DISMISSAL.search(first))
+    return False
+
+
+def _ends(pattern: re.Pattern, sentence: str, start: int) -> Iterator[re.Match]:
+    """Every match that starts at `start`, farthest end first: a window may reach a later predicate."""
+    endpos = len(sentence)
+    while endpos > start:
+        match = pattern.match(sentence, start, endpos)
+        if not match:
+            return
+        yield match
+        endpos = match.end() - 1
+
+
+def hits(phrase: Phrase, sentences_: list[str]) -> list[Hit]:
+    """Every place the phrasing matches, with what the clause around it does to it; of the matches from one
+    start, the first that is not negated."""
+    lazy, greedy = phrase
+    out = []
+    for index, sentence in enumerate(sentences_):
+        clauses = _clauses(sentence)
+        for first in lazy.finditer(sentence):
+            at_start = _clause_at(clauses, first.start())
+            dismissed = _dismissed(sentences_, index, clauses, at_start)
+            matches = [first, *_ends(greedy, sentence, first.start())]
+            negated = [_negated(sentence, m, clauses) for m in matches]
+            after = sentence[first.end():clauses[_clause_at(clauses, first.end())][1]]
+            out.append(Hit(sentence, first.start(), first.end(), all(negated), dismissed,
+                           NEGATION.search(after) is not None))
+    return out
+
+
+def uncommitted(conclusion: str, root: str) -> str:
+    """Why the conclusion does not commit to one cause, or ''."""
+    text = normalize(conclusion)
+    several = SEVERAL.search(text)
+    if several:
+        return f"names several candidates: {several.group(0)!r}"
+    hedged = [s for s in sentences(conclusion) if HEDGE.search(s)]
+    if len(hedged) >= 2:
+        return f"hedges between candidates in {len(hedged)} sentences"
+    lines = [line.strip() for line in root.strip().splitlines() if line.strip()]
+    items = [line for line in lines if re.match(r"(?:[-*+]|\d+[.)])\s", line)]
+    if lines and len(items) >= 2 and (lines[0] in items or lines[0].endswith(":")):
+        return f"lists {len(items)} causes without a statement that commits to one"
+    first = (sentences(root) or [""])[0]
+    if ABSTAIN.search(first):  # only the statement itself: "why memory grew is unknown" later is a fair caveat
+        return "says the cause is not known, but the evidence shows it"
+    return ""
+
+
+def abstains(root: str) -> bool:
+    """The root-cause statement says plainly that the evidence does not show a cause."""
+    return ABSTAIN.search(normalize(root)[:300]) is not None

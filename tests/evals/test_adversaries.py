@@ -1,0 +1,31 @@
+"""The adversarial suite: over every scenario, generated wrong answers fail and generated right answers pass."""
+
+from __future__ import annotations
+
+import pytest
+
+from evals.adversaries import cases, misjudged
+from evals.scenario import load_all, select
+from evals.scoring import score
+
+SCENARIOS = {s.name: s for s in load_all(select(None))}
+CASES = [c for s in SCENARIOS.values() for c in cases(s)]
+
+
+def _passes(case) -> bool:
+    return score(SCENARIOS[case.scenario].expect, case.observation).outcome == "pass"
+
+
+def test_there_are_enough_cases_of_every_kind_over_every_scenario():
+    assert len(CASES) >= 300
+    assert {c.scenario for c in CASES} == set(SCENARIOS)
+    generators = {c.generator for c in CASES}
+    assert {"dump_raw", "dump_under_label", "kitchen_hedged", "kitchen_list", "blame_although", "blame_despite",
+            "blame_rather_than", "negated", "no_tools", "dismiss_nothing_to_do", "dismiss_does_not_affect",
+            "dismiss_symptom", "negative_not", "dotted"} <= generators
+
+
+@pytest.mark.parametrize("right", [False, True], ids=["wrong answers fail", "right answers pass"])
+def test_no_answer_is_misjudged(right):
+    bad = misjudged([c for c in CASES if c.right == right], _passes)
+    assert not bad, [(c.scenario, c.generator) for c in bad[:20]]

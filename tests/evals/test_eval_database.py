@@ -1,0 +1,37 @@
+"""`manage.py eval` writes its sessions to a database of its own unless told `--into-main-db`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+from django.db import connections
+
+from evals.scenario import SCENARIOS_DIR
+from tarsy.models import AlertSession
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+SCENARIO = str(SCENARIOS_DIR / "oomkilled-memory-limit")
+
+
+def _eval(tmp_path, *extra: str) -> dict:
+    report = tmp_path / "report.jsonl"
+    call_command("eval", "--scenario", SCENARIO, "--concurrency", "1", "--config-dir", str(tmp_path / "config"),
+                 "--json", str(report), *extra)
+    return json.loads(report.read_text().splitlines()[-1])
+
+
+@pytest.mark.timeout(240)
+def test_eval_sessions_stay_out_of_the_main_database(tmp_path):
+    main = str(connections["default"].settings_dict["NAME"])
+    totals = _eval(tmp_path)
+    assert totals["passed"] == 1
+    assert totals["database"] != main and "_eval" in totals["database"]
+    assert str(connections["default"].settings_dict["NAME"]) == main  # the main database is back
+    assert not AlertSession.all_objects.exists()
+
+    totals = _eval(tmp_path, "--into-main-db")
+    assert totals["passed"] == 1 and totals["database"] == main
+    assert AlertSession.all_objects.count() == 1
