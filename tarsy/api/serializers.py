@@ -219,7 +219,8 @@ class SessionSerializer(CostMixin, serializers.ModelSerializer):
 
     class Meta:
         model = AlertSession
-        fields = ["id", "session_url", "alert_type", "chain_id", "status", "author", "runbook_url", "final_analysis",
+        fields = ["id", "session_url", "title", "alert_type", "chain_id", "status", "author", "runbook_url",
+                  "final_analysis",
                   "executive_summary", "executive_summary_error", "error_message", "current_stage_index",
                   "created_at", "started_at", "completed_at", "last_interaction_at", "duration_seconds",
                   "budget_reached", "citations", *_TOKEN_FIELDS, *_COST_FIELDS, *_STORM_FIELDS, "score",
@@ -248,7 +249,8 @@ class SessionListItemSerializer(CostMixin, serializers.ModelSerializer):
 
     class Meta:
         model = AlertSession
-        fields = ["id", "session_url", "alert_type", "chain_id", "status", "author", "error_message", "created_at",
+        fields = ["id", "session_url", "title", "alert_type", "chain_id", "status", "author", "error_message",
+                  "created_at",
                   "started_at", "completed_at", "duration_seconds", "executive_summary_preview", "budget_reached",
                   *_TOKEN_FIELDS, *_COST_FIELDS, *_STORM_FIELDS, "score", "review"]
 
