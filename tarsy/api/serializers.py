@@ -505,8 +505,9 @@ class MCPToolSerializer(serializers.Serializer):
 class MCPServerStatusSerializer(serializers.Serializer):
     name = serializers.CharField()
     transport = serializers.CharField(allow_blank=True)
-    status = serializers.CharField()
-    error = serializers.CharField(allow_blank=True)
+    status = serializers.ChoiceField(choices=["ok", "error", "unused"],
+                                     help_text="unused: no chain uses it, so it is neither started nor checked")
+    error = serializers.CharField(allow_blank=True, help_text="Why it is down (what the server said), or unused")
     tool_count = serializers.IntegerField()
     tools = MCPToolSerializer(many=True)
 

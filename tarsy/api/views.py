@@ -69,7 +69,7 @@ class SystemWarningsView(JsonAPIView):
         config = get_config()
         warnings = [{"category": "config", "message": m} for m in config.warnings()]
         for server in check_servers(config):
-            if server["status"] != "ok":
+            if server["status"] == "error":
                 warnings.append({"category": "mcp", "message": f"MCP server {server['name']!r}: {server['error']}"})
         if worker_status()["status"] != "ok":  # the health probe's answer, shared for its window
             warnings.append({"category": "runtime",
