@@ -1,4 +1,5 @@
-"""Sessions get a `title` (which alert this is); existing sessions are titled from their stored alert data.
+"""Sessions get a `title` (which alert this is); existing sessions are titled from their stored alert data. A
+score records when its latest attempt failed (`failed_at`), apart from when the score it keeps was given.
 
 The backfill derives titles as intake does without a chain's `title_template`: a migration must not depend on
 the configuration directory of the host that runs it."""
@@ -36,4 +37,15 @@ class Migration(migrations.Migration):
                                    help_text="Which alert this is, in one line (tarsy.intake.titles)", max_length=255),
         ),
         migrations.RunPython(title_existing_sessions, migrations.RunPython.noop, elidable=True),
+        migrations.AddField(
+            model_name="sessionscore",
+            name="failed_at",
+            field=models.DateTimeField(blank=True, null=True,
+                                       help_text="When the latest attempt failed (`error`); a score kept is older"),
+        ),
+        migrations.AlterField(
+            model_name="sessionscore",
+            name="scored_at",
+            field=models.DateTimeField(blank=True, help_text="When `score` was given", null=True),
+        ),
     ]
