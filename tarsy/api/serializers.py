@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -76,6 +77,23 @@ class AlertSubmitSerializer(SharedFieldsSerializer):
                                      help_text="critical, high, warning or info; orders the queue")
     group_key = serializers.CharField(required=False, allow_blank=True, max_length=200,
                                       help_text="Alerts sharing it join the group's first investigation")
+
+
+@extend_schema_field(OpenApiTypes.ANY)
+class StoredAlertField(serializers.Field):
+    """Alert data as it was posted: an object or array comes back as JSON (it is stored as indented JSON text),
+    text as the string."""
+
+    def __init__(self, **kwargs):
+        super().__init__(read_only=True, **kwargs)
+
+    def to_representation(self, text: str) -> Any:
+        if text.lstrip()[:1] in ("{", "["):
+            try:
+                return json.loads(text)
+            except ValueError:
+                pass
+        return text
 
 
 @extend_schema_field(OpenApiTypes.URI)
@@ -305,11 +323,11 @@ class AlertOccurrenceSerializer(serializers.Serializer):
     severity = serializers.CharField()
     author = serializers.CharField()
     received_at = serializers.DateTimeField()
-    alert_data = serializers.CharField()
+    alert_data = StoredAlertField()
 
 
 class SessionDetailSerializer(SessionSerializer):
-    alert_data = serializers.CharField()
+    alert_data = StoredAlertField()
     mcp_selection = serializers.JSONField(allow_null=True)
     stages = StageSerializer(many=True, read_only=True)
     chat_available = serializers.SerializerMethodField()

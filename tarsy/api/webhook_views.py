@@ -47,6 +47,7 @@ class DeliverySessionSerializer(serializers.Serializer):
     fingerprint = serializers.CharField()
     alert_type = serializers.CharField()
     severity = serializers.CharField()
+    occurrence_count = serializers.IntegerField(help_text="Alerts the session absorbed, this one included")
     deduplicated = serializers.BooleanField()  # a repeat of an alert: joined the session already on it
     related = serializers.BooleanField()  # another alert of a correlated group: joined the group's session
 

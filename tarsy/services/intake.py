@@ -81,6 +81,7 @@ def _deliver(*, source: str, batch: Batch, author: str) -> DeliveryResult:
             raise
         result.sessions.append({"session_id": str(receipt.session.id), "fingerprint": mapped.fingerprint,
                                 "alert_type": receipt.session.alert_type, "severity": receipt.session.severity,
+                                "occurrence_count": receipt.session.occurrence_count,
                                 "deduplicated": receipt.deduplicated, "related": receipt.related})
     for item in batch.resolved:
         result.resolved.append(session_resolve_alert(source=source, resolution=item))
