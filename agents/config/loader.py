@@ -6,6 +6,7 @@ operator fixes a broken deployment in one pass.
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from pathlib import Path
@@ -73,15 +74,60 @@ def _load_yaml(path: Path, env: dict[str, str], problems: list[str]) -> dict[str
     return data
 
 
+PRUNE_ROUNDS = 10  # each round sets aside what the last one found wrong; a file needs few
+
+
 def _validate(model: type[BaseModel], data: dict[str, Any], filename: str, problems: list[str]) -> Any:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        for err in exc.errors():
-            loc = ".".join(str(part) for part in err["loc"]) or "(root)"
-            msg = err["msg"].removeprefix("Value error, ")
-            problems.append(f"{filename}: {loc}: {msg}")
-        return None
+    """The file's model. With problems, they are recorded and the model is built from what remains once the
+    faulty keys are set aside (None when nothing does), so references are checked in the same pass: an unknown
+    provider name is reported together with a bad duration, not after it is fixed."""
+    remaining = copy.deepcopy(data)
+    for round_ in range(PRUNE_ROUNDS):
+        try:
+            return model.model_validate(remaining)
+        except ValidationError as exc:
+            errors = exc.errors()
+            if round_ == 0:
+                problems.extend(f"{filename}: {'.'.join(str(p) for p in err['loc']) or '(root)'}: {_plain(err)}"
+                                for err in errors)
+            if not all(_set_aside(remaining, list(err["loc"])) for err in errors):
+                return None
+    return None
+
+
+_KINDS = {str: "text", int: "a number", float: "a number", bool: "true/false", list: "a list", type(None): "nothing"}
+
+
+def _plain(err: Any) -> str:
+    """Pydantic's message, or a plain one where it speaks of Python types."""
+    if err["type"] in ("model_type", "model_attributes_type", "dict_type"):
+        return f"expected a mapping of `key: value` entries, got {_KINDS.get(type(err['input']), 'something else')}"
+    return err["msg"].removeprefix("Value error, ")
+
+
+def _set_aside(data: Any, loc: list[Any]) -> bool:
+    """Remove the value at `loc` (or, for a missing key, the entry that lacks it); False when nothing is left to
+    remove there."""
+    parents: list[tuple[Any, Any]] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int) \
+                and 0 <= part < len(node):
+            parents.append((node, part))
+            node = node[part]
+        else:
+            break
+    else:
+        container, key = parents[-1] if parents else (None, None)
+        if container is None:
+            return False
+        del container[key]
+        return True
+    if not parents:
+        return False
+    container, key = parents[-1]  # `loc` goes on past what exists: the entry lacks a required key
+    del container[key]
+    return True
 
 
 def _pick(directory: Path, name: str, allow_examples: bool) -> Path:
@@ -113,7 +159,7 @@ def load_config(config_dir: str | os.PathLike[str] | None = None, env: dict[str,
     providers_data = _load_yaml(providers_path, env, problems) if directory else {}
     tarsy_file = _validate(TarsyFile, tarsy_data, tarsy_path.name, problems)
     providers_file = _validate(LLMProvidersFile, providers_data, providers_path.name, problems)
-    if problems:
+    if tarsy_file is None or providers_file is None:
         raise ConfigError(problems)
 
     providers = builtins.builtin_providers() | providers_file.llm_providers
@@ -144,7 +190,7 @@ def load_config(config_dir: str | os.PathLike[str] | None = None, env: dict[str,
             "agent_chains": set(tarsy_file.agent_chains),
         },
     )
-    problems.extend(config.cross_reference_problems())
+    problems.extend(p for p in config.cross_reference_problems() if p not in problems)
     if problems:
         raise ConfigError(problems)
     return config

@@ -69,6 +69,23 @@ class TarsyConfig:
     def provider(self, name: str | None) -> LLMProviderConfig:
         return self.llm_providers[name or self.default_provider]
 
+    def mcp_servers_in_use(self) -> set[str]:
+        """MCP servers some chain can call: named by a chain, a stage agent, or an agent a chain runs (in a stage,
+        as synthesis, as chat). The others are never started nor health-checked: a built-in server nobody uses
+        (kubernetes-server without a cluster) must not fail or fill the log."""
+        used: set[str] = set()
+        for chain in self.chains.values():
+            used.update(chain.mcp_servers or [])
+            agents = {chain.chat.agent} if chain.chat.enabled else set()
+            for stage in chain.stages:
+                agents.update(a.name for a in stage.agents)
+                agents.update([stage.synthesis.agent] if stage.synthesis else [])
+                for stage_agent in stage.agents:
+                    used.update(stage_agent.mcp_servers or [])
+            for name in agents:
+                used.update(self.agents[name].mcp_servers if name in self.agents else [])
+        return used & set(self.mcp_servers)
+
     # ---- validation ----------------------------------------------------
     def _origin(self, section: str, name: str) -> str:
         file = self.file_names["providers" if section == "llm_providers" else "tarsy"]

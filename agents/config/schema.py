@@ -295,9 +295,37 @@ class CorrelationConfig(_Strict):
     window: Duration = 900.0
 
 
+_TITLE_FIELD_RE = re.compile(r"\{([^{}]*)\}")
+_TITLE_PATH_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+
+
+def title_template_fields(template: str) -> list[str]:
+    """The dotted data paths a session-title template names (`{labels.alertname} on {labels.instance}`);
+    a ValueError saying what is wrong with a template that is not one."""
+    fields = []
+    for match in _TITLE_FIELD_RE.finditer(template):
+        path = match.group(1).strip()
+        if not _TITLE_PATH_RE.match(path):
+            raise ValueError(f"invalid title_template field {{{match.group(1)}}}: expected a dotted path into the "
+                             "alert data, e.g. {labels.alertname}")
+        fields.append(path)
+    if "{" in _TITLE_FIELD_RE.sub("", template) or "}" in _TITLE_FIELD_RE.sub("", template):
+        raise ValueError(f"invalid title_template {template!r}: unbalanced braces")
+    if template and not fields:
+        raise ValueError(f"invalid title_template {template!r}: it names no alert field, e.g. {{labels.alertname}}")
+    return fields
+
+
+def _title_template(value: str) -> str:
+    title_template_fields(value)
+    return value
+
+
 class ChainConfig(_Strict):
     alert_types: list[str] = Field(default_factory=list)
     description: str = ""
+    # The sessions' title from fields of the alert's data; "" or a field missing: the title TARSy derives itself.
+    title_template: Annotated[str, AfterValidator(_title_template)] = ""
     llm_provider: str | None = None
     fallback_providers: list[str] | None = None
     iteration_strategy: IterationStrategy | None = None

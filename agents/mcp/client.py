@@ -42,6 +42,8 @@ from mcp.types import (
 from agents.config.schema import MCPServerConfig, TransportConfig
 from agents.llm.types import ToolDefinition
 
+from .stderr import ServerStderr
+
 logger = logging.getLogger(__name__)
 
 ErrorKind = Literal["timeout", "unavailable", "protocol"]
@@ -160,14 +162,20 @@ def http_headers(transport: TransportConfig) -> dict[str, str]:
     return headers
 
 
-async def open_transport(stack: AsyncExitStack, transport: TransportConfig) -> tuple[Any, Any]:
-    """Enter the transport on `stack` (owned by the calling task) and return its (read, write) streams."""
+async def open_transport(stack: AsyncExitStack, transport: TransportConfig,
+                         stderr: ServerStderr | None = None) -> tuple[Any, Any]:
+    """Enter the transport on `stack` (owned by the calling task) and return its (read, write) streams. A stdio
+    server writes its stderr to `stderr` (else to ours)."""
     if transport.type == "stdio":
         params = StdioServerParameters(
             command=transport.command, args=list(transport.args), env=stdio_environment(transport)
         )
-        errlog = sys.__stderr__ if sys.__stderr__ is not None else sys.stderr  # a real fd: the child inherits it
-        return await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        errlog = stderr.writer if stderr else sys.__stderr__ or sys.stderr  # a real fd: the child inherits it
+        try:
+            return await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        finally:
+            if stderr:
+                stderr.spawned()
     timeout = httpx2.Timeout(transport.timeout, read=HTTP_READ_TIMEOUT_S)
     if transport.type == "http":
         client = httpx2.AsyncClient(headers=http_headers(transport), verify=transport.verify_ssl, timeout=timeout)
@@ -221,6 +229,7 @@ class ServerSession:
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._task: asyncio.Task[None] | None = None
+        self._stderr: ServerStderr | None = None
 
     async def start(self, timeout: float) -> None:
         """Spawn/connect and initialize within `timeout`; raise MCPError("unavailable"/"timeout") otherwise.
@@ -276,7 +285,10 @@ class ServerSession:
     async def _own(self) -> None:
         try:
             async with AsyncExitStack() as stack:
-                read, write = await open_transport(stack, self.cfg.transport)
+                transport = self.cfg.transport
+                if transport.type == "stdio":
+                    self._stderr = ServerStderr(self.name, stdio_environment(transport))
+                read, write = await open_transport(stack, transport, self._stderr)
                 session = await stack.enter_async_context(ClientSession(read, write))
                 await session.initialize()
                 if not self._ready.done():
@@ -288,6 +300,8 @@ class ServerSession:
         except BaseException as exc:  # noqa: BLE001 - the owner must end cleanly whatever killed the connection
             reason = describe_exception(exc)
             if not self._ready.done():
+                said = await self._stderr.reason() if self._stderr and isinstance(exc, Exception) else ""
+                reason = f"{reason}; {said}" if said else reason
                 self._ready.set_exception(MCPError(self.name, f"failed to start: {reason}", "unavailable"))
             if not self.close_reason:
                 self.close_reason = f"connection lost: {reason}"

@@ -20,13 +20,22 @@ _cache: dict[str, tuple[float, dict[str, Any]]] = {}  # keyed by name + config, 
 _cache_lock = threading.Lock()
 
 
+UNUSED_NOTE = "not started: no chain uses it"
+
+
 def check_servers(config: TarsyConfig, pool: MCPPool | None = None, names: list[str] | None = None) -> list[dict]:
-    """One dict per server: name, transport, status ("ok"/"error"), error, tool_count, tools [{name, description}].
+    """One dict per server: name, transport, status ("ok"/"error"/"unused"), error, tool_count, tools
+    [{name, description}]. Without `names`: every configured server, those no chain uses reported "unused"
+    without being started (`TarsyConfig.mcp_servers_in_use`).
 
     Results are cached for HEALTH_CACHE_TTL_S per server.
     """
+    if names is None:
+        in_use = config.mcp_servers_in_use()
+        checked = {r["name"]: r for r in check_servers(config, pool, sorted(in_use))}
+        return [checked.get(name) or _unused(config, name) for name in sorted(config.mcp_servers)]
     pool = pool or get_pool()
-    wanted = list(names) if names is not None else sorted(config.mcp_servers)
+    wanted = list(names)
     now = time.monotonic()
     keys = {n: _cache_key(config, n) for n in wanted}
     with _cache_lock:
@@ -45,6 +54,11 @@ def check_servers(config: TarsyConfig, pool: MCPPool | None = None, names: list[
 def _cache_key(config: TarsyConfig, name: str) -> str:
     cfg = config.mcp_servers.get(name)
     return f"{name}\0{cfg.model_dump_json() if cfg is not None else ''}"
+
+
+def _unused(config: TarsyConfig, name: str) -> dict[str, Any]:
+    return {"name": name, "transport": config.mcp_servers[name].transport.type, "status": "unused",
+            "error": UNUSED_NOTE, "tool_count": 0, "tools": []}
 
 
 def _check(config: TarsyConfig, pool: MCPPool, name: str) -> dict[str, Any]:
@@ -77,13 +91,14 @@ def known_problems(config: TarsyConfig, pool: MCPPool | None = None) -> list[str
     """Failures seen by recent checks, without waiting: a stale cache is refreshed in the background, so a
     liveness probe never blocks on a slow server. Used for /health warnings."""
     now = time.monotonic()
-    keys = {n: _cache_key(config, n) for n in config.mcp_servers}
+    in_use = sorted(config.mcp_servers_in_use())
+    keys = {n: _cache_key(config, n) for n in in_use}
     with _cache_lock:
         cached = {n: _cache.get(k) for n, k in keys.items()}
     if any(entry is None or entry[0] <= now for entry in cached.values()) and _refreshing.acquire(blocking=False):
         def refresh() -> None:
             try:
-                check_servers(config, pool)
+                check_servers(config, pool, in_use)
             finally:
                 _refreshing.release()
 

@@ -26,12 +26,12 @@ class StorableJSONParser(JSONParser):
 
 
 class JsonAPIView(APIView):
-    """JSON bodies only. Besides being the API's contract, this is CSRF defence for cookie-authenticated
-    browsers behind an auth proxy: a cross-site form can only send form/text bodies (→ 415), and a
-    cross-site JSON request needs a CORS preflight we never grant.
-
-    Query parameters are checked for storable text after authentication (a stranger learns nothing from a 400)
-    and before the handler runs; bodies when parsed."""
+    # No docstring: the API docs take an operation's description from its view's docstring, inherited too.
+    # JSON bodies only. Besides being the API's contract, this is CSRF defence for cookie-authenticated
+    # browsers behind an auth proxy: a cross-site form can only send form/text bodies (→ 415), and a
+    # cross-site JSON request needs a CORS preflight we never grant.
+    # Query parameters are checked for storable text after authentication (a stranger learns nothing from a 400)
+    # and before the handler runs; bodies when parsed.
 
     parser_classes = [StorableJSONParser]
 

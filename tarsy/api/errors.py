@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from django.http import Http404, JsonResponse
+from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -49,6 +50,10 @@ def json_error(status_code: int, error: str, detail=None) -> JsonResponse:
 
 
 def handler404(request, exception=None):
+    """A page for a browser following a stale link (a deleted or expired session); JSON for the API and
+    other clients."""
+    if not request.path.startswith("/api/") and "text/html" in request.headers.get("Accept", ""):
+        return render(request, "dashboard/not_found.html", {"path": request.path}, status=404)
     return json_error(404, "not_found", f"No route for {request.path}")
 
 

@@ -22,7 +22,7 @@ class ScoreSerializer(serializers.ModelSerializer):
     class Meta:
         model = SessionScore
         fields = ["status", "score", "support", "scorer_score", "rationale", "tags", "signals", "provider", "model",
-                  "error", "requested_at", "scored_at"]
+                  "error", "requested_at", "scored_at", "failed_at"]
 
 
 class ScoreBriefSerializer(serializers.ModelSerializer):

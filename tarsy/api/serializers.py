@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -76,6 +77,23 @@ class AlertSubmitSerializer(SharedFieldsSerializer):
                                      help_text="critical, high, warning or info; orders the queue")
     group_key = serializers.CharField(required=False, allow_blank=True, max_length=200,
                                       help_text="Alerts sharing it join the group's first investigation")
+
+
+@extend_schema_field(OpenApiTypes.ANY)
+class StoredAlertField(serializers.Field):
+    """Alert data as it was posted: an object or array comes back as JSON (it is stored as indented JSON text),
+    text as the string."""
+
+    def __init__(self, **kwargs):
+        super().__init__(read_only=True, **kwargs)
+
+    def to_representation(self, text: str) -> Any:
+        if text.lstrip()[:1] in ("{", "["):
+            try:
+                return json.loads(text)
+            except ValueError:
+                pass
+        return text
 
 
 @extend_schema_field(OpenApiTypes.URI)
@@ -219,7 +237,8 @@ class SessionSerializer(CostMixin, serializers.ModelSerializer):
 
     class Meta:
         model = AlertSession
-        fields = ["id", "session_url", "alert_type", "chain_id", "status", "author", "runbook_url", "final_analysis",
+        fields = ["id", "session_url", "title", "alert_type", "chain_id", "status", "author", "runbook_url",
+                  "final_analysis",
                   "executive_summary", "executive_summary_error", "error_message", "current_stage_index",
                   "created_at", "started_at", "completed_at", "last_interaction_at", "duration_seconds",
                   "budget_reached", "citations", *_TOKEN_FIELDS, *_COST_FIELDS, *_STORM_FIELDS, "score",
@@ -248,7 +267,8 @@ class SessionListItemSerializer(CostMixin, serializers.ModelSerializer):
 
     class Meta:
         model = AlertSession
-        fields = ["id", "session_url", "alert_type", "chain_id", "status", "author", "error_message", "created_at",
+        fields = ["id", "session_url", "title", "alert_type", "chain_id", "status", "author", "error_message",
+                  "created_at",
                   "started_at", "completed_at", "duration_seconds", "executive_summary_preview", "budget_reached",
                   *_TOKEN_FIELDS, *_COST_FIELDS, *_STORM_FIELDS, "score", "review"]
 
@@ -303,11 +323,11 @@ class AlertOccurrenceSerializer(serializers.Serializer):
     severity = serializers.CharField()
     author = serializers.CharField()
     received_at = serializers.DateTimeField()
-    alert_data = serializers.CharField()
+    alert_data = StoredAlertField()
 
 
 class SessionDetailSerializer(SessionSerializer):
-    alert_data = serializers.CharField()
+    alert_data = StoredAlertField()
     mcp_selection = serializers.JSONField(allow_null=True)
     stages = StageSerializer(many=True, read_only=True)
     chat_available = serializers.SerializerMethodField()
@@ -503,8 +523,9 @@ class MCPToolSerializer(serializers.Serializer):
 class MCPServerStatusSerializer(serializers.Serializer):
     name = serializers.CharField()
     transport = serializers.CharField(allow_blank=True)
-    status = serializers.CharField()
-    error = serializers.CharField(allow_blank=True)
+    status = serializers.ChoiceField(choices=["ok", "error", "unused"],
+                                     help_text="unused: no chain uses it, so it is neither started nor checked")
+    error = serializers.CharField(allow_blank=True, help_text="Why it is down (what the server said), or unused")
     tool_count = serializers.IntegerField()
     tools = MCPToolSerializer(many=True)
 

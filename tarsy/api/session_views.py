@@ -47,12 +47,16 @@ class SessionListView(JsonAPIView, generics.ListAPIView):
 
 
 class SessionActiveView(JsonAPIView):
+    """Running sessions and the queue, in the order dispatch takes it (with queue positions)."""
+
     @extend_schema(responses={200: ActiveSessionsSerializer, **errors(*AUTH_ERRORS)})
     def get(self, request):
         return Response(ActiveSessionsSerializer(selectors.sessions_active(), context={"request": request}).data)
 
 
 class SessionFilterOptionsView(JsonAPIView):
+    """The values each session-list filter can take."""
+
     @extend_schema(responses={200: FilterOptionsSerializer, **errors(*AUTH_ERRORS)})
     def get(self, request):
         return Response(selectors.session_filter_options())
@@ -61,6 +65,7 @@ class SessionFilterOptionsView(JsonAPIView):
 class SessionDetailView(JsonAPIView):
     @extend_schema(responses={200: SessionDetailSerializer, **errors(404, *AUTH_ERRORS)})
     def get(self, request, session_id):
+        """A session with its alert, stages and executions, score, review and token totals."""
         session = session_service.session_get(session_id=session_id)
         cursor = event_cursor(session_channel(session.id))
         return Response(SessionDetailSerializer(selectors.session_detail(session),
@@ -68,11 +73,14 @@ class SessionDetailView(JsonAPIView):
 
     @extend_schema(responses={204: None, **errors(404, 409, *AUTH_ERRORS)})
     def delete(self, request, session_id):
+        """Delete a finished session (soft delete; a running one must be cancelled first, 409)."""
         session_service.session_soft_delete(session_id=session_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class SessionTimelineView(JsonAPIView):
+    """A session's timeline events in order, with the event id to continue from over the WebSocket."""
+
     @extend_schema(responses={200: TimelineSerializer, **errors(404, *AUTH_ERRORS)})
     def get(self, request, session_id):
         session = session_service.session_get(session_id=session_id)
@@ -91,6 +99,8 @@ class SessionInteractionsView(JsonAPIView):
 
 
 class SessionSummaryView(JsonAPIView):
+    """Counts of a session's stages, executions, LLM and MCP interactions, errors and chat, with its tokens."""
+
     @extend_schema(responses={200: SessionSummarySerializer, **errors(404, *AUTH_ERRORS)})
     def get(self, request, session_id):
         session = session_service.session_get(session_id=session_id)
@@ -98,6 +108,9 @@ class SessionSummaryView(JsonAPIView):
 
 
 class SessionCancelView(JsonAPIView):
+    """Cancel a session: a queued one at once, a running one at its next step; on a finished session, the chat
+    reply in flight. 409 when there is nothing to cancel."""
+
     @extend_schema(request=None, responses={200: SessionStatusSerializer, **errors(404, 409, *AUTH_ERRORS)})
     def post(self, request, session_id):
         session = session_service.session_cancel(session_id=session_id)

@@ -29,6 +29,9 @@ from .serializers import (
 
 
 class AlertSubmitView(JsonAPIView):
+    """Submit an alert: a new session is queued (202), or the alert joins the session already investigating it
+    (a repeat, or another alert of its group)."""
+
     @extend_schema(request=AlertSubmitSerializer, responses={202: AlertAcceptedSerializer,
                                                              **errors(400, 413, 415, *AUTH_ERRORS)})
     def post(self, request):
@@ -48,6 +51,8 @@ class AlertSubmitView(JsonAPIView):
 
 
 class AlertTypesView(JsonAPIView):
+    """The configured alert types, each with the chain that investigates it, and the default alert type."""
+
     @extend_schema(responses={200: AlertTypesSerializer, **errors(*AUTH_ERRORS)})
     def get(self, request):
         config = get_config()
@@ -69,7 +74,7 @@ class SystemWarningsView(JsonAPIView):
         config = get_config()
         warnings = [{"category": "config", "message": m} for m in config.warnings()]
         for server in check_servers(config):
-            if server["status"] != "ok":
+            if server["status"] == "error":
                 warnings.append({"category": "mcp", "message": f"MCP server {server['name']!r}: {server['error']}"})
         if worker_status()["status"] != "ok":  # the health probe's answer, shared for its window
             warnings.append({"category": "runtime",

@@ -47,8 +47,11 @@ class DeliverySessionSerializer(serializers.Serializer):
     fingerprint = serializers.CharField()
     alert_type = serializers.CharField()
     severity = serializers.CharField()
+    occurrence_count = serializers.IntegerField(help_text="Alerts the session absorbed, this one included")
     deduplicated = serializers.BooleanField()  # a repeat of an alert: joined the session already on it
     related = serializers.BooleanField()  # another alert of a correlated group: joined the group's session
+    warnings = serializers.ListField(child=serializers.CharField(),
+                                     help_text="What intake set aside and why (a runbook_url on a host not allowed)")
 
 
 class DeliveryResolutionSerializer(serializers.Serializer):

@@ -35,6 +35,7 @@ class Mapped:
     alert_type: str | None
     severity: str | None
     runbook: str | None
+    refused_runbook: str = ""  # the alert's runbook_url on a host outside the allow-list, set aside
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ The first rule whose `match` labels all equal the alert's wins; what it leaves u
 the `severity_label` label through the severity map, the runbook from the alert's `runbook_url` annotation, and
 the default alert type. A severity word nobody mapped, or a runbook annotation on a host outside
 `system.runbooks.allowed_domains`, falls back too instead of refusing the webhook: the alert is still worth
-investigating, and the sender would not retry a refusal.
+investigating, and the sender would not retry a refusal. A runbook set aside is named (`refused_runbook`), so
+intake can say so in its reply and on the session's timeline.
 """
 
 from __future__ import annotations
@@ -32,7 +33,11 @@ def map_alert(alert: Firing, source: IntakeSourceConfig, *, allowed_runbook_doma
     severity = rule.severity if rule and rule.severity else source.severity_for(
         alert.labels.get(source.severity_label, ""))
     runbook = rule.runbook if rule and rule.runbook else None
-    if runbook is None and alert.runbook_url and runbook_host_allowed(alert.runbook_url, allowed_runbook_domains):
-        runbook = alert.runbook_url
+    refused = ""
+    if runbook is None and alert.runbook_url:
+        if runbook_host_allowed(alert.runbook_url, allowed_runbook_domains):
+            runbook = alert.runbook_url
+        else:
+            refused = alert.runbook_url
     return Mapped(fingerprint=alert.fingerprint, data=alert.data, alert_type=rule.alert_type if rule else None,
-                  severity=severity, runbook=runbook)
+                  severity=severity, runbook=runbook, refused_runbook=refused)

@@ -65,7 +65,9 @@ class SessionScore(models.Model):
     model = models.CharField(max_length=200, blank=True, default="")
     error = models.TextField(blank=True, default="")
     requested_at = models.DateTimeField(auto_now_add=True)
-    scored_at = models.DateTimeField(null=True, blank=True)
+    scored_at = models.DateTimeField(null=True, blank=True, help_text="When `score` was given")
+    failed_at = models.DateTimeField(null=True, blank=True,
+                                     help_text="When the latest attempt failed (`error`); a score kept is older")
 
     def __str__(self) -> str:
         return f"{self.score if self.score is not None else self.status} ({self.support or '-'})"

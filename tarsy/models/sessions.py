@@ -78,6 +78,8 @@ class AlertSession(TokenTotals):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     alert_data = models.TextField(help_text="Alert payload as submitted (masked), stored as text")
     alert_type = models.CharField(max_length=200, db_index=True)
+    title = models.CharField(max_length=255, blank=True, default="", db_index=True,
+                             help_text="Which alert this is, in one line (tarsy.intake.titles)")
     fingerprint = models.CharField(
         max_length=128, blank=True, default="", db_index=True,
         help_text="Identity of the alert across repeats (sender's fingerprint or derived from its data)",

@@ -44,14 +44,14 @@ class CommaMultipleChoiceFilter(django_filters.MultipleChoiceFilter):
 
 
 def search_sessions(queryset: QuerySet, term: str) -> QuerySet:
-    """Alert data, final analysis, executive summary and timeline content.
+    """Title, alert data, final analysis, executive summary and timeline content.
 
     PostgreSQL: full-text (websearch syntax, `simple` dictionary so identifiers like pod names survive) plus a
     substring match on the session's own text; other databases (embedded SQLite): substring match everywhere.
     The timeline is matched on its stored vectors with one uncorrelated `IN`: correlated per session,
     PostgreSQL probes the index once per session, which for a common word costs seconds.
     """
-    own_text = Q(alert_data__icontains=term) | Q(final_analysis__icontains=term) | Q(
+    own_text = Q(title__icontains=term) | Q(alert_data__icontains=term) | Q(final_analysis__icontains=term) | Q(
         executive_summary__icontains=term)
     if connection.vendor == "postgresql":
         from django.contrib.postgres.search import SearchQuery, SearchVector
@@ -118,6 +118,7 @@ class SessionFilter(django_filters.FilterSet):
     alert_type = django_filters.CharFilter()
     chain_id = django_filters.CharFilter()
     author = django_filters.CharFilter()
+    title = django_filters.CharFilter(lookup_expr="icontains", help_text="Text in the session's title")
     search = django_filters.CharFilter(method="filter_search", min_length=MIN_SEARCH_CHARS,
                                        help_text="Text in alert data, final analysis or timeline (≥ 3 characters)")
     start_date = UtcDateTimeFilter(field_name="created_at", lookup_expr="gte",
@@ -146,8 +147,8 @@ class SessionFilter(django_filters.FilterSet):
 
     class Meta:
         model = AlertSession
-        fields = ["status", "alert_type", "chain_id", "author", "search", "start_date", "end_date", "created_within",
-                  "score_min", "score_max", "support", "scoring", "tag", "review", "rating"]
+        fields = ["status", "alert_type", "chain_id", "author", "title", "search", "start_date", "end_date",
+                  "created_within", "score_min", "score_max", "support", "scoring", "tag", "review", "rating"]
 
     def filter_scoring(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         if value == "unscored":

@@ -20,7 +20,7 @@ from django.db import OperationalError, connection, transaction
 
 from agents.config.schema import IntakeSourceConfig
 from tarsy.config import get_config
-from tarsy.intake.items import Batch, Resolved
+from tarsy.intake.items import Batch, Mapped, Resolved
 from tarsy.intake.mapping import map_alert
 from tarsy.models import AlertOccurrence, AlertSession, OccurrenceKind, SessionStatus, TimelineEvent, TimelineEventType
 from tarsy.signals import alert_resolved
@@ -79,12 +79,32 @@ def _deliver(*, source: str, batch: Batch, author: str) -> DeliveryResult:
         except ServiceError as exc:
             exc.message = f"alert {index}: {exc.message}"
             raise
+        warnings = _runbook_refused(mapped, receipt, config.system.runbooks.allowed_domains)
         result.sessions.append({"session_id": str(receipt.session.id), "fingerprint": mapped.fingerprint,
                                 "alert_type": receipt.session.alert_type, "severity": receipt.session.severity,
-                                "deduplicated": receipt.deduplicated, "related": receipt.related})
+                                "occurrence_count": receipt.session.occurrence_count,
+                                "deduplicated": receipt.deduplicated, "related": receipt.related,
+                                "warnings": warnings})
     for item in batch.resolved:
         result.resolved.append(session_resolve_alert(source=source, resolution=item))
     return result
+
+
+def _runbook_refused(mapped: Mapped, receipt: sessions.AlertReceipt, allowed: list[str]) -> list[str]:
+    """Why the alert's runbook_url was set aside: in the webhook's reply, and on the timeline of the session the
+    alert started (a repeat joining one says it in the reply only)."""
+    if not mapped.refused_runbook:
+        return []
+    from agents.mcp.masking.boundary import mask_url
+
+    url = mask_url(mapped.refused_runbook)
+    warning = (f"runbook_url {url} not used: its host is not in system.runbooks.allowed_domains "
+               f"({', '.join(allowed) or 'none'}); the default runbook applies")
+    if not (receipt.deduplicated or receipt.related):
+        timeline.timeline_event_create(session_id=receipt.session.id, event_type=TimelineEventType.ERROR,
+                                       content=f"Runbook not used: {warning}",
+                                       metadata={"runbook_url": url, "warning": True})
+    return [warning]
 
 
 def _resolved_session(fingerprint: str) -> tuple[Any, bool]:

@@ -81,16 +81,18 @@ def score_store(*, session_id: Any, score: int, support: str, scorer_score: int,
                 signals: dict[str, Any], provider: str, model: str) -> None:
     SessionScore.objects.filter(session_id=session_id).update(
         status=ScoreStatus.SCORED, score=score, support=support, scorer_score=scorer_score, rationale=rationale,
-        tags=tags, signals=signals, provider=provider, model=model, error="", scored_at=timezone.now())
+        tags=tags, signals=signals, provider=provider, model=model, error="", scored_at=timezone.now(), failed_at=None)
     _publish_quality(session_id)
 
 
 @transaction.atomic
 def score_fail(*, session_id: Any, error: str, signals: dict[str, Any], provider: str, model: str) -> None:
-    """The scorer failed: the error is kept with the score; the session itself is untouched."""
-    SessionScore.objects.filter(session_id=session_id).update(
-        status=ScoreStatus.FAILED, error=error[:4000], signals=signals, provider=provider, model=model,
-        scored_at=timezone.now())
+    """The scorer failed: the error and its time are kept with the score; the session itself is untouched. An
+    earlier score stays as it was, with its own time, provider and signals: a failed re-score must not look like
+    a fresh score."""
+    rows = SessionScore.objects.filter(session_id=session_id)
+    rows.update(status=ScoreStatus.FAILED, error=error[:4000], failed_at=timezone.now())
+    rows.filter(score__isnull=True).update(signals=signals, provider=provider, model=model)
     _publish_quality(session_id)
 
 

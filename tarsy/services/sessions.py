@@ -15,6 +15,7 @@ from django.utils import timezone
 from agents.config.schema import AlertMaskingConfig
 from tarsy.config import get_config
 from tarsy.db.inserts import insert_prepare
+from tarsy.intake.titles import alert_title
 from tarsy.metrics import SESSIONS_SUBMITTED, SESSIONS_TERMINAL
 from tarsy.models import (
     ACTIVE_SESSION_STATUSES,
@@ -120,6 +121,7 @@ class _Alert:
     """An alert that passed validation: masked, typed, routed to its chain, with its identity."""
 
     text: str
+    title: str
     alert_type: str
     chain_id: str
     severity: str
@@ -218,7 +220,8 @@ def _alert_validate(
         group_key = ""
     elif not group_key:
         group_key = fingerprints.derive_group_key(data=masked, labels=correlation.labels)
-    return _Alert(text=text, alert_type=alert_type, chain_id=chain_id, severity=severity,
+    title = alert_title(masked, template=chain.title_template)
+    return _Alert(text=text, title=title, alert_type=alert_type, chain_id=chain_id, severity=severity,
                   fingerprint=fingerprint[:128], group_key=group_key[:200],
                   dedup_window=dedup.window if dedup else None,
                   group_window=correlation.window if correlation else 0.0, runbook=runbook or "", mcp=mcp or None,
@@ -231,6 +234,7 @@ def _session_create(alert: _Alert) -> AlertSession:
     with _single_statement_or_atomic():
         session = AlertSession(
             alert_data=alert.text, alert_type=alert.alert_type, chain_id=alert.chain_id, agent_type=alert.chain_id,
+            title=alert.title,
             runbook_url=mask_url(alert.runbook) if alert.runbook else "", mcp_selection=alert.mcp,
             author=alert.author, fingerprint=alert.fingerprint, severity=alert.severity, group_key=alert.group_key,
         )

@@ -92,10 +92,21 @@ def slack_thread_give_up(*, session_id: Any, error: str, revision: int, now: dat
     return dropped
 
 
-def slack_post_sent(*, post_id: int, repeats: int, ts: str, now: datetime) -> None:
-    """Slack has the reply as it was read (`repeats`); one merged into it meanwhile stays queued, so it is
-    posted as well (its count then includes the ones already shown)."""
-    SlackPost.objects.filter(id=post_id, repeats=repeats).update(sent_at=now, ts=ts)
+def slack_post_claim(*, post_id: int, repeats: int, now: datetime) -> bool:
+    """Take the reply as read (`repeats`) for posting: stamped sent before the call, so a repeat arriving while
+    it is in flight starts a new reply (`slack_post_merge` merges into unsent ones only), counted from zero,
+    which waits its interval. False when a repeat was merged into it since it was read (read it again)."""
+    return bool(SlackPost.objects.filter(id=post_id, repeats=repeats, sent_at__isnull=True).update(sent_at=now))
+
+
+def slack_post_unclaim(*, post_id: int) -> None:
+    """The call failed: the reply is pending again (it is retried with the thread)."""
+    SlackPost.objects.filter(id=post_id, ts="").update(sent_at=None)
+
+
+def slack_post_sent(*, post_id: int, ts: str) -> None:
+    """Slack has the claimed reply as `ts`."""
+    SlackPost.objects.filter(id=post_id).update(ts=ts)
 
 
 def slack_posts_pending(*, session_id: Any) -> list[SlackPost]:

@@ -60,8 +60,14 @@ def _deliver_leased(thread: SlackThread, gateway: SlackGateway, interval: float)
             wait = _storm_wait(post, interval)
             if wait > 0:  # later replies wait too: the thread keeps its order
                 return wait if again_in is None else min(wait, again_in)
-            _, ts = gateway.post(channel=thread.channel, text=post.text, blocks=post.blocks, thread_ts=thread.ts)
-            slack_service.slack_post_sent(post_id=post.id, repeats=post.repeats, ts=ts, now=timezone.now())
+            if not slack_service.slack_post_claim(post_id=post.id, repeats=post.repeats, now=timezone.now()):
+                return 0.0  # a repeat merged into it since it was read: read it again
+            try:
+                _, ts = gateway.post(channel=thread.channel, text=post.text, blocks=post.blocks, thread_ts=thread.ts)
+            except SlackUnavailable:
+                slack_service.slack_post_unclaim(post_id=post.id)
+                raise
+            slack_service.slack_post_sent(post_id=post.id, ts=ts)
     except SlackUnavailable as exc:
         return _failed(thread, exc)
     return again_in

@@ -68,12 +68,17 @@ def stage_line(stage: Stage | None, chain_stages: int) -> str:
     return f"{stage.name}{position}"
 
 
+def _alert_name(session: AlertSession) -> str:
+    """Which alert: its title, else its type."""
+    return session.title or f"{session.alert_type} alert"
+
+
 def session_message(session: AlertSession, *, stage: Stage | None, chain_stages: int, url: str) -> Message:
     """The session's message, updated in place as the investigation moves on."""
     emoji, label = STATUS_LABEL.get(session.status, (":grey_question:", session.status))
-    title = f"{emoji} *{label}*: {escape(session.alert_type)} alert"
+    title = f"{emoji} *{label}*: {escape(_alert_name(session))}"
     fields = [f"*Severity*\n{SEVERITY_EMOJI.get(session.severity, '')} {escape(session.severity)}",
-              f"*Chain*\n{escape(session.chain_id)}"]
+              f"*Alert type · chain*\n{escape(session.alert_type)} · {escape(session.chain_id)}"]
     if session.is_terminal:
         fields.append(f"*Duration*\n{_duration(session) or '-'}")
     else:
@@ -89,7 +94,7 @@ def session_message(session: AlertSession, *, stage: Stage | None, chain_stages:
             {"type": "button", "text": {"type": "plain_text", "text": "Open in TARSy"}, "url": url,
              "action_id": "open_session"}]})
     blocks.append(_context(f"Session `{session.id}`", "Reply with `@TARSy <question>` once it has finished"))
-    return _fallback(f"{label}: {session.alert_type} alert ({session.severity})"), blocks
+    return _fallback(f"{label}: {_alert_name(session)} ({session.severity})"), blocks
 
 
 def summary_message(session: AlertSession, *, url: str) -> Message:

@@ -67,6 +67,7 @@ class FakeSlack:
         self.messages: dict[str, SlackMessage] = {}
         self.outage = False
         self._faults: dict[str, deque[dict[str, Any]]] = {}
+        self._before_reply: deque[Any] = deque()
         self._ts = itertools.count(1)
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -111,6 +112,12 @@ class FakeSlack:
         with self._lock:
             self._faults.setdefault(method, deque()).extend([{"error": error}] * times)
 
+    def before_reply(self, action: Any) -> None:
+        """Run `action()` once, while the next thread reply is being posted (before Slack answers): what happens
+        in TARSy while a reply is in flight."""
+        with self._lock:
+            self._before_reply.append(action)
+
     # ---- reading what happened ---------------------------------------------------------------------------
 
     def calls_to(self, method: str, *, ok: bool | None = None) -> list[SlackCall]:
@@ -129,6 +136,11 @@ class FakeSlack:
 
     def handle(self, method: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], Any]:
         call = SlackCall(method=method, body=body, headers=headers, at=time.monotonic())
+        with self._lock:
+            action = self._before_reply.popleft() if method == "chat.postMessage" and body.get("thread_ts") \
+                and self._before_reply else None
+        if action is not None:
+            action()
         with self._lock:
             self.calls.append(call)
             status, extra, payload = self._answer(method, body, headers)

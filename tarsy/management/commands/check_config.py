@@ -27,6 +27,13 @@ class Command(BaseCommand):
             sys.exit(1)
         where = config_dir or "(built-in defaults only)"
         self.stdout.write(f"Configuration OK: {where}")
+        if config_dir:
+            self.stdout.write(f"  files read: {', '.join(config.file_names.values())}")
+            examples = [name for name in config.file_names.values() if name.endswith(".example")]
+            if examples:
+                self.stdout.write(f"  note: {', '.join(examples)} checked in place of the missing "
+                                  f"{', '.join(n.removesuffix('.example') for n in examples)}; TARSy itself reads "
+                                  "only the real files (copy the examples to use them)")
         self.stdout.write(f"  chains: {', '.join(sorted(config.chains))}")
         self.stdout.write(f"  agents: {', '.join(sorted(config.agents))}")
         self.stdout.write(f"  LLM providers: {', '.join(sorted(config.llm_providers))} "

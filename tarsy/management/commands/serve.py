@@ -7,6 +7,7 @@ import signal
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 
 from tarsy.config import ConfigError, get_config
 from tarsy.services.users import admin_user_create_first
@@ -62,7 +63,8 @@ class Command(BaseCommand):
 
     def _print_banner(self, host: str, port: int, config, run_worker: bool) -> None:
         base = f"http://{host}:{port}"
-        mode = "embedded (SQLite, in-process worker)" if settings.EMBEDDED else "production (PostgreSQL + Redis)"
+        database = connection.display_name  # what it really runs on: embedded mode also takes a DATABASE_URL
+        mode = f"embedded ({database}, in-process worker)" if settings.EMBEDDED else f"production ({database} + Redis)"
         lines = [
             f"TARSy is serving in {mode} mode",
             f"  Dashboard: {base}/",

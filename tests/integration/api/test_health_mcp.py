@@ -26,6 +26,7 @@ pytestmark = [pytest.mark.services, pytest.mark.timeout(60)]
 BROKEN_MCP = {"broken": {"transport": {"type": "stdio", "command": "/nonexistent/mcp-host.invalid/server"}},
               # the built-in server needs a cluster; a port nothing listens on fails at once instead
               "kubernetes-server": {"transport": {"type": "http", "url": "http://127.0.0.1:9/mcp", "timeout": "2s"}}}
+BROKEN_CONFIG = {"mcp_servers": BROKEN_MCP, "agents": {"KubernetesAgent": {"mcp_servers": list(BROKEN_MCP)}}}
 
 
 @pytest.fixture(autouse=True)
@@ -102,7 +103,7 @@ def test_the_warnings_banner_shares_the_health_probe_and_its_window(broadcasts):
 
 @pytest.mark.django_db(transaction=True)
 def test_public_body_names_components_only_even_when_checks_fail_with_host_names(tmp_path, settings):
-    config = write_config(tmp_path, tarsy={"mcp_servers": BROKEN_MCP})
+    config = write_config(tmp_path, tarsy=BROKEN_CONFIG)
     check_servers(config, names=["broken"])  # the failure /health reports comes from the last background check
     settings.REDIS_URL = "redis://broker-host.invalid:6379/0"
     connection.close()
@@ -131,7 +132,7 @@ def test_details_are_on_the_system_page(settings):
 
 @pytest.mark.django_db
 def test_a_server_that_cannot_start_degrades_health_without_blocking_it(tmp_path):
-    write_config(tmp_path, tarsy={"mcp_servers": BROKEN_MCP})
+    write_config(tmp_path, tarsy=BROKEN_CONFIG)
     client = Client()
 
     def degraded():

@@ -123,3 +123,25 @@ def test_the_overview_groups_scores_and_reviews_and_measures_agreement(api, inve
 
     assert api.get("/api/v1/quality", {"start_date": "2001-01-01", "end_date": "2001-01-02"}).json()["sessions"] == 0
     assert api.get("/api/v1/quality", {"created_within": "forever"}).status_code == 400
+
+
+def test_a_failed_re_score_keeps_the_old_score_with_its_own_time_and_records_the_failure_apart(
+        api, investigated, tmp_path):
+    from django.test import Client
+
+    from tarsy.services import quality
+
+    session = investigated()
+    SessionScore.objects.create(session=session, status="pending")
+    quality.score_store(session_id=session.id, score=82, support="strong", scorer_score=80, rationale="fine",
+                        tags=[], signals={"kept": True}, provider="judge", model="m1")
+    scored_at = SessionScore.objects.get(session=session).scored_at
+    quality.score_fail(session_id=session.id, error="scorer timed out", signals={"new": True}, provider="other",
+                       model="m2")
+
+    body = api.get(f"/api/v1/sessions/{session.id}").json()["score"]
+    assert (body["status"], body["score"], body["provider"], body["signals"]) == ("failed", 82, "judge", {"kept": True})
+    assert body["scored_at"] == scored_at.isoformat().replace("+00:00", "Z")
+    assert body["failed_at"] and body["failed_at"] > body["scored_at"] and body["error"] == "scorer timed out"
+    page = Client(REMOTE_ADDR="127.0.0.1").get(f"/sessions/{session.id}").content.decode()
+    assert "Scoring failed" in page and 'id="score-previous"' in page and "<strong>82</strong>" in page

@@ -365,3 +365,23 @@ def test_pagerduty_incident_event_without_an_incident_is_a_400(api, pagerduty_se
     response = signed_post(api, event)
     assert response.status_code == 400
     assert "event.data" in response.json()["detail"]
+
+
+def test_a_runbook_url_outside_the_allow_list_is_set_aside_visibly(api):
+    payload = fixture("alertmanager_v4.json")
+    payload["alerts"] = [payload["alerts"][0]]
+    payload["alerts"][0]["annotations"]["runbook_url"] = "https://wiki.internal.example/runbooks/crashloop?token=s3cr3t"
+    body = post(api, "alertmanager", payload).json()
+    (started,) = body["sessions"]
+    (warning,) = started["warnings"]
+    assert "wiki.internal.example" in warning and "not in system.runbooks.allowed_domains" in warning
+    assert "s3cr3t" not in warning
+    session = AlertSession.objects.get(id=started["session_id"])
+    assert session.runbook_url == ""
+    (event,) = TimelineEvent.objects.filter(session=session, event_type="error")
+    assert event.content.startswith("Runbook not used: ") and event.metadata["warning"] is True
+    timeline = api.get(f"/api/v1/sessions/{session.id}/timeline").json()
+    assert any("Runbook not used" in e["content"] for e in timeline["events"])
+    again = post(api, "alertmanager", payload).json()["sessions"][0]  # a repeat: said in the reply only
+    assert again["deduplicated"] and again["warnings"] == [warning]
+    assert TimelineEvent.objects.filter(session=session, event_type="error").count() == 1

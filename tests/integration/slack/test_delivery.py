@@ -264,3 +264,36 @@ def test_a_queued_session_with_a_thread_shows_how_it_ended(configure, fake_slack
     assert "fired again" in texts[0]
     assert any("before the investigation began" in t for t in texts)  # the summary gives the reason
     assert any("Alert resolved in alertmanager" in t for t in texts)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_repeats_arriving_while_a_reply_is_posted_go_out_once_after_the_interval_with_their_own_count(
+        configure, fake_slack):
+    """A storm of 9: 4 before the reply is posted, 5 while it is in flight. The thread says 4, then (one
+    interval later) 5 — never a running total, never two replies within an interval."""
+    from django.db import connection
+
+    configure(update_interval="30s")
+    session = _started()
+
+    def fire(n: int, start: int = 0) -> None:
+        for i in range(start, start + n):
+            alert_attached.send(sender=AlertSession, session=session, kind="occurrence", data=f"web-1 down #{i}")
+
+    def fire_from_slacks_thread() -> None:
+        try:
+            fire(5, start=4)
+        finally:
+            connection.close()
+
+    fire(4)
+    fake_slack.before_reply(fire_from_slacks_thread)
+    assert deliver(session_id=session.id) == 0.0  # more arrived meanwhile: look again at once
+    [root] = fake_slack.top_level()
+    assert [m.text for m in fake_slack.replies(root.ts)] == ["The alert fired 4 more times (the latest:)"]
+    wait = deliver(session_id=session.id)
+    assert wait is not None and 0 < wait <= 30 and len(fake_slack.replies(root.ts)) == 1  # the 5 wait it out
+    SlackPost.objects.filter(thread_id=session.id).update(sent_at=F("sent_at") - timedelta(seconds=30))
+    assert deliver(session_id=session.id) is None
+    first, second = fake_slack.replies(root.ts)
+    assert "fired 5 more times" in _blocks_text(second.blocks) and "web-1 down #8" in _blocks_text(second.blocks)

@@ -154,3 +154,34 @@ def test_resolution_hierarchy_later_levels_win(tmp_path):
     assert selected.mcp_servers == ("kubernetes-server",)
     assert selected.tool_filter == {"kubernetes-server": ("pods_list",)}
     assert selected.llm_backend == "google-native"
+
+
+def test_check_config_says_when_it_read_the_examples(tmp_path):
+    result = _check_config(EXAMPLES)
+    assert "files read: tarsy.yaml.example, llm-providers.yaml.example" in result.stdout
+    assert "checked in place of the missing tarsy.yaml, llm-providers.yaml" in result.stdout
+    real = _write(tmp_path / "real", tarsy={}, providers={})
+    assert "note:" not in _check_config(real).stdout
+
+
+def test_an_unknown_provider_is_reported_in_the_same_pass_as_a_schema_error(tmp_path):
+    directory = _write(tmp_path, tarsy={"defaults": {"llm_provider": "no-such-provider", "iteration_timeout": "soon"},
+                                        "agents": {"Helper": {"llm_provider": "gemini-typo", "max_iterations": 0}}})
+    with pytest.raises(ConfigError) as info:
+        load_config(directory, env={})
+    text = "\n".join(info.value.problems)
+    assert "defaults.iteration_timeout: invalid duration 'soon'" in text
+    assert "agents.Helper.max_iterations:" in text
+    assert "defaults.llm_provider: unknown llm provider 'no-such-provider'" in text
+    assert "agents.Helper.llm_provider: unknown llm provider 'gemini-typo'" in text
+
+
+def test_a_stage_agent_given_as_text_gets_a_plain_message(tmp_path):
+    directory = _write(tmp_path, tarsy={"agent_chains": {"web": {"alert_types": ["web"], "stages": [
+        {"name": "analysis", "agents": ["KubernetesAgent"]}]}}})
+    with pytest.raises(ConfigError) as info:
+        load_config(directory, env={})
+    (problem,) = [p for p in info.value.problems if "stages.0.agents.0" in p]
+    assert problem == ("tarsy.yaml: agent_chains.web.stages.0.agents.0: expected a mapping of `key: value` entries, "
+                       "got text")
+    assert "instance of" not in "\n".join(info.value.problems)

@@ -18,6 +18,8 @@ import pytest
 
 from agents.config.registry import TarsyConfig
 from agents.config.schema import (
+    AgentConfig,
+    ChainConfig,
     DefaultsConfig,
     LLMProviderConfig,
     MCPServerConfig,
@@ -152,10 +154,13 @@ class ScriptedLLM:
 PROVIDER = LLMProviderConfig(type="openai", model="test-model", max_tool_result_tokens=2000)
 
 
-def tarsy_config(servers: dict[str, MCPServerConfig]) -> TarsyConfig:
+def tarsy_config(servers: dict[str, MCPServerConfig], *, used: list[str] | None = None) -> TarsyConfig:
+    """A config whose one chain's agent uses `used` of the servers (default: all of them)."""
+    agent = AgentConfig(mcp_servers=list(servers) if used is None else used)
+    chain = ChainConfig(alert_types=["test"], stages=[{"name": "analysis", "agents": [{"name": "TestAgent"}]}])
     return TarsyConfig(defaults=DefaultsConfig(), queue=QueueConfig(), system=SystemConfig(),
-                       llm_providers={"test": PROVIDER}, mcp_servers=servers, agents={}, chains={},
-                       default_provider="test")
+                       llm_providers={"test": PROVIDER}, mcp_servers=servers, agents={"TestAgent": agent},
+                       chains={"test": chain}, default_provider="test")
 
 
 def resolved_for(servers: list[str], tool_filter: dict[str, tuple[str, ...]] | None = None) -> ResolvedAgentConfig:
