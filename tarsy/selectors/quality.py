@@ -101,7 +101,7 @@ def _participants(sessions: QuerySet) -> dict[Any, tuple[set[str], set[str]]]:
 
 def _agreement(rows: list[dict[str, Any]]) -> dict[str, Any]:
     pairs = [r for r in rows if r["score"] is not None and r["rating"]]
-    matrix = {band: {rating: 0 for rating in Rating.values} for band in SUPPORT_BANDS}
+    matrix = {band: dict.fromkeys(Rating.values, 0) for band in SUPPORT_BANDS}
     by_rating: dict[str, list[int]] = defaultdict(list)
     for row in pairs:
         matrix[row["support"]][row["rating"]] += 1

@@ -162,7 +162,7 @@ def _chat(request: LLMRequest, conv: Conversation) -> tuple[str, str, ToolCall |
             f"Fetch the logs of {pod} to answer the question.",
         )
         return _act(conv, action)
-    words = {w for w in re.findall(r"[a-z0-9\-]{4,}", question.lower())}
+    words = set(re.findall(r"[a-z0-9\-]{4,}", question.lower()))
     relevant = [
         line.strip() for line in context.splitlines() if words & set(re.findall(r"[a-z0-9\-]{4,}", line.lower()))
     ][:6]
