@@ -82,8 +82,8 @@ def _deliver(*, source: str, batch: Batch, author: str) -> DeliveryResult:
         result.sessions.append({"session_id": str(receipt.session.id), "fingerprint": mapped.fingerprint,
                                 "alert_type": receipt.session.alert_type, "severity": receipt.session.severity,
                                 "deduplicated": receipt.deduplicated, "related": receipt.related})
-    for item in batch.resolved:
-        result.resolved.append(session_resolve_alert(source=source, resolution=item))
+    for resolution in batch.resolved:
+        result.resolved.append(session_resolve_alert(source=source, resolution=resolution))
     return result
 
 
