@@ -24,6 +24,10 @@ run: migrate
 test: $(VENV)/.dev
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# The unit tests: no database, broker or browser.
+test-fast: $(VENV)/.dev
+	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check agents controllers tarsy tests evals
 

@@ -132,4 +132,3 @@ def answer_message(*, question: str, answer: str, ok: bool, url: str) -> Message
 
 def notice_message(text: str) -> Message:
     return _fallback(text), [_section(escape(text))]
-
