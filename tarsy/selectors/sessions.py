@@ -22,9 +22,9 @@ from tarsy.models import (
     StageKind,
     TimelineEvent,
 )
-from tarsy.services.queue import in_queue_order
 
 from .filters import ORDERING_FIELDS, REVIEW_STATES, SCORE_STATES, with_duration
+from .queue import in_queue_order
 
 
 def sessions_list() -> QuerySet:

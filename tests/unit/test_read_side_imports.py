@@ -13,7 +13,7 @@ TARSY = Path(__file__).resolve().parents[2] / "tarsy"
 # package → packages it must never import
 NEVER = {
     "tarsy.streaming": ("tarsy.api", "tarsy.dashboard", "tarsy.selectors"),
-    "tarsy.selectors": ("tarsy.api", "tarsy.dashboard"),
+    "tarsy.selectors": ("tarsy.api", "tarsy.dashboard", "tarsy.services"),  # reads only: no writer
     "tarsy.api": ("tarsy.dashboard",),
 }
 
