@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from .inputs import ascii_int, printable
 
 DEFAULT_PAGE_SIZE = 25
-MAX_PAGE_SIZE = 100  # bounds the cost of one request (ANCHORS)
+MAX_PAGE_SIZE = 100  # bounds the cost of one request
 
 
 def _positive_int(request, name: str, default: int, maximum: int | None = None) -> int:

@@ -15,7 +15,7 @@ from . import stages, timeline
 from .errors import Conflict, ValidationFailed
 from .sessions import session_get
 
-MAX_CHAT_MESSAGE_CHARS = 100_000  # ANCHORS: chat message limit
+MAX_CHAT_MESSAGE_CHARS = 100_000  # bounds what one question adds to the prompt and the database
 
 
 def chat_submit(*, session_id: Any, content: str, author: str) -> tuple[ChatUserMessage, Stage]:

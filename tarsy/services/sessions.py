@@ -36,7 +36,7 @@ from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 from . import executions, fingerprints, occurrences, stages
 from .errors import Conflict, NotFound, PayloadTooLarge, ValidationFailed
 
-MAX_ALERT_DATA_BYTES = 1024 * 1024  # larger alerts are refused with 413 (ANCHORS: 1 MB)
+MAX_ALERT_DATA_BYTES = 1024 * 1024  # larger alerts are refused with 413
 
 
 def session_status_payload(session: AlertSession) -> dict[str, Any]:
