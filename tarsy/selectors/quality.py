@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import QuerySet
 from django.http import QueryDict
 
@@ -22,6 +23,14 @@ from tarsy.models import (
 
 from .filters import SessionFilter
 from .sessions import sessions_list
+
+
+def related_or_none(session, name: str) -> Any:
+    """A session's score or review, None when it has none (reverse one-to-one raises instead)."""
+    try:
+        return getattr(session, name)
+    except ObjectDoesNotExist:
+        return None
 
 DEFAULT_PERIOD = "30d"  # the overview's window when the query names none
 PERIOD_PARAMS = ("created_within", "start_date", "end_date")

@@ -15,6 +15,8 @@ NEVER = {
     "tarsy.streaming": ("tarsy.api", "tarsy.dashboard", "tarsy.selectors"),
     "tarsy.selectors": ("tarsy.api", "tarsy.dashboard", "tarsy.services"),  # reads only: no writer
     "tarsy.api": ("tarsy.dashboard",),
+    "tarsy.dashboard": ("tarsy.api",),  # what both need lives in tarsy.web or the selectors
+    "tarsy.web": ("tarsy.api", "tarsy.dashboard"),
 }
 
 
