@@ -337,7 +337,7 @@ class SessionDetailSerializer(SessionSerializer):
         return AlertOccurrenceSerializer(rows, many=True).data
 
     def get_chat_available(self, session: AlertSession) -> bool:
-        from tarsy.pipeline.chat import chat_available
+        from tarsy.services.chats import chat_available
 
         return chat_available(session)
 
