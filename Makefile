@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: run test lint check-config migrate clean
+.PHONY: run test test-fast lint typecheck check-config migrate clean
 
 $(VENV)/.runtime: requirements.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,8 +24,16 @@ run: migrate
 test: $(VENV)/.dev
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# The unit tests: no database, broker or browser.
+test-fast: $(VENV)/.dev
+	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check agents controllers tarsy tests evals
+
+# The paths it checks and the per-module exceptions are in pyproject.toml ([tool.mypy]).
+typecheck: $(VENV)/.dev
+	SECRET_KEY=$${SECRET_KEY:-typecheck-only} $(VENV)/bin/mypy
 
 check-config: $(VENV)/.runtime
 	$(PY) manage.py check_config --config-dir deploy/config

@@ -78,8 +78,8 @@ class NativeThinkingController(IterationController):
         record_native_tool_results(ctx, response)
         ctx.recorder.add_messages([response.as_assistant_message()])
         for call in response.tool_calls:
-            if ctx.liveness.stop_reason():
-                return stopped_outcome(ctx.liveness.stop_reason())
+            if reason := ctx.liveness.stop_reason():
+                return stopped_outcome(reason)
             server, _, tool = call.name.partition(".")
             shown = mask_arguments(call.arguments)  # the tool gets what the model wrote; the timeline, masked text
             ctx.recorder.add_event(TimelineEventType.LLM_TOOL_CALL, json.dumps(shown, ensure_ascii=False, indent=2),

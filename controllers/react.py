@@ -63,8 +63,8 @@ class ReActController(IterationController):
         show(ctx, pending, TimelineEventType.LLM_TOOL_CALL, shown,
              event_metadata(TimelineEventType.LLM_TOOL_CALL, server_name=server, tool_name=tool,
                             arguments=masked_input, source="react", fallback_provider=ctx.fallback_provider))
-        if ctx.liveness.stop_reason():
-            return stopped_outcome(ctx.liveness.stop_reason())
+        if reason := ctx.liveness.stop_reason():
+            return stopped_outcome(reason)
         call = ToolCall(id=f"react-{ctx.state.iteration}", name=action, arguments=action_input)
         tool_result = ctx.tools.execute(call)
         ctx.recorder.add_messages([ConversationMessage(role="user", content=format_observation(tool_result))])

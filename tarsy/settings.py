@@ -145,7 +145,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": DATA_DIR / "tarsy.sqlite3",
+            "NAME": str(DATA_DIR / "tarsy.sqlite3"),
             # Web threads and the in-process worker write concurrently: WAL + busy timeout.
             "OPTIONS": {
                 "transaction_mode": "IMMEDIATE",

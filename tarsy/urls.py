@@ -4,8 +4,8 @@ from django.urls import include, path, re_path
 
 from tarsy.api.docs import DocsView, SchemaView
 from tarsy.api.errors import api_not_found
-from tarsy.api.health import health
 from tarsy.metrics import metrics_view
+from tarsy.web.health import health
 
 urlpatterns = [
     path("admin/", admin.site.urls),

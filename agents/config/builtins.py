@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 
 from .schema import (
     AgentConfig,
@@ -47,7 +48,7 @@ def builtin_providers() -> dict[str, LLMProviderConfig]:
     }
 
 
-def default_provider_name(env: dict[str, str] | None = None) -> str:
+def default_provider_name(env: Mapping[str, str] | None = None) -> str:
     env = os.environ if env is None else env
     for name, key in _KEYED_DEFAULTS:
         if env.get(key):
@@ -96,12 +97,12 @@ def builtin_mcp_servers(env: dict[str, str] | None = None) -> dict[str, MCPServe
     }
 
 
-def _kubernetes_server_name(env: dict[str, str] | None = None) -> str:
+def _kubernetes_server_name(env: Mapping[str, str] | None = None) -> str:
     env = os.environ if env is None else env
     return "kubernetes-server" if env.get("KUBECONFIG") else "demo-kubernetes"
 
 
-def builtin_agents(env: dict[str, str] | None = None) -> dict[str, AgentConfig]:
+def builtin_agents(env: Mapping[str, str] | None = None) -> dict[str, AgentConfig]:
     env = os.environ if env is None else env
     return {
         "KubernetesAgent": AgentConfig(

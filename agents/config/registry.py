@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .schema import (
@@ -160,7 +160,7 @@ class TarsyConfig:
                 need("chain", chain_id, f"{self.file_names['tarsy']}: slack.chain_channels", self.chains)
         return problems
 
-    def warnings(self, env: dict[str, str] | None = None) -> list[str]:
+    def warnings(self, env: Mapping[str, str] | None = None) -> list[str]:
         """Non-fatal problems worth showing an operator (missing API keys for referenced providers)."""
         env = os.environ if env is None else env
         out: list[str] = []

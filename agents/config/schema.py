@@ -404,7 +404,6 @@ class SystemConfig(_Strict):
         return value.rstrip("/")
 
 
-SeverityName = Literal["critical", "high", "warning", "info"]
 # A vendor's severity word (label value, PagerDuty urgency or priority) → TARSy's; compared case-insensitively.
 DEFAULT_SEVERITY_MAP: dict[str, str] = {
     "critical": "critical", "crit": "critical", "page": "critical", "fatal": "critical", "p1": "critical",

@@ -86,7 +86,7 @@ def recorded_call(
     request: LLMRequest,
     target: LLMTarget,
     *,
-    record: Callable[[LLMInteractionRecord], None],
+    record: Callable[[LLMInteractionRecord], object],
     observer: CallObserver | None = None,
 ) -> RecordedCall:
     """Send `request` to `target`, aggregate the reply, store its interaction through `record`, return it."""
@@ -120,7 +120,7 @@ def recorded_call(
 
 
 def _finish(request: LLMRequest, call: RecordedCall, started: float,
-            record: Callable[[LLMInteractionRecord], None]) -> None:
+            record: Callable[[LLMInteractionRecord], object]) -> None:
     response = call.response
     if response.error is not None:
         response.error = response.error.model_copy(update={"message": mask_text(response.error.message)})
@@ -152,7 +152,7 @@ def call_with_fallback(
     request: LLMRequest,
     targets: Sequence[LLMTarget],
     *,
-    record: Callable[[LLMInteractionRecord], None],
+    record: Callable[[LLMInteractionRecord], object],
     observer: FallbackObserver | None = None,
     min_attempt_s: float = MIN_ATTEMPT_S,
 ) -> RecordedCall:

@@ -164,10 +164,10 @@ class ScriptedProvider:
         visible = sum(isinstance(c, (TextChunk, ThinkingChunk, ToolCallChunk, ErrorChunk)) for c in chunks)
         delay = latency_ms / 1000 / max(visible, 1)
         for chunk in chunks:
-            if isinstance(chunk, (TextChunk, ThinkingChunk, ToolCallChunk, ErrorChunk)) and delay:
-                if not _sleep_until_deadline(delay, request.deadline):
-                    yield _deadline_error()
-                    return
+            if (isinstance(chunk, (TextChunk, ThinkingChunk, ToolCallChunk, ErrorChunk)) and delay
+                    and not _sleep_until_deadline(delay, request.deadline)):
+                yield _deadline_error()
+                return
             yield chunk
         if not visible and delay and not _sleep_until_deadline(delay, request.deadline):
             yield _deadline_error()

@@ -16,6 +16,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -146,7 +147,7 @@ STDIO_INHERITED_ENV = frozenset({
 })
 
 
-def stdio_environment(transport: TransportConfig, environ: dict[str, str] | None = None) -> dict[str, str]:
+def stdio_environment(transport: TransportConfig, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The complete environment of a stdio server: the inherited allow-list (plus LC_*) and its `env_passthrough`
     names, then its `env:`."""
     environ = os.environ if environ is None else environ

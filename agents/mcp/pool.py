@@ -287,7 +287,7 @@ def get_pool() -> MCPPool:
     """The pool of this process, created on first use (a forked child or a shut-down pool gets a new one)."""
     global _POOL, _POOL_PID
     with _POOL_LOCK:
-        if _POOL is None or _POOL_PID != os.getpid() or _POOL._closed:
+        if _POOL is None or os.getpid() != _POOL_PID or _POOL._closed:
             _POOL, _POOL_PID = MCPPool(), os.getpid()
             atexit.register(_POOL.shutdown)
         return _POOL
@@ -306,6 +306,6 @@ os.register_at_fork(after_in_child=_forget_after_fork)
 def shutdown_pool() -> None:
     """Stop this process's MCP servers, if it started any (worker exit, `serve` exit)."""
     with _POOL_LOCK:
-        pool = _POOL if _POOL_PID == os.getpid() else None
+        pool = _POOL if os.getpid() == _POOL_PID else None
     if pool is not None:
         pool.shutdown()

@@ -7,7 +7,8 @@ from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 from rest_framework.views import APIView
 
-from .inputs import json_problem, query_problems
+from tarsy.web.inputs import json_problem, query_problems
+
 from .serializers import ErrorSerializer
 
 

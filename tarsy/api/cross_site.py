@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.http import JsonResponse
 
-from .errors import json_error
+from tarsy.web.responses import json_error
 
 API_PREFIX = "/api/"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from django.http import Http404, JsonResponse
+from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from tarsy.services.errors import ServiceError
+from tarsy.web.responses import json_error
 
 log = logging.getLogger("tarsy.api")
 
@@ -43,10 +44,6 @@ def exception_handler(exc, context):
     detail = data.get("detail", data) if isinstance(data, dict) and set(data) == {"detail"} else data
     response.data = {"error": message, "detail": detail}
     return response
-
-
-def json_error(status_code: int, error: str, detail=None) -> JsonResponse:
-    return JsonResponse({"error": error, "detail": detail}, status=status_code)
 
 
 def handler404(request, exception=None):

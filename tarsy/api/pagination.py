@@ -6,10 +6,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 
-from .inputs import ascii_int, printable
-
-DEFAULT_PAGE_SIZE = 25
-MAX_PAGE_SIZE = 100  # bounds the cost of one request (ANCHORS)
+from tarsy.web.inputs import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ascii_int, printable
 
 
 def _positive_int(request, name: str, default: int, maximum: int | None = None) -> int:

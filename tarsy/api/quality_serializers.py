@@ -2,20 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.core.exceptions import ObjectDoesNotExist
 from rest_framework import serializers
 
 from tarsy.models import FAILURE_TAGS, Rating, SessionReview, SessionScore
-
-
-def related_or_none(session, name: str) -> Any:
-    """A session's score or review, None when it has none (reverse one-to-one raises instead)."""
-    try:
-        return getattr(session, name)
-    except ObjectDoesNotExist:
-        return None
 
 
 class ScoreSerializer(serializers.ModelSerializer):

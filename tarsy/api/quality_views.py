@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from tarsy.identity import request_author
 from tarsy.selectors.filters import SessionFilter
-from tarsy.selectors.quality import overview_filter, quality_overview
+from tarsy.selectors.quality import overview_filter, quality_overview, related_or_none
 from tarsy.services import quality
 from tarsy.services import sessions as session_service
 
@@ -20,7 +20,6 @@ from .quality_serializers import (
     ReviewSerializer,
     ScoreAcceptedSerializer,
     SessionReviewSerializer,
-    related_or_none,
 )
 
 

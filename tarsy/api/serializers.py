@@ -13,13 +13,13 @@ from rest_framework import serializers
 from agents.timeline_events import read_metadata
 from tarsy.links import session_url
 from tarsy.models import AgentExecution, AlertSession, Stage
+from tarsy.selectors.quality import related_or_none
 
 from .quality_serializers import (
     ReviewBriefSerializer,
     ReviewSerializer,
     ScoreBriefSerializer,
     ScoreSerializer,
-    related_or_none,
 )
 
 PREVIEW_CHARS = 240  # executive summary preview in list rows: one or two lines of a table cell
@@ -357,7 +357,7 @@ class SessionDetailSerializer(SessionSerializer):
         return AlertOccurrenceSerializer(rows, many=True).data
 
     def get_chat_available(self, session: AlertSession) -> bool:
-        from tarsy.pipeline.chat import chat_available
+        from tarsy.services.chats import chat_available
 
         return chat_available(session)
 

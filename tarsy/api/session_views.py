@@ -123,7 +123,8 @@ class ChatMessagesView(JsonAPIView):
     @extend_schema(responses={200: ChatMessagesSerializer, **errors(404, *AUTH_ERRORS)})
     def get(self, request, session_id):
         session = session_service.session_get(session_id=session_id)
-        return Response(ChatMessagesSerializer(selectors.chat_messages(session)).data)
+        chat = selectors.chat_messages(session) | {"chat_available": chat_service.chat_available(session)}
+        return Response(ChatMessagesSerializer(chat).data)
 
     @extend_schema(request=ChatMessageInSerializer,
                    responses={202: ChatAcceptedSerializer, **errors(400, 404, 409, 415, *AUTH_ERRORS)})

@@ -14,9 +14,9 @@ from tarsy.links import session_url
 from tarsy.pipeline.budget import daily_limit_warning, daily_spend
 from tarsy.services import sessions as session_service
 from tarsy.services import spend as spend_service
+from tarsy.web.health import worker_status
 
 from .base import AUTH_ERRORS, JsonAPIView, errors
-from .health import worker_status
 from .serializers import (
     AlertAcceptedSerializer,
     AlertSubmitSerializer,

@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from django.core.paginator import Page, Paginator
 from django.http import QueryDict
 
-from tarsy.api.inputs import ascii_int, printable, text_problem
-from tarsy.api.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from tarsy.selectors.filters import SessionFilter
 from tarsy.selectors.sessions import sessions_list
+from tarsy.web.inputs import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ascii_int, printable, text_problem
 
 PREVIEW_CHARS = 180
 

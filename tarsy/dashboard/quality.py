@@ -8,10 +8,9 @@ from django.http import QueryDict
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from tarsy.api.quality_serializers import related_or_none
 from tarsy.models import FAILURE_TAGS, SUPPORT_BANDS, AlertSession, Rating, SessionStatus
 from tarsy.selectors.filters import CREATED_WITHIN
-from tarsy.selectors.quality import DEFAULT_PERIOD, PERIOD_PARAMS, overview_filter, quality_overview
+from tarsy.selectors.quality import DEFAULT_PERIOD, PERIOD_PARAMS, overview_filter, quality_overview, related_or_none
 from tarsy.selectors.sessions import session_filter_options
 from tarsy.services.quality import scoring_enabled
 

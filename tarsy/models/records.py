@@ -9,7 +9,8 @@ from agents.timeline_events import TimelineEventType as EventType
 from .sessions import AgentExecution, AlertSession, Stage
 
 # The column's choices, from the one enum the writers (plain Python, no Django) also use.
-TimelineEventType = models.TextChoices("TimelineEventType", [(t.name, t.value) for t in EventType])
+TimelineEventType = models.TextChoices(  # type: ignore[call-overload]  # the stubs type only the class form
+    "TimelineEventType", [(t.name, t.value) for t in EventType])
 
 
 class TimelineStatus(models.TextChoices):

@@ -120,7 +120,7 @@ class AlertSession(TokenTotals):
     )
 
     objects = LiveSessionManager()
-    all_objects = models.Manager()
+    all_objects = models.Manager()  # noqa: DJ012 - ruff takes models.Manager() for a field
 
     class Meta:
         ordering = ["-created_at"]
@@ -188,8 +188,9 @@ class Stage(models.Model):
     kind = models.CharField(max_length=20, choices=StageKind.choices, default=StageKind.INVESTIGATION)
     chain_stage_index = models.IntegerField(null=True, blank=True, help_text="Index in the chain config")
     expected_agent_count = models.IntegerField(default=1)
-    parallel_type = models.CharField(max_length=20, choices=ParallelType.choices, null=True, blank=True)
-    success_policy = models.CharField(max_length=10, null=True, blank=True)
+    # NULL (not "") marks a stage that is not parallel, and the API shows it as null.
+    parallel_type = models.CharField(max_length=20, choices=ParallelType.choices, null=True, blank=True)  # noqa: DJ001
+    success_policy = models.CharField(max_length=10, null=True, blank=True)  # noqa: DJ001
     status = models.CharField(max_length=20, choices=ExecStatus.choices, default=ExecStatus.PENDING)
     error_message = models.TextField(blank=True, default="")
     final_analysis = models.TextField(blank=True, default="", help_text="What later stages see")

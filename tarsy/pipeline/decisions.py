@@ -2,7 +2,7 @@
 
 A decision is a small frozen value. Those that become a Celery task (`Enqueued`)
 go through `enact_on_commit`, which hands them to the enactor `tarsy.tasks`
-registers at startup (`tarsy.celery.register_enactor`, called from the app's
+registers at startup (`tarsy.celery.install_enactor`, called from the app's
 `ready()`), after the writing transaction commits — so nothing outside
 `tarsy.tasks` imports it, and the import graph has no cycle. The others are
 carried out by the pipeline inside the transaction that decided them (a new
@@ -120,5 +120,5 @@ def enact_on_commit(decisions: Iterable[Enqueued | Nothing]) -> None:
             raise TypeError(f"{decision!r} is carried out in its transaction, not enqueued")
     enactor = _enactor
     if enactor is None:
-        raise RuntimeError("no enactor registered: tarsy.celery.register_enactor() runs in the tarsy app's ready()")
+        raise RuntimeError("no enactor registered: tarsy.celery.install_enactor() runs in the tarsy app's ready()")
     transaction.on_commit(lambda: enactor(work))

@@ -19,9 +19,9 @@ from tarsy.services import citations, interactions, quality, sessions, stages, t
 
 log = logging.getLogger(__name__)
 
-EXECUTIVE_SUMMARY_MAX_TOKENS = 150  # a glanceable summary (ANCHORS)
+EXECUTIVE_SUMMARY_MAX_TOKENS = 150  # a glanceable summary
 EXECUTIVE_SUMMARY_TIMEOUT_S = 60.0
-_STAGE_TO_SESSION = {
+_STAGE_TO_SESSION: dict[str, SessionStatus] = {
     ExecStatus.FAILED: SessionStatus.FAILED,
     ExecStatus.TIMED_OUT: SessionStatus.TIMED_OUT,
     ExecStatus.CANCELLED: SessionStatus.CANCELLED,

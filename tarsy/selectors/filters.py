@@ -20,7 +20,7 @@ from tarsy.models import FAILURE_TAGS, AlertSession, Rating, ScoreStatus, Sessio
 # PostgreSQL: each timeline event's stored, GIN-indexed `to_tsvector('simple', content)` (migration 0003).
 # Unqualified: Django aliases the subquery's table, the only one in its scope with the column.
 _TIMELINE_MATCH = "search_vector @@ websearch_to_tsquery('simple', %s)"
-MIN_SEARCH_CHARS = 3  # shorter terms match nearly everything and cost a full scan (ANCHORS)
+MIN_SEARCH_CHARS = 3  # shorter terms match nearly everything and cost a full scan
 ORDERING_FIELDS = ("created_at", "status", "alert_type", "author", "duration", "total_tokens", "cost_usd", "score")
 _ORDERING_PATHS = {"score": "score__score"}
 _NULLS_LAST = ("duration", "score")  # not finished / not scored: last either way

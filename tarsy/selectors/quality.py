@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import QuerySet
 from django.http import QueryDict
 
@@ -22,6 +23,14 @@ from tarsy.models import (
 
 from .filters import SessionFilter
 from .sessions import sessions_list
+
+
+def related_or_none(session, name: str) -> Any:
+    """A session's score or review, None when it has none (reverse one-to-one raises instead)."""
+    try:
+        return getattr(session, name)
+    except ObjectDoesNotExist:
+        return None
 
 DEFAULT_PERIOD = "30d"  # the overview's window when the query names none
 PERIOD_PARAMS = ("created_within", "start_date", "end_date")
@@ -101,7 +110,7 @@ def _participants(sessions: QuerySet) -> dict[Any, tuple[set[str], set[str]]]:
 
 def _agreement(rows: list[dict[str, Any]]) -> dict[str, Any]:
     pairs = [r for r in rows if r["score"] is not None and r["rating"]]
-    matrix = {band: {rating: 0 for rating in Rating.values} for band in SUPPORT_BANDS}
+    matrix = {band: dict.fromkeys(Rating.values, 0) for band in SUPPORT_BANDS}
     by_rating: dict[str, list[int]] = defaultdict(list)
     for row in pairs:
         matrix[row["support"]][row["rating"]] += 1

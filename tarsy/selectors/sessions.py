@@ -22,9 +22,9 @@ from tarsy.models import (
     StageKind,
     TimelineEvent,
 )
-from tarsy.services.queue import in_queue_order
 
 from .filters import ORDERING_FIELDS, REVIEW_STATES, SCORE_STATES, with_duration
+from .queue import in_queue_order
 
 
 def sessions_list() -> QuerySet:
@@ -116,8 +116,6 @@ def session_summary(session: AlertSession) -> dict[str, Any]:
 
 def chat_messages(session: AlertSession) -> dict[str, Any]:
     """Questions and their replies in order; a reply is its chat stage's final analysis (or error)."""
-    from tarsy.pipeline.chat import chat_available
-
     questions = ChatUserMessage.objects.filter(chat__session=session).order_by("created_at")
     stages = {s.chat_message_id: s for s in Stage.objects.filter(session=session, kind=StageKind.CHAT,
                                                                   chat_message__isnull=False)}
@@ -136,5 +134,4 @@ def chat_messages(session: AlertSession) -> dict[str, Any]:
                          "content": (stage.final_analysis or stage.error_message) if done else "",
                          "author": "", "status": stage.status, "stage_id": stage.id,
                          "created_at": stage.completed_at})
-    return {"session_id": session.id, "chat_available": chat_available(session), "reply_running": running,
-            "messages": messages}
+    return {"session_id": session.id, "reply_running": running, "messages": messages}

@@ -7,15 +7,22 @@ from typing import Any
 from django.db import transaction
 
 from agents.mcp.masking.boundary import mask_text
-from tarsy.models import AlertSession, Chat, ChatUserMessage, ExecStatus, Stage, StageKind
-from tarsy.pipeline.chat import chat_available
+from tarsy.config import get_config
+from tarsy.models import AlertSession, Chat, ChatUserMessage, ExecStatus, SessionStatus, Stage, StageKind
 from tarsy.streaming.publisher import publish
 
 from . import stages, timeline
 from .errors import Conflict, ValidationFailed
 from .sessions import session_get
 
-MAX_CHAT_MESSAGE_CHARS = 100_000  # ANCHORS: chat message limit
+MAX_CHAT_MESSAGE_CHARS = 100_000  # bounds what one question adds to the prompt and the database
+CHATTABLE_STATUSES = (SessionStatus.COMPLETED, SessionStatus.FAILED, SessionStatus.TIMED_OUT)
+
+
+def chat_available(session: AlertSession) -> bool:
+    """A finished (not cancelled) session of a chain with chat enabled takes follow-up questions."""
+    chain = get_config().chains.get(session.chain_id)
+    return bool(chain and chain.chat.enabled and session.status in CHATTABLE_STATUSES)
 
 
 def chat_submit(*, session_id: Any, content: str, author: str) -> tuple[ChatUserMessage, Stage]:

@@ -17,7 +17,7 @@ from tarsy.config import get_config
 from tarsy.metrics import observe_llm_call, observe_mcp_call
 from tarsy.models import AlertSession, LLMInteraction, MCPInteraction
 
-MCP_RESULT_STORE_CAP = 512 * 1024  # chars of masked result kept for the debug view (ANCHORS: 512 KB)
+MCP_RESULT_STORE_CAP = 512 * 1024  # chars of masked result kept for the debug view
 
 
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "thinking_tokens", "total_tokens", "cached_tokens")

@@ -30,13 +30,14 @@ from tarsy.models import (
     Stage,
 )
 from tarsy.pipeline.decisions import DispatchSessions, ReapSession, enact_on_commit
+from tarsy.selectors import queue
 from tarsy.signals import session_status_changed
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 
-from . import executions, fingerprints, occurrences, queue, stages
+from . import executions, fingerprints, occurrences, stages
 from .errors import Conflict, NotFound, PayloadTooLarge, ValidationFailed
 
-MAX_ALERT_DATA_BYTES = 1024 * 1024  # larger alerts are refused with 413 (ANCHORS: 1 MB)
+MAX_ALERT_DATA_BYTES = 1024 * 1024  # larger alerts are refused with 413
 
 
 def session_status_payload(session: AlertSession) -> dict[str, Any]:
@@ -332,7 +333,7 @@ def session_soft_delete(*, session_id: Any) -> None:
 
 
 def session_queue_position(session: AlertSession) -> int | None:
-    """1-based position in the order dispatch claims pending sessions (tarsy.services.queue), None when not
+    """1-based position in the order dispatch claims pending sessions (tarsy.selectors.queue), None when not
     pending."""
     if session.status != SessionStatus.PENDING:
         return None
@@ -372,7 +373,7 @@ def sessions_active_count() -> int:
 
 
 def sessions_pending_next(*, limit: int) -> list[AlertSession]:
-    """The next `limit` pending sessions in queue order (severity, then age; tarsy.services.queue). Not locked
+    """The next `limit` pending sessions in queue order (severity, then age; tarsy.selectors.queue). Not locked
     and nothing skipped: dispatchers are serialised by `sessions_lock_dispatch` and each claim is a
     compare-and-set, which waits for a row another transaction holds. Skipping locked rows would pass over a
     queued session while intake attaches a repeat to it, and during a storm of repeats that is all the time."""

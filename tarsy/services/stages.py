@@ -94,7 +94,7 @@ def stage_start_chain(*, session: AlertSession, chain_stage_index: int) -> Stage
         agent = stage_cfg.agents[0]
         agents = [{"display": f"{agent.name}-{n}", "config_name": agent.name,
                    "resolve": {**base, "stage_agent_index": 0}} for n in range(1, stage_cfg.replicas + 1)]
-        parallel = ParallelType.REPLICA
+        parallel: ParallelType | None = ParallelType.REPLICA
     else:
         agents = [{"display": a.name, "config_name": a.name, "resolve": {**base, "stage_agent_index": i}}
                   for i, a in enumerate(stage_cfg.agents)]

@@ -12,7 +12,7 @@ from tarsy.models import AlertSession, SessionStatus, Stage
 
 SECTION_MAX = 2900  # Slack refuses a section text over 3000 characters
 FALLBACK_MAX = 3000  # the notification text; the blocks carry the message
-STATUS_LABEL = {
+STATUS_LABEL: dict[str, tuple[str, str]] = {
     SessionStatus.PENDING: (":hourglass:", "Queued"),
     SessionStatus.IN_PROGRESS: (":mag:", "Investigating"),
     SessionStatus.CANCELLING: (":hourglass_flowing_sand:", "Cancelling"),
@@ -137,4 +137,3 @@ def answer_message(*, question: str, answer: str, ok: bool, url: str) -> Message
 
 def notice_message(text: str) -> Message:
     return _fallback(text), [_section(escape(text))]
-

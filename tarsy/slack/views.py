@@ -17,7 +17,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 from slack_sdk.signature import SignatureVerifier
 
-from tarsy.api.errors import json_error
+from tarsy.web.responses import json_error
 
 from . import inbound
 from .config import slack_config

@@ -28,7 +28,7 @@ from .cursor import event_cursor
 from .fanout import fanout_for_loop
 from .publisher import SESSIONS_CHANNEL, event_message
 
-CATCHUP_LIMIT = 200  # beyond this the client reloads over REST (catchup.overflow); ANCHORS: 200
+CATCHUP_LIMIT = 200  # beyond this the client reloads over REST (catchup.overflow)
 REFUSED_CODE = 4403  # close code when auth or Origin refuse the connection
 MAX_MESSAGE_CHARS = 4096  # a client message is a few dozen characters; past this it is garbage, not parsed
 MAX_EVENT_ID = 2**63 - 1  # event ids are PostgreSQL bigints

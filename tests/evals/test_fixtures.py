@@ -183,5 +183,5 @@ def test_an_abstention_may_list_no_findings_but_a_cause_must():
     assert Expect.model_validate({"findings": [{"name": "x", "any": ["y"]}]}).expect == "cause"
     with pytest.raises(ValueError, match="at least one finding is needed"):
         Expect.model_validate({"findings": []})
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="expect"):
         Expect.model_validate({"expect": "maybe", "findings": [{"name": "x", "any": ["y"]}]})

@@ -50,7 +50,7 @@ class Proc:
 
     def __init__(self, args: list[str], env: dict[str, str], log_path: Path):
         self.log_path = log_path
-        self._log = open(log_path, "wb")
+        self._log = open(log_path, "wb")  # noqa: SIM115 - the child writes to it until stop() closes it
         self.popen = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
                                       start_new_session=True)
 

@@ -13,8 +13,10 @@ TARSY = Path(__file__).resolve().parents[2] / "tarsy"
 # package → packages it must never import
 NEVER = {
     "tarsy.streaming": ("tarsy.api", "tarsy.dashboard", "tarsy.selectors"),
-    "tarsy.selectors": ("tarsy.api", "tarsy.dashboard"),
+    "tarsy.selectors": ("tarsy.api", "tarsy.dashboard", "tarsy.services"),  # reads only: no writer
     "tarsy.api": ("tarsy.dashboard",),
+    "tarsy.dashboard": ("tarsy.api",),  # what both need lives in tarsy.web or the selectors
+    "tarsy.web": ("tarsy.api", "tarsy.dashboard"),
 }
 
 

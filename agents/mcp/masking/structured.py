@@ -44,7 +44,7 @@ def _mask_mapping(masker: DataMasker, mapping: dict, depth: int) -> dict:
         name = str(key)
         token = masker.key_token(name)
         if secret_object and name in ("data", "stringData") and isinstance(item, dict):
-            masked: Any = {k: SECRET_DATA_MASK for k in item}
+            masked: Any = dict.fromkeys(item, SECRET_DATA_MASK)
         elif env_token and name == "value" and _is_scalar(item):
             masked = env_token
         elif token and _is_scalar(item):

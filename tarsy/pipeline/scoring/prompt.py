@@ -39,7 +39,8 @@ def system_prompt() -> str:
 
 def scoring_messages(*, alert_type: str, alert_data: str, final_analysis: str, results: list[dict[str, Any]],
                      signals: dict[str, Any]) -> list[ConversationMessage]:
-    evidence, used = [], 0
+    evidence: list[str] = []
+    used = 0
     for result in results:
         label = result["evidence_id"] or "(no id)"
         status = " (error)" if result["is_error"] else ""

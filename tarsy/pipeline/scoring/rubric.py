@@ -102,7 +102,7 @@ class Scored:
     unknown_tags: list[str] = field(default_factory=list)
 
 
-def _cap(support: str, limit: str) -> str:
+def _cap(support: SupportLevel, limit: SupportLevel) -> SupportLevel:
     return support if _RANK[support] <= _RANK[limit] else limit
 
 

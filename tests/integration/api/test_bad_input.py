@@ -124,7 +124,7 @@ def test_undecodable_query_bytes_get_a_json_400_from_the_asgi_handler():
 
     start, body = async_to_sync(call)()
     assert start["status"] == 400
-    assert dict((k.lower(), v) for k, v in start["headers"])[b"content-type"] == b"application/json"
+    assert {k.lower(): v for k, v in start["headers"]}[b"content-type"] == b"application/json"
     assert json.loads(body["body"]) == {"error": "bad_request", "detail": "The query string is not valid UTF-8."}
 
 

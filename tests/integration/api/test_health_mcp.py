@@ -17,7 +17,7 @@ from django.test import Client
 
 from agents.mcp import health as mcp_health
 from agents.mcp.health import check_servers
-from tarsy.api import health as web_health
+from tarsy.web import health as web_health
 from tests.support.configdir import write_config
 from tests.support.processes import wait_for
 

@@ -117,7 +117,7 @@ def test_pagination_defaults_to_25_and_caps_page_size_at_100(api, make_session):
     assert (len(first["results"]), first["count"], first["total_pages"]) == (25, 27, 2)
     second = api.get("/api/v1/sessions?page=2").json()
     assert len(second["results"]) == 2
-    assert not set(r["id"] for r in first["results"]) & set(r["id"] for r in second["results"])
+    assert not {r["id"] for r in first["results"]} & {r["id"] for r in second["results"]}
     assert len(api.get("/api/v1/sessions?page_size=100").json()["results"]) == 27
     for bad in ("page_size=101", "page_size=0", "page_size=ten", "page=0", "page=x"):
         response = api.get(f"/api/v1/sessions?{bad}")

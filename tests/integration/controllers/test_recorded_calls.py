@@ -56,4 +56,3 @@ def test_failed_controller_summarizer_and_executive_summary_calls_are_stored_ali
     assert answered.conversation[-1] == {"role": "assistant", "content": f"Thought: That explains it.\n"
                                                                          f"Final Answer: {FINAL}",
                                          "tool_calls": []}
-

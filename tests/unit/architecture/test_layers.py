@@ -122,9 +122,9 @@ def test_the_pipeline_and_services_import_neither_tasks_nor_the_api(tarsy_graph)
                   if t == "tarsy.tasks" or t.startswith(("tarsy.api", "tarsy.dashboard"))) == []
 
 
-def test_services_use_only_the_pipelines_decision_values_and_chat_rule(tarsy_graph):
-    """The pipeline calls services, never the other way round, except for the two leaf modules services need."""
-    allowed = {"tarsy.pipeline.decisions", "tarsy.pipeline.chat"}
+def test_services_use_only_the_pipelines_decision_values(tarsy_graph):
+    """The pipeline calls services, never the other way round, except for the leaf module of decision values."""
+    allowed = {"tarsy.pipeline.decisions"}
     uses = sorted(f"{m} → {t}" for m, edges in tarsy_graph.items() if m.startswith("tarsy.services")
                   for t in edges if t.startswith("tarsy.pipeline") and t not in allowed)
     assert uses == []

@@ -44,7 +44,7 @@ def test_the_chain_overrides_the_agent_which_overrides_the_defaults(tmp_path):
     config = _load(tmp_path, {"defaults": {"llm_provider": "gemini", "fallback_providers": ["gpt"]},
                               "agents": {"A": {"fallback_providers": ["claude"]}, "B": {}},
                               "agent_chains": {**_chain(fallback_providers=["gemini-flash", "gpt"]),
-                                               **{"d": _chain("B")["c"] | {"alert_types": ["y"]}}}})
+                                               "d": _chain("B")["c"] | {"alert_types": ["y"]}}})
 
     def names(**kwargs):
         return [name for name, _ in resolve_agent(config, **kwargs).fallback_providers]

@@ -66,7 +66,7 @@ def test_panels_have_unique_ids_fit_the_grid_and_use_the_datasource_variable(das
     variables = {v["name"] for v in dashboard["templating"]["list"]}
     for panel in panels:
         grid = panel["gridPos"]
-        assert 0 <= grid["x"] and grid["x"] + grid["w"] <= 24
+        assert grid["x"] >= 0 and grid["x"] + grid["w"] <= 24
         if panel["type"] != "row":
             assert panel["datasource"]["uid"].strip("${}") in variables
             assert panel["targets"] and all(t["expr"].strip() for t in panel["targets"])

@@ -61,7 +61,7 @@ def test_exceptions_are_classified_by_status_kind_and_cause():
         except StatusError as inner:
             raise WrappedError("integration wrapper") from inner
     except WrappedError as outer:
-        assert (classify_exception(outer).code, classify_exception(outer).retryable) == ("server_error", True)
+        assert (classify_exception(outer).code, classify_exception(outer).retryable) == ("server_error", True)  # noqa: PT017
     unknown = classify_exception(KeyError("bug"))
     assert (unknown.code, unknown.retryable) == ("provider_error", False)
     own = ProviderError("x", "missing_api_key")

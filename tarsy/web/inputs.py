@@ -11,6 +11,8 @@ import re
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+DEFAULT_PAGE_SIZE = 25  # rows per page of a list, over REST and on the dashboard
+MAX_PAGE_SIZE = 100  # bounds the cost of one request
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _ASCII_DIGITS = re.compile(r"[0-9]{1,18}")  # 18 digits: any such number fits a PostgreSQL bigint
 

@@ -15,7 +15,7 @@ from django.db.models import Case, DurationField, F, Q, QuerySet, Value, When
 from tarsy.config import get_config
 from tarsy.models import AlertSession, SessionStatus, Severity
 
-SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.HIGH: 1, Severity.WARNING: 2, Severity.INFO: 3}
+SEVERITY_RANK: dict[str, int] = {Severity.CRITICAL: 0, Severity.HIGH: 1, Severity.WARNING: 2, Severity.INFO: 3}
 
 
 def _delay(severity: str, aging: float) -> timedelta:
