@@ -32,18 +32,17 @@ from .. import interactions, messages, timeline
 
 class WriteBatch:
     def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int,
-                 next_event_sequence: int | None = None,
-                 conversation: tuple[list[ConversationMessage], int] | None = None):
-        """`next_event_sequence`: the execution's next timeline sequence number, and `conversation`: the stored
-        conversation with the next message's sequence number, when the caller has read them (the claim does);
-        looked up otherwise."""
+                 next_event_sequence: int | None = None):
+        """`next_event_sequence`: the execution's next timeline sequence number, when the caller has read it (the
+        claim does); looked up otherwise."""
         self.session_id = session_id
         self.stage_id = stage_id
         self.execution_id = execution_id
         self.iteration = iteration
         self.usage = interactions.UsageTally()  # the whole iteration's, not cleared by a write
         self._next_event_sequence = next_event_sequence
-        self._conversation, self._next_message_sequence = conversation or (None, 1)
+        self._conversation: list[ConversationMessage] | None = None  # read at first use, with the next number
+        self._next_message_sequence = 1
         self._writes: list[Callable[[], Any]] = []
         self._rows: list[tuple[Model, Callable[[Model], None] | None]] = []  # plain new rows, written together
         self._messages: list[ConversationMessage] = []
