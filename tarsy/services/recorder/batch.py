@@ -23,11 +23,19 @@ from django.db.models import Model
 
 from agents.context import LLMInteractionRecord, MCPInteractionRecord
 from agents.llm.types import ConversationMessage
-from tarsy.db.inserts import insert_rows
 from tarsy.models import TimelineEvent
 from tarsy.streaming.publisher import batched_events
 
 from .. import interactions, messages, timeline
+
+
+def _rows_create(rows: list[Model]) -> None:
+    """New rows of several models (messages, LLM and MCP records): one INSERT per model, in their order."""
+    by_model: dict[type[Model], list[Model]] = {}
+    for row in rows:
+        by_model.setdefault(type(row), []).append(row)
+    for model, group in by_model.items():
+        model.objects.bulk_create(group)
 
 
 class WriteBatch:
@@ -62,8 +70,7 @@ class WriteBatch:
             rows[:0] = messages.message_rows(session_id=self.session_id, execution_id=self.execution_id,
                                              iteration=self.iteration, messages=self._messages,
                                              start=self._messages_start)
-        if rows:
-            insert_rows(rows)  # messages and LLM/MCP records: one statement
+        _rows_create(rows)
         with batched_events():
             for write in self._writes:
                 write()
