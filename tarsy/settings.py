@@ -121,7 +121,8 @@ if DATABASE_URL:
     # Workers keep their connection (a step makes many short queries). The ASGI server runs each request's
     # sync code on a thread of its own, where persistent connections would pile up until PostgreSQL refuses
     # clients, and a new connection per request costs more than the request itself: the web process borrows
-    # connections from a per-process pool (psycopg 3) and gives them back when the request ends.
+    # connections from Django's per-process pool (psycopg 3) and gives them back when the request ends; with
+    # CONN_HEALTH_CHECKS the pool checks each borrowed connection, so one the server ended is never lent.
     web_process = os.environ.get("TARSY_ASGI") == "1"
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0 if web_process else 60,
                                                   conn_health_checks=True)}
@@ -131,7 +132,6 @@ if DATABASE_URL:
     if web_process:
         # max_size bounds this process's connections (size PostgreSQL for web processes × max_size); a request
         # finding none free waits up to `timeout` seconds, then fails rather than queueing forever.
-        DATABASES["default"]["ENGINE"] = "tarsy.db.postgresql"  # its pool checks a borrowed connection for free
         DATABASES["default"]["OPTIONS"]["pool"] = {
             "min_size": _env_number("TARSY_WEB_DB_POOL_MIN", 2),
             "max_size": _env_number("TARSY_WEB_DB_POOL_MAX", 10),
