@@ -160,7 +160,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # ---- live events ----------------------------------------------------------------
 # Channels serves the WebSocket protocol and auth; events do not go through a channel layer. Workers PUBLISH
 # each event once on Redis (`<prefix>:events:<channel>`), and every web process subscribes once per channel and
-# writes the frame to its local sockets (tarsy/streaming/fanout.py). Without Redis (embedded mode) the
+# sends the event to its local sockets (tarsy/streaming/fanout.py). Without Redis (embedded mode) the
 # in-process worker hands events to the server's loop directly.
 EVENTS_PREFIX = os.environ.get("TARSY_CHANNEL_PREFIX") or (f"tarsy-test-{os.getpid()}" if TESTING else "tarsy")
 
@@ -169,8 +169,6 @@ EVENTS_PREFIX = os.environ.get("TARSY_CHANNEL_PREFIX") or (f"tarsy-test-{os.getp
 ITERATION_HARD_LIMIT_GRACE_S = _env_number("TARSY_HARD_LIMIT_GRACE", 30.0, float)
 MAX_ITERATION_TIMEOUT_S = _env_number("TARSY_MAX_ITERATION_TIMEOUT", 900)
 CELERY_BROKER_URL = REDIS_URL or "memory://"
-if CELERY_BROKER_URL.startswith("redis://"):
-    CELERY_BROKER_TRANSPORT = "tarsy.broker:Transport"  # kombu's Redis transport, one client per channel
 CELERY_TASK_IGNORE_RESULT = True
 # No result backend (Celery's default): tasks record their outcome in the database. CELERY_RESULT_BACKEND is
 # also a pre-4.0 setting name, which Celery warns about at every worker start when read from a mapping.
