@@ -80,9 +80,9 @@ def test_compiler_internals_and_string_edits_of_compiled_sql_are_found():
             return sql.replace("FROM t", "FROM claimed t"), params
         def hydrate(compiler):
             return compiler.klass_info, compiler.get_converters([])
-    """) == ["claim edits compiled SQL as a string", "edits SQL text with str.replace", "uses the query compiler's get_compiler",
-             "uses the query compiler's get_converters", "uses the query compiler's get_related_populators",
-             "uses the query compiler's klass_info"]
+    """) == ["claim edits compiled SQL as a string", "edits SQL text with str.replace",
+             "uses the query compiler's get_compiler", "uses the query compiler's get_converters",
+             "uses the query compiler's get_related_populators", "uses the query compiler's klass_info"]
     assert _found("""
         def claimed_rows(sql, table):
             return "WITH claimed AS (UPDATE …) " + sql.replace(f"FROM {table} ", f"FROM claimed {table} ", 1)
