@@ -9,11 +9,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tarsy.settings")
 os.environ["TARSY_ASGI"] = "1"  # read by settings: the web process borrows DB connections from a pool
 django.setup(set_prefix=False)  # what django.core.asgi.get_asgi_application does before building its handler
 
-from tarsy.api.handler import SyncChainASGIHandler  # noqa: E402
+from tarsy.api.handler import JsonErrorsASGIHandler  # noqa: E402
 from tarsy.config import get_config  # noqa: E402
 from tarsy.streaming.routing import build_application  # noqa: E402
 
-django_asgi_app = SyncChainASGIHandler()
+django_asgi_app = JsonErrorsASGIHandler()
 get_config()
 application = build_application(django_asgi_app)
 

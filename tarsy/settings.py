@@ -121,7 +121,8 @@ if DATABASE_URL:
     # Workers keep their connection (a step makes many short queries). The ASGI server runs each request's
     # sync code on a thread of its own, where persistent connections would pile up until PostgreSQL refuses
     # clients, and a new connection per request costs more than the request itself: the web process borrows
-    # connections from a per-process pool (psycopg 3) and gives them back when the request ends.
+    # connections from Django's per-process pool (psycopg 3) and gives them back when the request ends; with
+    # CONN_HEALTH_CHECKS the pool checks each borrowed connection, so one the server ended is never lent.
     web_process = os.environ.get("TARSY_ASGI") == "1"
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0 if web_process else 60,
                                                   conn_health_checks=True)}
@@ -131,7 +132,6 @@ if DATABASE_URL:
     if web_process:
         # max_size bounds this process's connections (size PostgreSQL for web processes × max_size); a request
         # finding none free waits up to `timeout` seconds, then fails rather than queueing forever.
-        DATABASES["default"]["ENGINE"] = "tarsy.db.postgresql"  # its pool checks a borrowed connection for free
         DATABASES["default"]["OPTIONS"]["pool"] = {
             "min_size": _env_number("TARSY_WEB_DB_POOL_MIN", 2),
             "max_size": _env_number("TARSY_WEB_DB_POOL_MAX", 10),
@@ -160,7 +160,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # ---- live events ----------------------------------------------------------------
 # Channels serves the WebSocket protocol and auth; events do not go through a channel layer. Workers PUBLISH
 # each event once on Redis (`<prefix>:events:<channel>`), and every web process subscribes once per channel and
-# writes the frame to its local sockets (tarsy/streaming/fanout.py). Without Redis (embedded mode) the
+# sends the event to its local sockets (tarsy/streaming/fanout.py). Without Redis (embedded mode) the
 # in-process worker hands events to the server's loop directly.
 EVENTS_PREFIX = os.environ.get("TARSY_CHANNEL_PREFIX") or (f"tarsy-test-{os.getpid()}" if TESTING else "tarsy")
 
@@ -169,8 +169,6 @@ EVENTS_PREFIX = os.environ.get("TARSY_CHANNEL_PREFIX") or (f"tarsy-test-{os.getp
 ITERATION_HARD_LIMIT_GRACE_S = _env_number("TARSY_HARD_LIMIT_GRACE", 30.0, float)
 MAX_ITERATION_TIMEOUT_S = _env_number("TARSY_MAX_ITERATION_TIMEOUT", 900)
 CELERY_BROKER_URL = REDIS_URL or "memory://"
-if CELERY_BROKER_URL.startswith("redis://"):
-    CELERY_BROKER_TRANSPORT = "tarsy.broker:Transport"  # kombu's Redis transport, one client per channel
 CELERY_TASK_IGNORE_RESULT = True
 # No result backend (Celery's default): tasks record their outcome in the database. CELERY_RESULT_BACKEND is
 # also a pre-4.0 setting name, which Celery warns about at every worker start when read from a mapping.

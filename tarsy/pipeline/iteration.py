@@ -68,40 +68,28 @@ def _nothing_to_do(execution: AgentExecution | None, execution_id: Any, iteratio
 
 
 def iteration_begin(execution_id: Any, iteration: int) -> AgentExecution | None:
-    """Claim iteration `iteration` of the execution, or return None when this task has nothing to do."""
+    """Claim iteration `iteration` of the execution under its row lock, or return None when this task has nothing
+    to do (finished, done, out of order, held by another task) or the execution must stop instead (it is ended)."""
     with transaction.atomic():
-        now = timezone.now()
-        execution = executions.execution_claim_next(execution_id=execution_id, iteration=iteration, now=now)
-        if execution is None:
-            claim = _claim_after_lock(execution_id, iteration, now)
-        else:  # the common case, claimed in one statement: undone when the execution must stop instead
-            claim = _stop_status(execution) or execution
-            if claim is execution:
-                execution.next_event_sequence = (execution.last_event_sequence or 0) + 1
-            else:
-                transaction.set_rollback(True)
-        if not isinstance(claim, tuple):
-            return claim  # the claimed execution, or None
-    execution_end(execution_id=execution_id, status=claim[0], error=claim[1])
+        execution = executions.execution_lock_for_iteration(execution_id=execution_id)
+        if _nothing_to_do(execution, execution_id, iteration):
+            return None
+        stop = _stop_status(execution)
+        if stop is None:
+            _claim(execution, iteration)
+            return execution
+    execution_end(execution_id=execution_id, status=stop[0], error=stop[1])
     return None
 
 
-def _claim_after_lock(execution_id: Any, iteration: int, now) -> AgentExecution | tuple[str, str] | None:
-    """The general case, under the row lock: the claimed execution, (status, reason) when it must stop
-    instead, or None when this task has nothing to do (finished, done, out of order, held by another task)."""
-    execution = executions.execution_lock_for_iteration(execution_id=execution_id)
-    if _nothing_to_do(execution, execution_id, iteration):
-        return None
-    stop = _stop_status(execution)
-    if stop is not None:
-        return stop
+def _claim(execution: AgentExecution, iteration: int) -> None:
+    """Take the lease; an interrupted attempt's rows go first. Sets `next_event_sequence` for the recorder
+    (None: numbering continues after what the discard left, which the recorder looks up)."""
     execution.next_event_sequence = (execution.last_event_sequence or 0) + 1
-    if execution.current_iteration == iteration:  # an interrupted attempt: its rows go first
+    if execution.current_iteration == iteration:
         executions.iteration_discard(execution_id=execution.id, iteration=iteration)
-        execution.next_event_sequence = None  # numbering continues after what is left: the recorder looks it up
-        execution.stored_conversation = None  # read before the discard: the recorder reads what is left
-    executions.execution_claim_iteration(execution=execution, iteration=iteration, now=now)
-    return execution
+        execution.next_event_sequence = None
+    executions.execution_claim_iteration(execution=execution, iteration=iteration, now=timezone.now())
 
 
 def iteration_release(execution_id: Any, iteration: int) -> None:
@@ -114,8 +102,7 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
     if execution is None:
         return None
     recorder = DbRecorder(session_id=execution.session_id, stage_id=execution.stage_id, execution_id=execution.id,
-                          iteration=iteration, next_event_sequence=execution.next_event_sequence,
-                          conversation=executions.execution_conversation(execution=execution))
+                          iteration=iteration, next_event_sequence=execution.next_event_sequence)
     started = time.monotonic()
     try:
         ctx = build_execution_context(execution, iteration, recorder, stop_checked=True)

@@ -10,12 +10,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 
-from agents.llm.types import ConversationMessage
-from tarsy.db.precompiled import Precompiled
 from tarsy.models import (
     TERMINAL_EXEC_STATUSES,
     AgentExecution,
@@ -40,69 +38,13 @@ _LATEST_RELATED_ALERT = Subquery(AlertOccurrence.objects.filter(session_id=Outer
                                  .order_by("-id").values("id")[:1])
 
 
-def _claim_queryset(execution_id: Any, lock: bool = True):
-    annotations: dict[str, Any] = {"last_event_sequence": _LAST_EVENT_SEQUENCE,
-                                   "latest_related_alert": _LATEST_RELATED_ALERT}
-    conversation = messages.conversation_annotation()
-    if conversation is not None:
-        annotations["stored_conversation"] = conversation
-    executions = AgentExecution.objects.select_for_update(of=("self",)) if lock else AgentExecution.objects
-    return (executions.select_related("stage", "session").annotate(**annotations).filter(id=execution_id)
-            .order_by())  # by primary key: no ORDER BY, as .first() would add
-
-
-# Every iteration runs one of these: compiled once per process.
-_claim = Precompiled(_claim_queryset)
-
-
-def _claimed_rows(sql: str) -> str:
-    """The claim's SELECT reading the row the UPDATE in front of it returns (its new version), not the table."""
-    table = connection.ops.quote_name(AgentExecution._meta.db_table)
-    if sql.count(f"FROM {table} ") != 1:
-        raise ValueError("the claim's SELECT no longer reads the execution table in one place")
-    terminal = ", ".join(["%s"] * len(TERMINAL_EXEC_STATUSES))
-    update = (f"UPDATE {table} SET current_iteration = %s, status = %s, started_at = COALESCE(started_at, %s), "
-              f"last_heartbeat_at = %s, lease_expires_at = %s + make_interval(secs => iteration_timeout_s + %s) "
-              f"WHERE id = %s AND iterations_completed = %s AND current_iteration <> %s "
-              f"AND status NOT IN ({terminal}) RETURNING *")
-    return f"WITH claimed AS ({update}) " + sql.replace(f"FROM {table} ", f"FROM claimed {table} ", 1)
-
-
-_claim_next = Precompiled(lambda execution_id: _claim_queryset(execution_id, lock=False), wrap=_claimed_rows)
-
-
-def execution_claim_next(*, execution_id: Any, iteration: int, now: datetime) -> AgentExecution | None:
-    """The common case of a claim in one statement (PostgreSQL): the next iteration of a running execution that
-    no task holds gets its lease, and the execution comes back as `execution_lock_for_iteration` returns it,
-    already claimed (call inside a transaction; roll it back to undo the claim). None when the case is not
-    that simple (a re-run of an interrupted iteration, a duplicate task, a finished execution), or elsewhere:
-    the caller then locks and decides (`execution_lock_for_iteration`, `execution_claim_iteration`)."""
-    if connection.vendor != "postgresql":
-        return None
-    before = (iteration, ExecStatus.ACTIVE, now, now, now, settings.ITERATION_HARD_LIMIT_GRACE_S, execution_id,
-              iteration - 1, iteration, *TERMINAL_EXEC_STATUSES)
-    claimed = _claim_next(execution_id, before=before)
-    if not claimed:
-        return None
-    execution = claimed[0]
-    _session_heartbeat(execution, now)
-    return execution
-
-
 def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
     """The execution under its row lock (call inside a transaction), with its stage and session, its last
-    timeline sequence number (`last_event_sequence`), its session's latest related alert
-    (`latest_related_alert`, None when there is none) and, on PostgreSQL, its stored conversation (see
-    `execution_conversation`), in one statement."""
-    claimed = _claim(execution_id)
-    return claimed[0] if claimed else None
-
-
-def execution_conversation(*, execution: AgentExecution) -> tuple[list[ConversationMessage], int] | None:
-    """The conversation (and the next message's sequence number) read with the claim, or None when the claim did
-    not read it or an interrupted attempt's messages were discarded since (see `iteration_discard`)."""
-    rows = getattr(execution, "stored_conversation", None)
-    return None if rows is None else messages.conversation_from_annotation(rows)
+    timeline sequence number (`last_event_sequence`) and its session's latest related alert
+    (`latest_related_alert`, None when there is none), in one statement; None when there is no such execution."""
+    return (AgentExecution.objects.select_for_update(of=("self",)).select_related("stage", "session")
+            .annotate(last_event_sequence=_LAST_EVENT_SEQUENCE, latest_related_alert=_LATEST_RELATED_ALERT)
+            .filter(id=execution_id).first())
 
 
 def iteration_discard(*, execution_id: Any, iteration: int) -> None:
@@ -146,40 +88,14 @@ def iteration_complete(*, execution_id: Any, iteration: int, consecutive_timeout
     the execution and its session alike. False when another task already completed it (then nothing is
     written)."""
     usage = recorded.usage if recorded is not None else interactions.UsageTally()
-    completion = {"iterations_completed": iteration, "consecutive_timeouts": consecutive_timeouts,
-                  "last_interaction_failed": last_interaction_failed, "last_heartbeat_at": timezone.now(),
-                  "lease_expires_at": None}
-    if recorded is not None and connection.vendor == "postgresql" and (usage.changes() or usage.interacted):
-        done = _complete_with_session_usage(execution_id, iteration, completion, usage)
-    else:
-        done = bool(AgentExecution.objects.filter(id=execution_id, iterations_completed=iteration - 1).update(
-            **completion, **usage.changes()))
-        if done and recorded is not None:
-            interactions.usage_apply_session(session_id=recorded.session_id, usage=usage)
+    done = bool(AgentExecution.objects.filter(id=execution_id, iterations_completed=iteration - 1).update(
+        iterations_completed=iteration, consecutive_timeouts=consecutive_timeouts,
+        last_interaction_failed=last_interaction_failed, last_heartbeat_at=timezone.now(), lease_expires_at=None,
+        **usage.changes()))
     if done and recorded is not None:
+        interactions.usage_apply_session(session_id=recorded.session_id, usage=usage)
         recorded.write()
     return done
-
-
-def _complete_with_session_usage(execution_id: Any, iteration: int, completion: dict[str, Any],
-                                 usage: interactions.UsageTally) -> bool:
-    """The compare-and-set and both rows' usage in one statement (PostgreSQL: an UPDATE in a WITH clause, which
-    the ORM cannot write); the execution row is locked first, as everywhere. Elsewhere two UPDATEs do the same."""
-    execution_table, session_table = AgentExecution._meta.db_table, AlertSession._meta.db_table
-    columns = list(completion)
-    sets = [f"{c} = %s" for c in columns] + [f"{f} = {f} + %s" for f in interactions.TOTAL_FIELDS]
-    session_sets = [f"{f} = {session_table}.{f} + %s" for f in interactions.TOTAL_FIELDS]
-    session_sets.append(f"last_interaction_at = {'%s' if usage.interacted else 'last_interaction_at'}")
-    sql = (f"WITH done AS (UPDATE {execution_table} SET {', '.join(sets)} "
-           f"WHERE id = %s AND iterations_completed = %s RETURNING session_id) "
-           f"UPDATE {session_table} SET {', '.join(session_sets)} FROM done WHERE {session_table}.id = done.session_id")
-    totals = [usage.totals[f] for f in interactions.TOTAL_FIELDS]
-    params = [completion[c] for c in columns] + totals + [execution_id, iteration - 1] + totals
-    if usage.interacted:
-        params.append(timezone.now())
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.rowcount == 1
 
 
 def execution_mark_terminal(*, execution_id: Any, status: str, error: str = "", final_analysis: str = "") -> int | None:

@@ -5,10 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db import connection
-from django.db.models import JSONField, OuterRef, Subquery, Value
-from django.db.models.functions import Coalesce, JSONObject
-
 from agents.llm.types import ConversationMessage
 from tarsy.models import Message
 
@@ -32,24 +28,6 @@ def _conversation(rows: Iterable[tuple]) -> tuple[list[ConversationMessage], int
             tool_name=tool_name or None, provider_state=provider_state))
         last = sequence
     return conversation, last + 1
-
-
-def conversation_annotation() -> Coalesce | None:
-    """The whole conversation of the annotated execution as one JSON value, so the iteration's claim reads it in
-    its own statement (PostgreSQL: jsonb_agg). None elsewhere (SQLite, embedded): the step reads it itself."""
-    if connection.vendor != "postgresql":
-        return None
-    from django.contrib.postgres.aggregates import JSONBAgg
-
-    rows = (Message.objects.filter(execution_id=OuterRef("pk")).order_by().values("execution_id")
-            .annotate(rows=JSONBAgg(JSONObject(**{f: f for f in _CONVERSATION_FIELDS}))).values("rows"))
-    return Coalesce(Subquery(rows), Value([], output_field=JSONField()), output_field=JSONField())
-
-
-def conversation_from_annotation(rows: list[dict[str, Any]]) -> tuple[list[ConversationMessage], int]:
-    """What `conversation_annotation` read, as `messages_with_next_sequence` returns it."""
-    ordered = sorted(rows, key=lambda row: row["sequence_number"])
-    return _conversation(tuple(row[f] for f in _CONVERSATION_FIELDS) for row in ordered)
 
 
 def message_rows(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,7 +13,6 @@ from django.utils import timezone
 
 from agents.config.schema import AlertMaskingConfig
 from tarsy.config import get_config
-from tarsy.db.inserts import insert_prepare
 from tarsy.intake.titles import alert_title
 from tarsy.metrics import SESSIONS_SUBMITTED, SESSIONS_TERMINAL
 from tarsy.models import (
@@ -55,20 +53,14 @@ def session_status_payload(session: AlertSession) -> dict[str, Any]:
     }
 
 
-def publish_session_status(session: AlertSession, event_type: str = "session.status", *, new: bool = False) -> None:
-    """Signal and publish the session's status. `new`: the session is not stored yet; it is, by the statement that
-    stores the event, before the signal (whose receivers see the stored session)."""
-    if not new:
-        session_status_changed.send(sender=AlertSession, session=session)
-    insert = insert_prepare([session]) if new else None  # sets created_at, which the payload quotes
+def publish_session_status(session: AlertSession, event_type: str = "session.status") -> None:
+    """Signal and publish the status of the stored session (call inside the transaction that wrote it)."""
+    session_status_changed.send(sender=AlertSession, session=session)
     payload = session_status_payload(session)
     if event_type == "session.completed":
         payload["final_analysis"] = session.final_analysis
         payload["executive_summary"] = session.executive_summary
-    publish(event_type, payload, session_id=session.id, channels=[session_channel(session.id), SESSIONS_CHANNEL],
-            with_row=insert)
-    if new:
-        session_status_changed.send(sender=AlertSession, session=session)
+    publish(event_type, payload, session_id=session.id, channels=[session_channel(session.id), SESSIONS_CHANNEL])
 
 
 def _check_alert_size(text: str) -> None:
@@ -232,26 +224,17 @@ def _alert_validate(
 def _session_create(alert: _Alert) -> AlertSession:
     from agents.mcp.masking.boundary import mask_url
 
-    with _single_statement_or_atomic():
+    with transaction.atomic():
         session = AlertSession(
             alert_data=alert.text, alert_type=alert.alert_type, chain_id=alert.chain_id, agent_type=alert.chain_id,
             title=alert.title,
             runbook_url=mask_url(alert.runbook) if alert.runbook else "", mcp_selection=alert.mcp,
             author=alert.author, fingerprint=alert.fingerprint, severity=alert.severity, group_key=alert.group_key,
         )
-        publish_session_status(session, new=True)  # the session's INSERT and its event's in one round trip
+        session.save(force_insert=True)
+        publish_session_status(session)
         enact_on_commit([DispatchSessions()])
     return session
-
-
-def _single_statement_or_atomic() -> contextlib.AbstractContextManager:
-    """How a new session is stored. On PostgreSQL, outside a transaction, the session and its events are one
-    statement (`rows_insert`), which commits on its own: no BEGIN and COMMIT round trips around it (two of the
-    three a POST made), and the on-commit publish and dispatch, registered after it, run once it has committed,
-    as they would after a block. Elsewhere (SQLite's two INSERTs; inside a caller's transaction) a block."""
-    if connection.vendor == "postgresql" and not connection.in_atomic_block and connection.get_autocommit():
-        return contextlib.nullcontext()
-    return transaction.atomic(savepoint=False)
 
 
 def session_submit(

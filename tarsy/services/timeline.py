@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import DatabaseError, connection, transaction
+from django.db import transaction
 from django.db.models import Max
 
 from agents.timeline_events import event_metadata
-from tarsy.db.inserts import insert_prepare, insert_select
-from tarsy.models import Event, TimelineEvent, TimelineStatus
-from tarsy.streaming.publisher import publish, publish_stored, publish_transient, session_channel
+from tarsy.models import TimelineEvent, TimelineStatus
+from tarsy.streaming.publisher import publish, publish_transient
 
 
 def timeline_event_payload(event: TimelineEvent) -> dict[str, Any]:
@@ -100,47 +99,12 @@ _FINISH_FIELDS = ("content", "status", "event_type", "metadata", "updated_at")
 
 
 def _save_and_publish(event: TimelineEvent, event_type: str, update_fields: tuple[str, ...] = ()) -> None:
-    """Write the row (insert, or update `update_fields`) and store the event that reports it. On PostgreSQL
-    that is one statement: the row's write and the event's INSERT in one WITH clause, the event's payload
-    taking the row's id in the database; a timeline write is most of what an iteration records, and this
-    halves its round trips. Elsewhere (SQLite) the ORM writes the row and `publish` stores the event."""
-    if connection.vendor != "postgresql":
-        if update_fields:
-            event.save(update_fields=list(update_fields))
-        else:
-            event.save(force_insert=True)
-        publish(event_type, timeline_event_payload(event), session_id=event.session_id)
-        return
-    publish_stored(lambda: [_write_with_event(event, event_type, update_fields)])
-
-
-def _write_with_event(event: TimelineEvent, event_type: str, update_fields: tuple[str, ...]) -> Event:
-    write_sql, write_params = _row_write(event, update_fields)
-    row = Event(session_id=event.session_id, channel=session_channel(event.session_id), type=event_type,
-                payload=timeline_event_payload(event))  # the payload's id is set below, once the row has one
-    insert = insert_select(row, "w", {"payload": "jsonb_set(%s, '{timeline_event,id}', to_jsonb(w.id))"})
-    with connection.cursor() as cursor:
-        cursor.execute(f"WITH w AS ({write_sql}), e AS ({insert.sql}) SELECT w.id, e.id FROM w, e",
-                       [*write_params, *insert.params])
-        written = cursor.fetchone()
-    if written is None:
-        raise DatabaseError("Save with update_fields did not affect any rows.")
-    event.id, row.id = written
-    event._state.adding, event._state.db = False, connection.alias
-    row.payload["timeline_event"]["id"] = event.id
-    return row
-
-
-def _row_write(event: TimelineEvent, update_fields: tuple[str, ...]) -> tuple[str, list[Any]]:
-    """The INSERT (or UPDATE of `update_fields`) of one timeline row, returning its id, with Django's own value
-    preparation (auto_now stamps, JSON adaptation)."""
-    if not update_fields:
-        insert = insert_prepare([event])
-        return insert.sql, insert.params
-    fields = [TimelineEvent._meta.get_field(name) for name in update_fields]
-    values = [f.get_db_prep_save(f.pre_save(event, add=False), connection) for f in fields]
-    sets = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields)
-    return f"UPDATE {TimelineEvent._meta.db_table} SET {sets} WHERE id = %s RETURNING id", [*values, event.id]
+    """Write the row (insert, or update `update_fields`), then store the event that reports the stored row."""
+    if update_fields:
+        event.save(update_fields=list(update_fields))
+    else:
+        event.save(force_insert=True)
+    publish(event_type, timeline_event_payload(event), session_id=event.session_id)
 
 
 def timeline_event_save_progress(*, event_id: int, content: str) -> None:

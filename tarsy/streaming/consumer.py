@@ -87,7 +87,6 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         self.channels_joined: set[str] = set()
         self._replayed: dict[str, set[int]] = {}  # ids a catch-up sent, so queued live copies are not repeated
         self._counted = False
-        self._write_frame = self.scope.get("tarsy.frame_writer")  # uvicorn: live frames skip ASGI (frames.py)
         if not await database_sync_to_async(websocket_allowed)(self.scope):
             await self.close(code=REFUSED_CODE)
             return
@@ -162,16 +161,11 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         for event in events:
             await self.send_json(event)
 
-    async def deliver(self, channel: str, events: list[tuple[int | None, str]], frames: bytes) -> None:
-        """Live events from the fan-out, already encoded and framed: straight to the socket in one write, unless
-        catch-up sent some of them. Through ASGI `send` when the frames cannot be written directly (frames.py)."""
+    async def deliver(self, channel: str, events: list[tuple[int | None, str]]) -> None:
+        """Live events from the fan-out, already encoded: each sent as it is, unless catch-up sent it already."""
         replayed = self._replayed.get(channel)
-        if replayed and any(event_id in replayed for event_id, _ in events):
-            for event_id, text in events:
-                if event_id in replayed:
-                    replayed.discard(event_id)
-                else:
-                    await self.base_send({"type": "websocket.send", "text": text})
-        elif self._write_frame is None or not self._write_frame(frames):
-            for _, text in events:
-                await self.base_send({"type": "websocket.send", "text": text})
+        for event_id, text in events:
+            if replayed and event_id in replayed:
+                replayed.discard(event_id)
+            else:
+                await self.send(text_data=text)

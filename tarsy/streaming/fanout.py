@@ -3,14 +3,13 @@
 Channels' per-consumer path costs about 115 µs per frame per subscriber here: every consumer has its own
 queue, decodes the layer's message itself and wakes through `await_many_dispatch`, which makes a new task
 per message. A session watched by 100 browsers pays that 100 times per event. Instead, each web process holds
-one Redis subscription per channel that has local subscribers, reads each frame once, and writes the event's
-JSON (encoded once, by the publisher) to every local socket in turn, as one WebSocket frame built once
-(frames.py). Channels still runs the protocol, the consumers and the auth.
+one Redis subscription per channel that has local subscribers, reads each frame once, and hands the event's
+JSON (encoded once, by the publisher) to every local consumer in turn, which sends it through its ASGI `send`.
+Channels still runs the protocol, the consumers and the auth.
 
 A Redis message carries the events of one commit on one channel, as `<event_id>\\n<json>` lines (the id is
 empty for transient events; JSON text has no raw newline): the consumer needs the id to drop a live copy of an
-event its catch-up already sent, without parsing the JSON. Events that commit together reach each socket in one
-write: about half of an investigation's persistent events commit in pairs (a step completed, the next created).
+event its catch-up already sent, without parsing the JSON.
 A one-event message reads the same in the earlier one-event format, so web processes roll out before workers.
 
 One `Fanout` per event loop (`fanout_for_loop`): uvicorn runs one loop per process; tests run one per test.
@@ -27,8 +26,6 @@ from typing import Protocol
 
 from django.conf import settings
 
-from .frames import text_frame
-
 log = logging.getLogger(__name__)
 
 READ_TIMEOUT_S = 1.0  # how long the reader waits for a frame before re-checking that it still has channels
@@ -41,7 +38,7 @@ Event = tuple[int | None, str]  # event id (None: transient), JSON text
 class Sink(Protocol):
     """A local subscriber (the WebSocket consumer)."""
 
-    async def deliver(self, channel: str, events: list[Event], frames: bytes) -> None: ...
+    async def deliver(self, channel: str, events: list[Event]) -> None: ...
 
 
 def redis_channel(channel: str) -> str:
@@ -101,10 +98,9 @@ class Fanout:
         sinks = self._sinks.get(channel)
         if not sinks:
             return
-        frames = b"".join(text_frame(text) for _, text in events)
         for sink in tuple(sinks):
             try:
-                await sink.deliver(channel, events, frames)
+                await sink.deliver(channel, events)
             except Exception:  # a socket closing under us; its consumer's disconnect leaves properly
                 log.debug("dropping a subscriber of %s after a failed write", channel, exc_info=True)
                 self._sinks.get(channel, set()).discard(sink)

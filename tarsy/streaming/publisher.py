@@ -21,7 +21,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -29,7 +29,6 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from tarsy.db.inserts import PreparedInsert
 from tarsy.models import Event
 from tarsy.services.events import events_store
 
@@ -47,7 +46,7 @@ _loop: asyncio.AbstractEventLoop | None = None
 _redis = None
 _redis_lock = threading.Lock()
 _paused_until = 0.0
-_batch: ContextVar[_Batch | None] = ContextVar("tarsy_event_batch", default=None)
+_batch: ContextVar[list[Event] | None] = ContextVar("tarsy_event_batch", default=None)
 
 
 def session_channel(session_id: Any) -> str:
@@ -99,41 +98,19 @@ def event_message(event: Event) -> dict[str, Any]:
 
 
 def publish(event_type: str, payload: dict[str, Any], *, session_id: Any = None,
-            channels: list[str] | None = None, with_row: PreparedInsert | None = None) -> list[Event]:
-    """Store a persistent event (one row per channel) and send it when the current transaction commits.
-    `with_row`: the prepared INSERT of a new row the event is about, run with the event's (events_store)."""
+            channels: list[str] | None = None) -> list[Event]:
+    """Store a persistent event (one row per channel) and send it from the stored rows when the current
+    transaction commits. Inside `batched_events` the rows are stored with the block's, in publication order (the
+    order of their ids, the catch-up cursor's)."""
     if channels is None:
         channels = [session_channel(session_id)] if session_id else [SESSIONS_CHANNEL]
     rows = [Event(session_id=session_id, channel=ch, type=event_type, payload=payload) for ch in channels]
-    if with_row is not None:  # the row and its events in one round trip
-        return publish_stored(lambda: _store(rows, with_row))
     batch = _batch.get()
     if batch is not None:  # stored and sent with the rest of the block
-        batch.unstored.extend(rows)
-        batch.rows.extend(rows)
+        batch.extend(rows)
     else:  # one INSERT for every channel's row
         events_store(rows=rows)
         _send_on_commit(rows)
-    return rows
-
-
-def publish_stored(write: Callable[[], list[Event]]) -> list[Event]:
-    """Send event rows that `write` stores itself (in the statement that writes what they report) when the
-    current transaction commits. Inside `batched_events`, rows published earlier are stored first, so event ids
-    still follow the order of publication (the catch-up cursor's order)."""
-    batch = _batch.get()
-    if batch is not None:
-        batch.store()
-    rows = write()
-    if batch is None:
-        _send_on_commit(rows)
-    else:
-        batch.rows.extend(rows)
-    return rows
-
-
-def _store(rows: list[Event], with_row: PreparedInsert) -> list[Event]:
-    events_store(rows=rows, with_row=with_row)
     return rows
 
 
@@ -141,30 +118,19 @@ def _send_on_commit(rows: list[Event]) -> None:
     transaction.on_commit(lambda: _send([_frame(event_message(row)) for row in rows]))
 
 
-class _Batch:
-    def __init__(self) -> None:
-        self.rows: list[Event] = []  # every row published in the block, in order
-        self.unstored: list[Event] = []
-
-    def store(self) -> None:
-        if self.unstored:
-            events_store(rows=self.unstored)
-            self.unstored = []
-
-
 @contextmanager
 def batched_events() -> Iterator[None]:
     """Store the events published inside in one INSERT when the block ends, and send them together after the
     commit (call it inside a transaction). A block that raises stores nothing."""
-    batch = _Batch()
-    token = _batch.set(batch)
+    rows: list[Event] = []  # every row published in the block, in order
+    token = _batch.set(rows)
     try:
         yield
     finally:
         _batch.reset(token)
-    batch.store()
-    if batch.rows:
-        _send_on_commit(batch.rows)
+    if rows:
+        events_store(rows=rows)
+        _send_on_commit(rows)
 
 
 def publish_transient(event_type: str, payload: dict[str, Any], *, session_id: Any) -> None:

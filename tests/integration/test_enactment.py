@@ -86,20 +86,3 @@ def test_a_queued_task_carries_the_plain_repr_of_its_arguments(queue, monkeypatc
     tasks.enqueue_iteration("e-1", 3, 0)
     headers = json.loads(client.lrange(settings.CELERY_TASK_DEFAULT_QUEUE, 0, -1)[0])["headers"]
     assert (headers["argsrepr"], headers["kwargsrepr"]) == ("('e-1', 3)", "{}")
-
-
-def test_the_broker_channel_publishes_through_one_redis_client(queue):
-    """tarsy.broker: kombu would build a new Redis client for every message; ours keeps one per channel's pool,
-    and the tasks still arrive."""
-    from tarsy.broker import Transport
-    from tarsy.celery import app
-
-    with app.producer_or_acquire() as producer:
-        channel = producer.channel
-        assert isinstance(channel.connection, Transport)
-        first = channel._create_client()
-        tasks.enqueue_iteration("e-1", 1, 0)
-        tasks.enqueue_iteration("e-1", 2, 0)
-        assert channel._create_client() is first
-        assert channel._create_client(asynchronous=True) is not first  # the event loop keeps its own
-    assert [args for _, args in queue()] == [["e-1", 1], ["e-1", 2]]

@@ -81,10 +81,9 @@ def _visible_to_another_connection_when_signalled(fingerprint: str) -> bool:
     return seen[0]
 
 
-def test_without_look_ups_a_new_session_is_one_statement_that_commits_on_its_own(scripted_config):
-    """No BEGIN and COMMIT round trips around the one INSERT: the row is committed before the status signal."""
+def test_without_look_ups_a_new_session_commits_with_its_status_events(scripted_config):
     _config(scripted_config, dedup=False)
-    assert _visible_to_another_connection_when_signalled("fp-2")
+    assert not _visible_to_another_connection_when_signalled("fp-2")
     session = AlertSession.objects.get(fingerprint="fp-2")
     assert session.status == "pending"
     assert Event.objects.filter(session_id=session.id, type="session.status").count() == 2  # its and the list's

@@ -23,27 +23,34 @@ from django.db.models import Model
 
 from agents.context import LLMInteractionRecord, MCPInteractionRecord
 from agents.llm.types import ConversationMessage
-from tarsy.db.inserts import insert_rows
 from tarsy.models import TimelineEvent
 from tarsy.streaming.publisher import batched_events
 
 from .. import interactions, messages, timeline
 
 
+def _rows_create(rows: list[Model]) -> None:
+    """New rows of several models (messages, LLM and MCP records): one INSERT per model, in their order."""
+    by_model: dict[type[Model], list[Model]] = {}
+    for row in rows:
+        by_model.setdefault(type(row), []).append(row)
+    for model, group in by_model.items():
+        model.objects.bulk_create(group)
+
+
 class WriteBatch:
     def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int,
-                 next_event_sequence: int | None = None,
-                 conversation: tuple[list[ConversationMessage], int] | None = None):
-        """`next_event_sequence`: the execution's next timeline sequence number, and `conversation`: the stored
-        conversation with the next message's sequence number, when the caller has read them (the claim does);
-        looked up otherwise."""
+                 next_event_sequence: int | None = None):
+        """`next_event_sequence`: the execution's next timeline sequence number, when the caller has read it (the
+        claim does); looked up otherwise."""
         self.session_id = session_id
         self.stage_id = stage_id
         self.execution_id = execution_id
         self.iteration = iteration
         self.usage = interactions.UsageTally()  # the whole iteration's, not cleared by a write
         self._next_event_sequence = next_event_sequence
-        self._conversation, self._next_message_sequence = conversation or (None, 1)
+        self._conversation: list[ConversationMessage] | None = None  # read at first use, with the next number
+        self._next_message_sequence = 1
         self._writes: list[Callable[[], Any]] = []
         self._rows: list[tuple[Model, Callable[[Model], None] | None]] = []  # plain new rows, written together
         self._messages: list[ConversationMessage] = []
@@ -63,8 +70,7 @@ class WriteBatch:
             rows[:0] = messages.message_rows(session_id=self.session_id, execution_id=self.execution_id,
                                              iteration=self.iteration, messages=self._messages,
                                              start=self._messages_start)
-        if rows:
-            insert_rows(rows)  # messages and LLM/MCP records: one statement
+        _rows_create(rows)
         with batched_events():
             for write in self._writes:
                 write()

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from rest_framework.test import APIClient
 
-from tarsy.api.handler import SyncChainASGIHandler
+from tarsy.api.handler import JsonErrorsASGIHandler
 from tarsy.models import AlertSession
 from tests.support.configdir import write_config
 
@@ -111,7 +111,7 @@ def test_non_ascii_or_odd_digits_in_numeric_parameters_are_refused(api, query, p
 
 def test_undecodable_query_bytes_get_a_json_400_from_the_asgi_handler():
     async def call():
-        app = ApplicationCommunicator(SyncChainASGIHandler(), {
+        app = ApplicationCommunicator(JsonErrorsASGIHandler(), {
             "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
             "path": "/api/v1/sessions", "raw_path": b"/api/v1/sessions", "query_string": b"search=\xff\xfeabc",
             "headers": [(b"host", b"127.0.0.1")], "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000)})

@@ -72,7 +72,7 @@ class _Sink:
     def __init__(self, fail: bool = False):
         self.fail, self.got = fail, []
 
-    async def deliver(self, channel, events, frames):
+    async def deliver(self, channel, events):
         if self.fail:
             raise ConnectionResetError("socket gone")
         self.got.extend(events)

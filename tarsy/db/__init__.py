@@ -1,1 +1,0 @@
-"""Database backends of TARSy's own (see tarsy.db.postgresql)."""
