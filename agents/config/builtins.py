@@ -69,7 +69,7 @@ def prometheus_server() -> MCPServerConfig:
     )
 
 
-def builtin_mcp_servers(env: dict[str, str] | None = None) -> dict[str, MCPServerConfig]:
+def builtin_mcp_servers(env: Mapping[str, str] | None = None) -> dict[str, MCPServerConfig]:
     """Prometheus only where PROMETHEUS_URL names one: without it the server cannot start and would show as down."""
     env = os.environ if env is None else env
     return ({"prometheus-server": prometheus_server()} if env.get("PROMETHEUS_URL") else {}) | {

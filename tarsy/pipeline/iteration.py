@@ -54,12 +54,12 @@ def _stop_status(execution: AgentExecution) -> tuple[str, str] | None:
     return None
 
 
-def _nothing_to_do(execution: AgentExecution | None, execution_id: Any, iteration: int) -> bool:
+def _nothing_to_do(execution: AgentExecution, iteration: int) -> bool:
     """A finished execution, an iteration already done or out of order, or one another task holds."""
-    if execution is None or execution.is_terminal or execution.iterations_completed >= iteration:
+    if execution.is_terminal or execution.iterations_completed >= iteration:
         return True
     if iteration != execution.iterations_completed + 1:
-        log.warning("execution %s: iteration %s out of order (completed %s)", execution_id, iteration,
+        log.warning("execution %s: iteration %s out of order (completed %s)", execution.id, iteration,
                     execution.iterations_completed)
         return True
     lease = execution.lease_expires_at
@@ -72,7 +72,7 @@ def iteration_begin(execution_id: Any, iteration: int) -> AgentExecution | None:
     to do (finished, done, out of order, held by another task) or the execution must stop instead (it is ended)."""
     with transaction.atomic():
         execution = executions.execution_lock_for_iteration(execution_id=execution_id)
-        if _nothing_to_do(execution, execution_id, iteration):
+        if execution is None or _nothing_to_do(execution, iteration):
             return None
         stop = _stop_status(execution)
         if stop is None:
@@ -83,12 +83,9 @@ def iteration_begin(execution_id: Any, iteration: int) -> AgentExecution | None:
 
 
 def _claim(execution: AgentExecution, iteration: int) -> None:
-    """Take the lease; an interrupted attempt's rows go first. Sets `next_event_sequence` for the recorder
-    (None: numbering continues after what the discard left, which the recorder looks up)."""
-    execution.next_event_sequence = (execution.last_event_sequence or 0) + 1
+    """Take the lease; an interrupted attempt's rows go first."""
     if execution.current_iteration == iteration:
         executions.iteration_discard(execution_id=execution.id, iteration=iteration)
-        execution.next_event_sequence = None
     executions.execution_claim_iteration(execution=execution, iteration=iteration, now=timezone.now())
 
 
@@ -102,7 +99,7 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
     if execution is None:
         return None
     recorder = DbRecorder(session_id=execution.session_id, stage_id=execution.stage_id, execution_id=execution.id,
-                          iteration=iteration, next_event_sequence=execution.next_event_sequence)
+                          iteration=iteration)
     started = time.monotonic()
     try:
         ctx = build_execution_context(execution, iteration, recorder, stop_checked=True)

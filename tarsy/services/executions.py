@@ -23,15 +23,11 @@ from tarsy.models import (
     OccurrenceKind,
     SessionStatus,
     StageKind,
-    TimelineEvent,
 )
 
 from . import interactions, messages, timeline
 from .recorder import HEARTBEAT_INTERVAL_S, WriteBatch
 
-# Read with the claim: the recorder numbers this iteration's timeline events without a lookup of its own.
-_LAST_EVENT_SEQUENCE = Subquery(TimelineEvent.objects.filter(execution_id=OuterRef("pk"))
-                                .order_by("-sequence_number").values("sequence_number")[:1])
 # Read with the claim too: most sessions never have related alerts, and their steps skip looking for new ones.
 _LATEST_RELATED_ALERT = Subquery(AlertOccurrence.objects.filter(session_id=OuterRef("session_id"),
                                                                 kind=OccurrenceKind.RELATED)
@@ -39,11 +35,10 @@ _LATEST_RELATED_ALERT = Subquery(AlertOccurrence.objects.filter(session_id=Outer
 
 
 def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
-    """The execution under its row lock (call inside a transaction), with its stage and session, its last
-    timeline sequence number (`last_event_sequence`) and its session's latest related alert
-    (`latest_related_alert`, None when there is none), in one statement; None when there is no such execution."""
+    """The execution under its row lock (call inside a transaction), with its stage and session and its session's
+    latest related alert (`latest_related_alert`, None when there is none); None when there is no such execution."""
     return (AgentExecution.objects.select_for_update(of=("self",)).select_related("stage", "session")
-            .annotate(last_event_sequence=_LAST_EVENT_SEQUENCE, latest_related_alert=_LATEST_RELATED_ALERT)
+            .annotate(latest_related_alert=_LATEST_RELATED_ALERT)
             .filter(id=execution_id).first())
 
 

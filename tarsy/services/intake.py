@@ -85,8 +85,8 @@ def _deliver(*, source: str, batch: Batch, author: str) -> DeliveryResult:
                                 "occurrence_count": receipt.session.occurrence_count,
                                 "deduplicated": receipt.deduplicated, "related": receipt.related,
                                 "warnings": warnings})
-    for item in batch.resolved:
-        result.resolved.append(session_resolve_alert(source=source, resolution=item))
+    for resolution in batch.resolved:
+        result.resolved.append(session_resolve_alert(source=source, resolution=resolution))
     return result
 
 

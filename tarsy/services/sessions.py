@@ -144,9 +144,7 @@ def session_receive(
             occurrences.alert_identity_lock(alert_type=alert.alert_type, chain_id=alert.chain_id,
                                             fingerprint=alert.fingerprint if alert.dedup_window is not None else "",
                                             group_key=alert.group_key)
-            receipt = _attach_to_existing(alert)
-            if receipt is None:
-                receipt = AlertReceipt(session=_session_create(alert))
+            receipt = _attach_to_existing(alert) or AlertReceipt(session=_session_create(alert))
     if not (receipt.deduplicated or receipt.related):
         SESSIONS_SUBMITTED.labels(alert.alert_type).inc()
     return receipt

@@ -22,9 +22,13 @@ import itertools
 import logging
 import weakref
 from collections.abc import Iterable, Iterator
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from django.conf import settings
+
+if TYPE_CHECKING:
+    import redis.asyncio as redis
+    from redis.asyncio.client import PubSub
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +70,8 @@ class Fanout:
     def __init__(self) -> None:
         self._sinks: dict[str, set[Sink]] = {}
         self._subscribed: set[str] = set()  # channels subscribed on Redis
-        self._client = None
-        self._pubsub = None
+        self._client: redis.Redis | None = None
+        self._pubsub: PubSub | None = None
         self._reader: asyncio.Task | None = None
         self._lock = asyncio.Lock()  # subscribe/unsubscribe commands one at a time
         self._local: asyncio.Queue | None = None  # embedded mode: frames handed over by the in-process worker
@@ -143,7 +147,8 @@ class Fanout:
                 reader.cancel()
             pubsub, client, self._pubsub, self._client = self._pubsub, self._client, None, None
             await pubsub.aclose()
-            await client.aclose()
+            if client is not None:
+                await client.aclose()
 
     async def _read(self) -> None:
         """The one reader of this process: each frame is decoded once, then written to the local sockets."""

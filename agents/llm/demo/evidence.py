@@ -367,10 +367,10 @@ def parse_node(text: str) -> NodeFact | None:
 def listed_names(text: str) -> list[str]:
     """The NAME column of a `resources_list` table."""
     lines = [line for line in text.splitlines() if line.strip()]
-    header = next((line for line in lines if re.search(r"\bNAME\b", line)), "")
-    if not header:
+    column = next((match for line in lines if (match := re.search(r"\bNAME\b", line))), None)
+    if column is None:
         return []
-    start = re.search(r"\bNAME\b", header).start()
+    header, start = column.string, column.start()
     return [line[start:].split()[0] for line in lines[lines.index(header) + 1 :] if len(line) > start]
 
 

@@ -35,10 +35,9 @@ log = logging.getLogger(__name__)
 
 
 class DbRecorder:
-    def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int,
-                 next_event_sequence: int | None = None):
+    def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int):
         self.batch = WriteBatch(session_id=session_id, stage_id=stage_id, execution_id=execution_id,
-                                iteration=iteration, next_event_sequence=next_event_sequence)
+                                iteration=iteration)
         self.stream = LiveStream(session_id=session_id)
 
     def flush(self) -> None:

@@ -39,16 +39,13 @@ def _rows_create(rows: list[Model]) -> None:
 
 
 class WriteBatch:
-    def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int,
-                 next_event_sequence: int | None = None):
-        """`next_event_sequence`: the execution's next timeline sequence number, when the caller has read it (the
-        claim does); looked up otherwise."""
+    def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int):
         self.session_id = session_id
         self.stage_id = stage_id
         self.execution_id = execution_id
         self.iteration = iteration
         self.usage = interactions.UsageTally()  # the whole iteration's, not cleared by a write
-        self._next_event_sequence = next_event_sequence
+        self._next_event_sequence: int | None = None  # looked up at the first timeline event
         self._conversation: list[ConversationMessage] | None = None  # read at first use, with the next number
         self._next_message_sequence = 1
         self._writes: list[Callable[[], Any]] = []
