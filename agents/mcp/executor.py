@@ -54,10 +54,13 @@ def _call_metadata(server: str, tool: str, **fields: Any) -> dict[str, Any]:
 def coerce_arguments(raw: Any, parameters: dict[str, Any]) -> dict[str, Any]:
     """Turn an Action Input that was not a JSON object into tool arguments.
 
-    JSON object → as is; a tool with exactly one parameter → that parameter; otherwise {"input": raw}.
+    JSON object → as is; one value (raw text, or the `{"input": …}` a bare scalar or list is parsed into) for a tool
+    with exactly one parameter → that parameter; otherwise {"input": raw}.
     """
+    properties = parameters.get("properties") or {}
+    single = len(properties) == 1 and "input" not in properties
     if isinstance(raw, dict):
-        return raw
+        return _one_argument(properties, raw["input"]) if single and set(raw) == {"input"} else raw
     text = "" if raw is None else str(raw).strip()
     if not text:
         return {}
@@ -67,12 +70,14 @@ def coerce_arguments(raw: Any, parameters: dict[str, Any]) -> dict[str, Any]:
         parsed = None
     if isinstance(parsed, dict):
         return parsed
-    properties = parameters.get("properties") or {}
-    if len(properties) == 1:
-        (name, schema), = properties.items()
-        wants_string = isinstance(schema, dict) and schema.get("type") == "string"
-        return {name: text if wants_string or parsed is None else parsed}
-    return {"input": text}
+    return _one_argument(properties, text if parsed is None else parsed) if single else {"input": text}
+
+
+def _one_argument(properties: dict[str, Any], value: Any) -> dict[str, Any]:
+    """The value as the tool's only parameter; a string parameter gets text (`42` → "42")."""
+    (name, schema), = properties.items()
+    wants_string = isinstance(schema, dict) and schema.get("type") == "string"
+    return {name: json.dumps(value) if wants_string and not isinstance(value, str) else value}
 
 
 class MCPToolExecutor:
