@@ -8,12 +8,14 @@ import json
 import pytest
 
 from controllers.base import StepStatus
-from tarsy.models import AgentExecution
+from tarsy.models import AgentExecution, TimelineEvent
+from tarsy.pipeline.finish import session_finish
 from tests.fakes.fake_gemini import FakeGemini, function_call
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.support.configdir import scripted_provider
 
 from .conftest import (
+    ALERT_TYPE,
     interactions,
     messages,
     only_execution,
@@ -48,7 +50,7 @@ def test_the_conversation_moves_to_the_fallback_without_the_first_providers_stat
                 "base_url": f"{openai.url}/v1"},
     }, agents={"SreAgent": {"mcp_servers": ["k8s"], "llm_provider": "gemini", "fallback_providers": ["gpt"]}})
     gemini.queue({"parts": [function_call("k8s__get_pods", {"namespace": "prod"}, signature=SIGNATURE)]},
-                 {"status": 503, "message": "the model is overloaded"})
+                 *[{"status": 503, "message": "the model is overloaded"}] * 3)  # the attempt and its two retries
     openai.queue({"text": FINAL})
     execution = only_execution(start_session())
 
@@ -99,3 +101,23 @@ def test_a_fallback_that_calls_tools_keeps_the_execution_and_its_timeline_marked
     assert {e.event_type for e in answered} >= {"llm_tool_call", "final_analysis"}
     assert all(e.metadata.get("fallback_provider") == "backup" for e in answered), [
         (e.event_type, e.metadata) for e in answered]
+
+
+def test_an_executive_summary_answered_by_a_fallback_leaves_the_same_warning_as_an_iteration(configure):
+    overloaded = {"error": {"message": "model overloaded", "code": "server_error", "retryable": True}}
+    summary = "web-1 lacks its configmap."
+    chain = {"alert_types": [ALERT_TYPE], "fallback_providers": ["backup"],
+             "stages": [{"name": "investigate", "agents": [{"name": "SreAgent"}]}]}
+    configure({"SreAgent": [f"Thought: Seen enough.\nFinal Answer: {FINAL}"], "executive_summary": [overloaded]},
+              providers={"backup": scripted_provider({"executive_summary": [summary]})}, chains={"ctrl": chain})
+    session = start_session()
+    run_to_end(only_execution(session).id)
+
+    session_finish(session_id=session.id)
+
+    session.refresh_from_db()
+    assert (session.status, session.executive_summary) == ("completed", summary)
+    (warning,) = TimelineEvent.objects.filter(session=session, execution__isnull=True, event_type="error")
+    assert warning.metadata == {"code": "server_error", "retryable": True, "warning": True, "provider": "scripted",
+                                "fallback_provider": "backup"}
+    assert warning.content == "LLM provider scripted failed (server_error: model overloaded); continuing on backup"
