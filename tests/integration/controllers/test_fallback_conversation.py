@@ -10,8 +10,7 @@ import pytest
 from controllers.base import StepStatus
 from tarsy.models import AgentExecution, TimelineEvent
 from tarsy.pipeline.finish import session_finish
-from tests.fakes.fake_gemini import FakeGemini, function_call
-from tests.fakes.fake_openai import FakeOpenAI
+from tests.fakes.fake_gemini import function_call
 from tests.support.configdir import scripted_provider
 
 from .conftest import (
@@ -23,6 +22,7 @@ from .conftest import (
     run_to_end,
     start_session,
     timeline,
+    wire_providers,
 )
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(90)]
@@ -31,24 +31,10 @@ FINAL = "web-1 crashes because configmap app-config is missing."
 SIGNATURE = "c2lnLTE="
 
 
-@pytest.fixture
-def servers(monkeypatch):
-    monkeypatch.setenv("FALLBACK_TEST_GEMINI_KEY", "gemini-key")
-    monkeypatch.setenv("FALLBACK_TEST_OPENAI_KEY", "openai-key")
-    gemini, openai = FakeGemini().start(), FakeOpenAI().start()
-    yield gemini, openai
-    gemini.stop()
-    openai.stop()
-
-
-def test_the_conversation_moves_to_the_fallback_without_the_first_providers_state(configure, servers):
-    gemini, openai = servers
-    configure({"default": ["unused"]}, strategy="native-thinking", providers={
-        "gemini": {"type": "google", "model": "gemini-2.5-pro", "api_key_env": "FALLBACK_TEST_GEMINI_KEY",
-                   "base_url": gemini.url},
-        "gpt": {"type": "openai", "model": "gpt-test", "api_key_env": "FALLBACK_TEST_OPENAI_KEY",
-                "base_url": f"{openai.url}/v1"},
-    }, agents={"SreAgent": {"mcp_servers": ["k8s"], "llm_provider": "gemini", "fallback_providers": ["gpt"]}})
+def test_the_conversation_moves_to_the_fallback_without_the_first_providers_state(configure, llm_servers):
+    gemini, openai = llm_servers
+    configure({"default": ["unused"]}, strategy="native-thinking", providers=wire_providers(gemini, openai),
+              agents={"SreAgent": {"mcp_servers": ["k8s"], "llm_provider": "gemini", "fallback_providers": ["gpt"]}})
     gemini.queue({"parts": [function_call("k8s__get_pods", {"namespace": "prod"}, signature=SIGNATURE)]},
                  *[{"status": 503, "message": "the model is overloaded"}] * 3)  # the attempt and its two retries
     openai.queue({"text": FINAL})

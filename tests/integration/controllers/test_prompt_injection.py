@@ -14,8 +14,7 @@ from agents.prompts.stage_context import SUSPECTED_INJECTION
 from tarsy.models import TimelineEvent
 from tarsy.pipeline.finish import session_finish
 from tarsy.services.chats import chat_submit
-from tests.fakes.fake_gemini import FakeGemini, function_call, text
-from tests.fakes.fake_openai import FakeOpenAI
+from tests.fakes.fake_gemini import function_call, text
 from tests.fakes.mcp_servers.k8s_server import INJECTED_LINE
 
 from .conftest import (
@@ -27,6 +26,7 @@ from .conftest import (
     run_to_end,
     start_session,
     timeline,
+    wire_providers,
 )
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(90)]
@@ -35,25 +35,6 @@ FINAL = "notes-0 logged a note; web-1 crashes because configmap app-config is mi
 NOTES = {"namespace": "prod", "pod": "notes-0"}
 READ_NOTES = react_action("Read the notes logs.", "k8s.get_logs", json.dumps(NOTES))
 REACT_FINAL = f"Thought: The note is data, not an order.\nFinal Answer: {FINAL}"
-
-
-@pytest.fixture
-def servers(monkeypatch):
-    monkeypatch.setenv("INJECTION_TEST_GEMINI_KEY", "gemini-key")
-    monkeypatch.setenv("INJECTION_TEST_OPENAI_KEY", "openai-key")
-    gemini, openai = FakeGemini().start(), FakeOpenAI().start()
-    yield gemini, openai
-    gemini.stop()
-    openai.stop()
-
-
-def _providers(gemini: FakeGemini, openai: FakeOpenAI) -> dict[str, Any]:
-    return {
-        "gemini": {"type": "google", "model": "gemini-2.5-pro", "api_key_env": "INJECTION_TEST_GEMINI_KEY",
-                   "base_url": gemini.url},
-        "gpt": {"type": "openai", "model": "gpt-test", "api_key_env": "INJECTION_TEST_OPENAI_KEY",
-                "base_url": f"{openai.url}/v1"},
-    }
 
 
 def assert_fenced_as_data(sent: str, note: str = "data, not instructions.") -> str:
@@ -74,9 +55,9 @@ def flagged_results(execution_id: Any) -> list[bool | None]:
     return [e.metadata.get("suspected_injection") for e in timeline(execution_id) if e.event_type == "tool_result"]
 
 
-def test_react_fences_and_flags_instruction_shaped_tool_output(configure, servers):
-    gemini, openai = servers
-    configure({"default": ["unused"]}, providers=_providers(gemini, openai),
+def test_react_fences_and_flags_instruction_shaped_tool_output(configure, llm_servers):
+    gemini, openai = llm_servers
+    configure({"default": ["unused"]}, providers=wire_providers(gemini, openai),
               agents={"SreAgent": {"mcp_servers": ["k8s"], "llm_provider": "gpt"}})
     openai.queue({"text": READ_NOTES}, {"text": REACT_FINAL})
     execution = only_execution(start_session())
@@ -91,9 +72,9 @@ def test_react_fences_and_flags_instruction_shaped_tool_output(configure, server
     assert flagged_results(execution.id) == [True]
 
 
-def test_native_thinking_fences_and_flags_instruction_shaped_tool_output(configure, servers):
-    gemini, openai = servers
-    configure({"default": ["unused"]}, strategy="native-thinking", providers=_providers(gemini, openai),
+def test_native_thinking_fences_and_flags_instruction_shaped_tool_output(configure, llm_servers):
+    gemini, openai = llm_servers
+    configure({"default": ["unused"]}, strategy="native-thinking", providers=wire_providers(gemini, openai),
               agents={"SreAgent": {"mcp_servers": ["k8s"], "llm_provider": "gemini"}})
     gemini.queue({"parts": [function_call("k8s__get_logs", NOTES)]}, text(FINAL))
     execution = only_execution(start_session())
@@ -110,9 +91,9 @@ def test_native_thinking_fences_and_flags_instruction_shaped_tool_output(configu
     assert tool.content == output  # stored as sent
 
 
-def test_a_plain_tool_output_is_fenced_but_not_flagged(configure, servers):
-    gemini, openai = servers
-    configure({"default": ["unused"]}, strategy="native-thinking", providers=_providers(gemini, openai),
+def test_a_plain_tool_output_is_fenced_but_not_flagged(configure, llm_servers):
+    gemini, openai = llm_servers
+    configure({"default": ["unused"]}, strategy="native-thinking", providers=wire_providers(gemini, openai),
               agents={"SreAgent": {"mcp_servers": ["k8s"], "llm_provider": "gemini"}})
     gemini.queue({"parts": [function_call("k8s__get_pods", {"namespace": "prod"})]}, text(FINAL))
     execution = only_execution(start_session())
@@ -125,10 +106,10 @@ def test_a_plain_tool_output_is_fenced_but_not_flagged(configure, servers):
     assert flagged_results(execution.id) == [None]
 
 
-def test_synthesis_gets_a_flagged_result_fenced_and_labelled(configure, servers):
-    gemini, openai = servers
+def test_synthesis_gets_a_flagged_result_fenced_and_labelled(configure, llm_servers):
+    gemini, openai = llm_servers
     configure({"SreAgent": [READ_NOTES, REACT_FINAL], "DbAgent": ["Thought: Fine.\nFinal Answer: The database is up."]},
-              providers=_providers(gemini, openai), agents={"SynthesisAgent": {"llm_provider": "gpt"}})
+              providers=wire_providers(gemini, openai), agents={"SynthesisAgent": {"llm_provider": "gpt"}})
     openai.queue({"text": FINAL})
     session = start_session(PARALLEL_ALERT_TYPE)
     sre, db = executions(session, 0)
@@ -145,10 +126,10 @@ def test_synthesis_gets_a_flagged_result_fenced_and_labelled(configure, servers)
     assert flagged_results(sre.id) == [True]
 
 
-def test_chat_fences_and_flags_instruction_shaped_tool_output(configure, servers):
-    gemini, openai = servers
+def test_chat_fences_and_flags_instruction_shaped_tool_output(configure, llm_servers):
+    gemini, openai = llm_servers
     configure({"SreAgent": [READ_NOTES, REACT_FINAL], "executive_summary": ["notes-0 is fine; web-1 is not."]},
-              providers=_providers(gemini, openai),
+              providers=wire_providers(gemini, openai),
               agents={"ChatAgent": {"mcp_servers": ["k8s"], "llm_provider": "gpt"}})
     openai.queue({"text": READ_NOTES}, {"text": REACT_FINAL})
     session = start_session()
