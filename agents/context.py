@@ -142,6 +142,7 @@ class ToolResult:
     is_error: bool = False
     summarized: bool = False
     evidence_id: str = ""  # E<n>: shown to the model next to the content, cited by the analysis
+    suspected_injection: bool = False  # the output reads like instructions (agents.prompts.injection)
 
 
 class ToolExecutor(Protocol):

@@ -40,7 +40,7 @@ TOOL_CALL_EVENTS = (TimelineEventType.LLM_TOOL_CALL, TimelineEventType.MCP_TOOL_
 TOOL_RESULT_EVENTS = (TimelineEventType.TOOL_RESULT, TimelineEventType.MCP_TOOL_SUMMARY)
 
 TextSource = Literal["native", "react"]  # the model's own reasoning/text, or parsed from a ReAct reply
-ErrorSource = Literal["native", "react", "mcp", "summarization"]
+ErrorSource = Literal["native", "react", "mcp", "summarization", "alert"]
 
 
 def _stored(info: ValidationInfo) -> bool:
@@ -146,6 +146,7 @@ class ToolResultMetadata(ToolRef):
     summarized: bool | None = None
     tool_call_id: str | None = None
     evidence_id: str | None = None
+    suspected_injection: bool | None = None  # reads like instructions to the model (agents.prompts.injection)
 
 
 class ToolSummaryMetadata(ToolRef):
@@ -170,6 +171,7 @@ class ErrorMetadata(EventMetadata):
     warning: bool | None = None
     provider: str | None = None  # the LLM provider that failed
     fallback_provider: str | None = None  # the provider the call continued on
+    suspected_injection: bool | None = None  # the alert reads like instructions to the model
 
     @property
     def qualified_name(self) -> str:

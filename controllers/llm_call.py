@@ -50,6 +50,15 @@ class LLMCallResult:
         return bool(self.error and self.error.code in TIMEOUT_CODES)
 
 
+def fallback_warning(failed: RecordedCall, to: LLMTarget) -> tuple[str, dict]:
+    """The timeline warning (content, metadata) that a call moved from a failed provider to the next one: every
+    recorded call that falls back says it the same way (iterations here, the executive summary on the session)."""
+    error = failed.error or ErrorChunk(message="failed")  # only a failed call falls back
+    return (f"LLM provider {failed.target.name} failed ({error.code}: {error.message}); continuing on {to.name}",
+            event_metadata(TimelineEventType.ERROR, code=error.code, retryable=error.retryable, warning=True,
+                           provider=failed.target.name, fallback_provider=to.name))
+
+
 class _TimelineStream:
     """Streams one call's thinking and text deltas into timeline events; stops when the session must stop."""
 
@@ -88,13 +97,7 @@ class _TimelineStream:
         if self.text_event_id is not None:
             self._recorder.complete_event(self.text_event_id, failed.response.text, status=status)
         self.thinking_event_id = self.text_event_id = None
-        error = failed.error or ErrorChunk(message="failed")  # only a failed call falls back
-        self._recorder.add_event(
-            TimelineEventType.ERROR,
-            f"LLM provider {failed.target.name} failed ({error.code}: {error.message}); continuing on {to.name}",
-            event_metadata(TimelineEventType.ERROR, code=error.code, retryable=error.retryable, warning=True,
-                           provider=failed.target.name, fallback_provider=to.name),
-            status="failed")
+        self._recorder.add_event(TimelineEventType.ERROR, *fallback_warning(failed, to), status="failed")
         self._ctx.fallback_provider = to.name if to.name != self._ctx.config.configured_provider_name else None
         if self._ctx.provider_switched is not None:
             self._ctx.provider_switched(to, to.family != failed.target.family)

@@ -3,7 +3,9 @@ or — when no structure fits — the raw text.
 
 Models write arguments in many shapes: a JSON object; `key: value` lines; `key=value, key2=value2`; both mixed on
 one line (`namespace: kube-system, pod=coredns-abc`); `key=v key2=v2`; and sometimes an invented tool result after
-them. Values written as JSON (`3`, `true`, `["a","b"]`) arrive typed, everything else as text. A reply is
+them. Values written as JSON (`3`, `true`, `["a","b"]`) or as a literal in any case (`True`, `NULL`, `None`) arrive
+typed, everything else as text; a bare scalar or list (`42`, `["a","b"]`) is the `{"input": …}` of a one-argument
+call. A reply is
 untrusted text, so every step is linear in its length (no backtracking-prone regex) and YAML is loaded only
 when small, shallow and alias-free.
 """
@@ -52,6 +54,9 @@ def parse_action_input(raw: str) -> dict[str, Any] | str:
     text = _cut_invented(text)
     if not text:
         return {}
+    literal, value = _literal(text)
+    if literal and not isinstance(value, dict):
+        return {"input": value}  # a bare `42`, `"web-1"`, `true` or `["a", "b"]`: one argument, as raw text is
     if len(text) > MAX_STRUCTURED_CHARS:
         return text
     parsers = (_yaml_block, _pairs, _yaml_flow) if _has_block_structure(text) else (_pairs, _yaml_flow)
@@ -207,7 +212,11 @@ def _pairs(text: str) -> dict[str, Any] | None:
 
 
 def _continues_selector(value: list[str], match: re.Match[str]) -> bool:
-    return match.group("sep") == "=" and _EQUALS_PAIR.match(value[0].strip()) is not None
+    """`key=v` right after a comma, in a value that is itself `k=v`, is the next term of a selector
+    (`labels=app=web,tier=frontend`); after a comma and a space it is the next pair (`labels=app=nginx, replicas=3`)."""
+    piece = match.string
+    return (match.group("sep") == "=" and _EQUALS_PAIR.match(value[0].strip()) is not None
+            and not piece[1:2].isspace())
 
 
 def _pair_values(match: re.Match[str], piece: str) -> list[tuple[str, list[str]]]:
@@ -226,10 +235,23 @@ def _pair_values(match: re.Match[str], piece: str) -> list[tuple[str, list[str]]
     return pairs
 
 
+# Literals models write in other languages' spelling (`True`, `FALSE`, `NULL`, `None`): the values they mean.
+_WORD_LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None, "none": None}
+
+
+def _literal(text: str) -> tuple[bool, Any]:
+    """A JSON value, or a true/false/null/none literal in any case; (False, None) for anything else."""
+    word = text.lower()
+    if word in _WORD_LITERALS:
+        return True, _WORD_LITERALS[word]
+    return _json_value(text)
+
+
 def _typed(value: str) -> Any:
-    """A value written as JSON keeps its type (`3`, `true`, `["a","b"]`); quotes around text are dropped."""
+    """A value written as JSON or as a literal in any case keeps its type (`3`, `True`, `NULL`, `["a","b"]`);
+    quotes around text are dropped."""
     value = value.strip().rstrip(",;").strip()
-    ok, parsed = _json_value(value)
+    ok, parsed = _literal(value)
     if ok:
         return parsed
     if value[:1] in ("[", "{"):

@@ -87,6 +87,13 @@ class LLMProviderConfig(_Strict):
     latency_ms: int = Field(default=0, ge=0)
     chunk_size: int = Field(default=0, ge=0)
 
+    @property
+    def self_hosted(self) -> bool:
+        """An OpenAI-compatible server of your own (Ollama, vLLM, LM Studio): `type: openai` with a `base_url` and
+        no `api_key_env`. No key is read or sent (OPENAI_API_KEY never goes to a URL it was not named for), and
+        no vendor price applies: its cost is unknown unless `pricing` is set."""
+        return self.type == "openai" and bool(self.base_url) and not self.api_key_env
+
     @model_validator(mode="after")
     def _check_type_fields(self) -> LLMProviderConfig:
         if self.type not in ("demo", "scripted") and not self.model:

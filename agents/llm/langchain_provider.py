@@ -47,6 +47,8 @@ DEFAULT_API_KEY_ENV = {
 XAI_BASE_URL = "https://api.x.ai/v1"
 ANTHROPIC_MAX_TOKENS = 16384  # Anthropic requires max_tokens; large enough for a full analysis
 HTTP_TIMEOUT_S = 600.0  # bounds a worker thread on a dead connection; the request deadline is enforced separately
+# The OpenAI SDK refuses to start without a key; a self-hosted server ignores what it gets, so it gets this.
+SELF_HOSTED_API_KEY = "no-key"
 STATE_KEY = "langchain"  # our namespace inside ConversationMessage.provider_state
 # LangChain integrations keep vendor state (e.g. Gemini thought signatures) in additional_kwargs under
 # "__"-prefixed keys; they are persisted with the message and replayed on the next request.
@@ -247,7 +249,7 @@ class LangChainProvider:
         yield from generate_with_retries(
             start,
             deadline=request.deadline,
-            classify=classify_exception,
+            classify=self._classify,
             policy=self._policy,
             label=f"{self.name}/{self._cfg.model}",
         )
@@ -258,7 +260,17 @@ class LangChainProvider:
                 self._model = build_chat_model(self._cfg, self._api_key())
             return self._model
 
+    def _classify(self, exc: BaseException) -> ProviderError:
+        """As every SDK error, plus the server's address when it could not be reached: with a self-hosted model
+        that is the first thing to check (is it running, is the URL right)."""
+        error = classify_exception(exc)
+        if error.code == "connection" and self._cfg.base_url:
+            error.message = f"cannot reach the LLM server at {self._cfg.base_url} ({error.message})"
+        return error
+
     def _api_key(self) -> str:
+        if self._cfg.self_hosted:
+            return SELF_HOSTED_API_KEY
         env = self._cfg.api_key_env or DEFAULT_API_KEY_ENV.get(self._cfg.type, "")
         key = os.environ.get(env, "") if env else ""
         if not key and self._cfg.type != "vertexai":  # Vertex AI may use application default credentials

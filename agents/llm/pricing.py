@@ -45,11 +45,15 @@ def bundled_price(model: str) -> ModelPricing | None:
 
 
 def price_for(provider: LLMProviderConfig, model: str | None = None) -> ModelPricing | None:
-    """The provider's own `pricing` wins; then free for local providers; then the snapshot by model name."""
+    """The provider's own `pricing` wins; then free for the in-process demo; then the snapshot by model name — except
+    for a self-hosted server, whose hardware no snapshot knows the price of (a model it serves may share a vendor
+    model's name)."""
     if provider.pricing is not None:
         return provider.pricing
     if provider.type in FREE_TYPES:
         return FREE
+    if provider.self_hosted:
+        return None
     return bundled_price(model or provider.model) if (model or provider.model) else None
 
 

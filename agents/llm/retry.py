@@ -2,8 +2,8 @@
 
 A provider adapter supplies one attempt (a callable returning the SDK stream
 already mapped to our chunks) and a classifier for its SDK's exceptions;
-`generate_with_retries` owns everything else: the deadline, rate-limit backoff,
-empty-answer retries, and the rule that a stream the caller has already seen is
+`generate_with_retries` owns everything else: the deadline, backoff on a rate
+limit (429) or a server error (5xx), empty-answer retries, and the rule that a stream the caller has already seen is
 never restarted. It never raises: every failure ends in one final ErrorChunk.
 """
 
@@ -32,9 +32,13 @@ BACKOFF_BASE_S = float(os.environ.get("TARSY_LLM_BACKOFF_BASE_S", "2.0"))
 BACKOFF_MAX_S = 30.0  # never wait longer than a typical iteration budget allows
 EMPTY_RETRY_DELAY_S = float(os.environ.get("TARSY_LLM_EMPTY_RETRY_DELAY_S", "3.0"))  # empty answers are flukes
 MAX_RETRIES = 3  # per failure kind; after that the caller decides (it sees ErrorChunk.retryable)
+# A 5xx is usually one overloaded or restarting replica: worth two retries with the same backoff, but not the
+# 14 s a third would cost before a configured fallback provider may take over.
+MAX_SERVER_ERROR_RETRIES = 2
 MIN_ATTEMPT_S = 1.0  # a retry with less time than this before the deadline cannot produce an answer
 
 RATE_LIMIT = "rate_limit"
+SERVER_ERROR = "server_error"
 DEADLINE_EXCEEDED = "deadline_exceeded"
 EMPTY_RESPONSE = "empty_response"
 
@@ -59,6 +63,7 @@ class RetryPolicy:
     """How many times and how long to wait; tests pass tiny delays."""
 
     rate_limit_retries: int = MAX_RETRIES
+    server_error_retries: int = MAX_SERVER_ERROR_RETRIES
     empty_retries: int = MAX_RETRIES
     backoff_base_s: float = BACKOFF_BASE_S
     backoff_max_s: float = BACKOFF_MAX_S
@@ -81,7 +86,7 @@ def error_for_status(status: int, message: str) -> ProviderError:
     if status == 408:
         return ProviderError(message, "timeout", True)
     if status >= 500:
-        return ProviderError(message, "server_error", True)
+        return ProviderError(message, SERVER_ERROR, True)
     if status == 404:
         return ProviderError(message, "not_found", False)
     return ProviderError(message, "bad_request", False)
@@ -219,7 +224,9 @@ def generate_with_retries(
     Usage of discarded attempts is still yielded: those tokens were paid for.
     """
     policy = policy or RetryPolicy()
-    rate_limited = empties = 0
+    empties = 0
+    backoff_budget = {RATE_LIMIT: policy.rate_limit_retries, SERVER_ERROR: policy.server_error_retries}
+    backed_off = dict.fromkeys(backoff_budget, 0)  # retries so far, per failure kind that backs off
     spent: list[Chunk] = []
     while True:
         outcome = yield from _attempt(start, deadline, classify)
@@ -234,9 +241,11 @@ def generate_with_retries(
             empties += 1
         else:
             error = outcome.error
-            retry_allowed = error.code == RATE_LIMIT and rate_limited < policy.rate_limit_retries
-            delay = policy.backoff(rate_limited)
-            rate_limited += error.code == RATE_LIMIT
+            retries = backed_off.get(error.code)
+            retry_allowed = retries is not None and retries < backoff_budget[error.code]
+            delay = policy.backoff(retries or 0)
+            if retries is not None:
+                backed_off[error.code] = retries + 1
         if outcome.visible or not retry_allowed:
             yield from spent
             yield error.as_chunk()

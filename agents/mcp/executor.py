@@ -4,7 +4,8 @@ Order for every call: event start → pooled call (bounded by the server's call
 timeout and the step's deadline) → masking, before anything is stored, shown
 or returned → display event → optional summarization → MCP interaction record
 (so its `summarized` flag is the truth) → `tool_result` event with what the LLM
-sees, under a new evidence id the analysis cites. No failure raises: unknown
+sees, under a new evidence id the analysis cites, marked `suspected_injection`
+when the output reads like instructions to the model. No failure raises: unknown
 tools, dead servers and timeouts become error results the controller turns into
 observations. The server gets the arguments
 the model wrote; what is stored and shown of them is masked, like error text.
@@ -21,6 +22,7 @@ from agents.config.registry import TarsyConfig
 from agents.config.schema import MCPServerConfig
 from agents.context import MCPInteractionRecord, Recorder, ResolvedAgentConfig, ToolResult
 from agents.llm.types import ToolCall, ToolDefinition
+from agents.prompts.injection import injection_signals
 from agents.timeline_events import TimelineEventType, event_metadata
 
 from .client import CallResult, MCPError
@@ -54,10 +56,13 @@ def _call_metadata(server: str, tool: str, **fields: Any) -> dict[str, Any]:
 def coerce_arguments(raw: Any, parameters: dict[str, Any]) -> dict[str, Any]:
     """Turn an Action Input that was not a JSON object into tool arguments.
 
-    JSON object → as is; a tool with exactly one parameter → that parameter; otherwise {"input": raw}.
+    JSON object → as is; one value (raw text, or the `{"input": …}` a bare scalar or list is parsed into) for a tool
+    with exactly one parameter → that parameter; otherwise {"input": raw}.
     """
+    properties = parameters.get("properties") or {}
+    single = len(properties) == 1 and "input" not in properties
     if isinstance(raw, dict):
-        return raw
+        return _one_argument(properties, raw["input"]) if single and set(raw) == {"input"} else raw
     text = "" if raw is None else str(raw).strip()
     if not text:
         return {}
@@ -67,12 +72,14 @@ def coerce_arguments(raw: Any, parameters: dict[str, Any]) -> dict[str, Any]:
         parsed = None
     if isinstance(parsed, dict):
         return parsed
-    properties = parameters.get("properties") or {}
-    if len(properties) == 1:
-        (name, schema), = properties.items()
-        wants_string = isinstance(schema, dict) and schema.get("type") == "string"
-        return {name: text if wants_string or parsed is None else parsed}
-    return {"input": text}
+    return _one_argument(properties, text if parsed is None else parsed) if single else {"input": text}
+
+
+def _one_argument(properties: dict[str, Any], value: Any) -> dict[str, Any]:
+    """The value as the tool's only parameter; a string parameter gets text (`42` → "42")."""
+    (name, schema), = properties.items()
+    wants_string = isinstance(schema, dict) and schema.get("type") == "string"
+    return {name: json.dumps(value) if wants_string and not isinstance(value, str) else value}
 
 
 class MCPToolExecutor:
@@ -193,7 +200,8 @@ class MCPToolExecutor:
             success=not result.is_error, error_message=masked[:ERROR_MESSAGE_CAP_CHARS] if result.is_error else "",
             available_tools=names,
         ))
-        return self._finish(call, server, tool, content, is_error=result.is_error, summarized=summarized)
+        return self._finish(call, server, tool, content, is_error=result.is_error, summarized=summarized,
+                            output=masked)
 
     def _failed(self, call: ToolCall, server: str, tool: str, cfg: MCPServerConfig, arguments: Any,
                 names: list[str], event_id: int, exc: MCPError, duration_ms: int) -> ToolResult:
@@ -235,12 +243,19 @@ class MCPToolExecutor:
         return f"{note}\n{summary}", True
 
     def _finish(self, call: ToolCall, server: str, tool: str, content: str, *, is_error: bool,
-                summarized: bool) -> ToolResult:
+                summarized: bool, output: str | None = None) -> ToolResult:
+        """`output`: the whole masked output when `content` is a summary or a cut of it (what is checked for
+        instruction-shaped text: a summary may drop the words but not the intent)."""
         evidence = self._recorder.evidence_id()
+        signals = injection_signals(content if output is None else output)
+        if signals:
+            logger.warning("%s.%s returned instruction-shaped text (%s); flagged as a suspected injection",
+                           server, tool, ", ".join(signals))
         self._recorder.add_event(
             TimelineEventType.TOOL_RESULT, truncate(content, DISPLAY_CAP_CHARS, "Result truncated for display"),
             metadata=event_metadata(TimelineEventType.TOOL_RESULT, server_name=server, tool_name=tool,
                                     is_error=is_error, summarized=summarized, tool_call_id=call.id,
-                                    evidence_id=evidence),
+                                    evidence_id=evidence, suspected_injection=bool(signals) or None),
         )
-        return ToolResult(call=call, content=content, is_error=is_error, summarized=summarized, evidence_id=evidence)
+        return ToolResult(call=call, content=content, is_error=is_error, summarized=summarized, evidence_id=evidence,
+                          suspected_injection=bool(signals))

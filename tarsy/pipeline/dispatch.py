@@ -12,8 +12,11 @@ from collections.abc import Callable
 from django.db import transaction
 from django.utils import timezone
 
+from agents.prompts.injection import injection_signals
+from agents.timeline_events import TimelineEventType, event_metadata
 from tarsy.config import get_config
-from tarsy.services import sessions, stages
+from tarsy.models import AlertSession
+from tarsy.services import sessions, stages, timeline
 
 from .budget import daily_limit_reached
 
@@ -46,11 +49,26 @@ def dispatch_pending() -> list[str]:
         for session in sessions.sessions_pending_next(limit=free):
             if not sessions.session_claim(session=session, worker_id=worker_id(), now=now):
                 continue
+            _flag_instruction_shaped_alert(session)
             stages.stage_start_chain(session=session, chain_stage_index=0)
             started.append(str(session.id))
     if started:
         log.info("dispatched %d session(s): %s", len(started), ", ".join(started))
     return started
+
+
+def _flag_instruction_shaped_alert(session: AlertSession) -> None:
+    """Alert data that reads like instructions to the model is marked once, as the session's first event; every
+    prompt carries it fenced as data with a warning not to follow it (agents.prompts.builder)."""
+    signals = injection_signals(session.alert_data or "")
+    if not signals:
+        return
+    log.warning("alert of session %s reads like instructions to the model (%s)", session.id, ", ".join(signals))
+    timeline.timeline_event_create(
+        session_id=session.id, event_type=TimelineEventType.ERROR, status="failed",
+        content=f"Suspected prompt injection: the alert data reads like instructions to the model "
+                f"({', '.join(signals)}). The agents get it as data, with a warning not to follow it.",
+        metadata=event_metadata(TimelineEventType.ERROR, source="alert", warning=True, suspected_injection=True))
 
 
 def request_dispatch(*, send: Callable[[], object]) -> None:

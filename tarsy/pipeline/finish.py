@@ -11,8 +11,9 @@ from typing import Any
 
 from django.db import transaction
 
-from agents.llm.recorded import LLMTarget, call_with_fallback
-from agents.llm.types import LLMRequest
+from agents.llm.recorded import LLMTarget, RecordedCall, call_with_fallback
+from agents.llm.types import Chunk, LLMRequest
+from controllers.llm_call import fallback_warning
 from tarsy.config import get_config
 from tarsy.models import TERMINAL_EXEC_STATUSES, AlertSession, ExecStatus, SessionStatus, StageKind
 from tarsy.services import citations, interactions, quality, sessions, stages, timeline
@@ -63,6 +64,22 @@ def session_finish(*, session_id: Any) -> None:
         quality.score_on_completion(session_id=session.id)  # after the commit: the scorer reads the check
 
 
+class _SummaryFallbackWarning:
+    """Says on the session's timeline that the executive summary moved to a fallback provider, as an iteration
+    says it on its execution's timeline."""
+
+    def __init__(self, session_id: Any) -> None:
+        self._session_id = session_id
+
+    def chunk(self, chunk: Chunk) -> str | None:
+        return None  # the summary is not streamed and never stopped midway
+
+    def fell_back(self, failed: RecordedCall, to: LLMTarget) -> None:
+        content, metadata = fallback_warning(failed, to)
+        timeline.timeline_event_create(session_id=self._session_id, event_type="error", content=content,
+                                       metadata=metadata, status="failed")
+
+
 def _executive_summary(session: AlertSession, final_analysis: str) -> tuple[str, str]:
     """Its own recorded LLM call; a failure is recorded, never fails the session."""
     from agents.prompts.builder import executive_summary_messages
@@ -81,7 +98,8 @@ def _executive_summary(session: AlertSession, final_analysis: str) -> tuple[str,
                          max_output_tokens=EXECUTIVE_SUMMARY_MAX_TOKENS,
                          deadline=time.time() + EXECUTIVE_SUMMARY_TIMEOUT_S)
     call = call_with_fallback(request, targets, record=lambda record: interactions.llm_interaction_record(
-        session_id=session.id, execution_id=None, iteration=0, record=record))
+        session_id=session.id, execution_id=None, iteration=0, record=record),
+        observer=_SummaryFallbackWarning(session.id))
     error = call.error.message if call.error else ""
     if error:
         log.warning("executive summary for %s failed: %s", session.id, error)

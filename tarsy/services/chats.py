@@ -38,7 +38,7 @@ def chat_submit(*, session_id: Any, content: str, author: str) -> tuple[ChatUser
         session = session_get(session_id=session_id)
         session = AlertSession.objects.select_for_update().get(id=session.id)
         if not chat_available(session):
-            raise Conflict(f"chat is not available for a {session.status} session", {"status": session.status})
+            raise Conflict(_chat_refusal(session), {"status": session.status})
         if stages.stage_running_chat_exists(session_id=session.id):
             raise Conflict("a chat reply is still running for this session")
         chat, _ = Chat.objects.get_or_create(session=session, defaults={"created_by": author})
@@ -50,6 +50,13 @@ def chat_submit(*, session_id: Any, content: str, author: str) -> tuple[ChatUser
             session_id=session.id, message_id=message.id, role="user", content=content, stage_id=stage.id,
             status="submitted"), session_id=session.id)
     return message, stage
+
+
+def _chat_refusal(session: AlertSession) -> str:
+    """Why a question cannot be asked, in words ("the session is in progress", not "a in_progress session")."""
+    if session.status in CHATTABLE_STATUSES:
+        return "chat is not enabled for this session's chain"
+    return f"chat is not available: the session is {session.get_status_display().lower()}"
 
 
 def chat_history(*, session_id: Any, before_message_id: Any = None) -> list[tuple[str, str]]:

@@ -151,9 +151,12 @@ def _evidence_in(head: str) -> str:
 
 
 def _tool_response_parts(content: str) -> tuple[str, str]:
-    """A native tool response: its evidence id (first line, see agents.prompts.builder.tool_response) and output."""
+    """A native tool response: its evidence id (head line, see agents.prompts.builder.tool_output) and output (the
+    fenced block under it)."""
     match = _EVIDENCE_HEAD.match(content)
-    return (match.group(1), content[match.end():]) if match else ("", content)
+    fenced = _FENCED.search(content)
+    output = fenced.group("body") if fenced else content[match.end():] if match else content
+    return (match.group(1) if match else ""), output
 
 
 _FENCED = re.compile(r"^(?P<fence>`{3,})[^\n]*\n(?P<body>.*?)\n(?P=fence)\s*$", re.S | re.M)

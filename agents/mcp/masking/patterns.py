@@ -282,9 +282,12 @@ _SHORT_B64 = r"(?:[A-Za-z0-9+/]{4}){0,3}(?:[A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{3}=|[A
 
 
 def _kubeconfig_field(key: str, replacement: str) -> Rule:
-    """`certificate-authority-data: <base64>` in YAML, or `"certificate-authority-data": "…"` in JSON."""
+    """`certificate-authority-data: <base64>` in YAML, or `"certificate-authority-data": "…"` in JSON; the key in any
+    case (`Certificate-Authority-Data:` in a hand-written or re-serialised kubeconfig is the same field)."""
     return _rule(
-        rf"{key}(?<![\w-]{key}){_SEP}(?:\\*+[\"'])?(?P<v>[A-Za-z0-9+/]{{20,}}+={{0,2}}+)", replacement, triggers=(key,)
+        # The first letter as a class keeps the C-level skip to candidates that `(?i:…)` alone would lose.
+        rf"[{key[0].upper()}{key[0]}](?<![\w-].)(?i:{key[1:]}){_SEP}(?:\\*+[\"'])?(?P<v>[A-Za-z0-9+/]{{20,}}+={{0,2}}+)",
+        replacement, triggers=(key,),
     )
 
 

@@ -114,7 +114,7 @@ def test_chat_refusals(api, make_session, investigated):
     assert empty.status_code == 400
     running = make_session(status="in_progress")
     not_yet = api.post(f"/api/v1/sessions/{running.id}/chat/messages", {"content": "hello"}, format="json")
-    assert not_yet.status_code == 409
+    assert not_yet.status_code == 409 and not_yet.json()["error"] == "chat is not available: the session is in progress"
     missing = api.post(f"/api/v1/sessions/{uuid.uuid4()}/chat/messages", {"content": "hello"}, format="json")
     assert missing.status_code == 404
     assert not ChatUserMessage.objects.filter(chat__in=Chat.objects.exclude(session=session)).exists()

@@ -21,6 +21,8 @@ from tarsy.models import AgentExecution, AlertSession, LLMInteraction, Message, 
 from tarsy.pipeline.dispatch import dispatch_pending
 from tarsy.pipeline.iteration import iteration_run
 from tarsy.services.sessions import session_submit
+from tests.fakes.fake_gemini import FakeGemini
+from tests.fakes.fake_openai import FakeOpenAI
 from tests.fakes.mcp_servers.k8s_server import HOLD_ENV
 from tests.support.configdir import scripted_provider, write_config
 
@@ -58,6 +60,32 @@ def k8s_server(tmp_path_factory) -> K8sServer:
     }
     yield K8sServer(config=config, hold=hold)
     shutdown_pool()
+
+
+# ---- LLM servers on the wire -------------------------------------------------------------------------------------
+
+WIRE_KEYS = {"CTRL_TEST_GEMINI_KEY": "gemini-key", "CTRL_TEST_OPENAI_KEY": "openai-key"}
+
+
+@pytest.fixture
+def llm_servers(monkeypatch):
+    """The fake Gemini and OpenAI servers (real SDKs talk to them), with their API keys in the environment."""
+    for name, value in WIRE_KEYS.items():
+        monkeypatch.setenv(name, value)
+    gemini, openai = FakeGemini().start(), FakeOpenAI().start()
+    yield gemini, openai
+    gemini.stop()
+    openai.stop()
+
+
+def wire_providers(gemini: FakeGemini, openai: FakeOpenAI) -> dict[str, Any]:
+    """Providers `gemini` (google-genai) and `gpt` (LangChain's OpenAI) pointed at the `llm_servers` fakes."""
+    return {
+        "gemini": {"type": "google", "model": "gemini-2.5-pro", "api_key_env": "CTRL_TEST_GEMINI_KEY",
+                   "base_url": gemini.url},
+        "gpt": {"type": "openai", "model": "gpt-test", "api_key_env": "CTRL_TEST_OPENAI_KEY",
+                "base_url": f"{openai.url}/v1"},
+    }
 
 
 # ---- configuration -----------------------------------------------------------------------------------------------

@@ -8,12 +8,13 @@ import json
 import pytest
 
 from controllers.base import StepStatus
-from tarsy.models import AgentExecution
-from tests.fakes.fake_gemini import FakeGemini, function_call
-from tests.fakes.fake_openai import FakeOpenAI
+from tarsy.models import AgentExecution, TimelineEvent
+from tarsy.pipeline.finish import session_finish
+from tests.fakes.fake_gemini import function_call
 from tests.support.configdir import scripted_provider
 
 from .conftest import (
+    ALERT_TYPE,
     interactions,
     messages,
     only_execution,
@@ -21,6 +22,7 @@ from .conftest import (
     run_to_end,
     start_session,
     timeline,
+    wire_providers,
 )
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(90)]
@@ -29,26 +31,12 @@ FINAL = "web-1 crashes because configmap app-config is missing."
 SIGNATURE = "c2lnLTE="
 
 
-@pytest.fixture
-def servers(monkeypatch):
-    monkeypatch.setenv("FALLBACK_TEST_GEMINI_KEY", "gemini-key")
-    monkeypatch.setenv("FALLBACK_TEST_OPENAI_KEY", "openai-key")
-    gemini, openai = FakeGemini().start(), FakeOpenAI().start()
-    yield gemini, openai
-    gemini.stop()
-    openai.stop()
-
-
-def test_the_conversation_moves_to_the_fallback_without_the_first_providers_state(configure, servers):
-    gemini, openai = servers
-    configure({"default": ["unused"]}, strategy="native-thinking", providers={
-        "gemini": {"type": "google", "model": "gemini-2.5-pro", "api_key_env": "FALLBACK_TEST_GEMINI_KEY",
-                   "base_url": gemini.url},
-        "gpt": {"type": "openai", "model": "gpt-test", "api_key_env": "FALLBACK_TEST_OPENAI_KEY",
-                "base_url": f"{openai.url}/v1"},
-    }, agents={"SreAgent": {"mcp_servers": ["k8s"], "llm_provider": "gemini", "fallback_providers": ["gpt"]}})
+def test_the_conversation_moves_to_the_fallback_without_the_first_providers_state(configure, llm_servers):
+    gemini, openai = llm_servers
+    configure({"default": ["unused"]}, strategy="native-thinking", providers=wire_providers(gemini, openai),
+              agents={"SreAgent": {"mcp_servers": ["k8s"], "llm_provider": "gemini", "fallback_providers": ["gpt"]}})
     gemini.queue({"parts": [function_call("k8s__get_pods", {"namespace": "prod"}, signature=SIGNATURE)]},
-                 {"status": 503, "message": "the model is overloaded"})
+                 *[{"status": 503, "message": "the model is overloaded"}] * 3)  # the attempt and its two retries
     openai.queue({"text": FINAL})
     execution = only_execution(start_session())
 
@@ -99,3 +87,23 @@ def test_a_fallback_that_calls_tools_keeps_the_execution_and_its_timeline_marked
     assert {e.event_type for e in answered} >= {"llm_tool_call", "final_analysis"}
     assert all(e.metadata.get("fallback_provider") == "backup" for e in answered), [
         (e.event_type, e.metadata) for e in answered]
+
+
+def test_an_executive_summary_answered_by_a_fallback_leaves_the_same_warning_as_an_iteration(configure):
+    overloaded = {"error": {"message": "model overloaded", "code": "server_error", "retryable": True}}
+    summary = "web-1 lacks its configmap."
+    chain = {"alert_types": [ALERT_TYPE], "fallback_providers": ["backup"],
+             "stages": [{"name": "investigate", "agents": [{"name": "SreAgent"}]}]}
+    configure({"SreAgent": [f"Thought: Seen enough.\nFinal Answer: {FINAL}"], "executive_summary": [overloaded]},
+              providers={"backup": scripted_provider({"executive_summary": [summary]})}, chains={"ctrl": chain})
+    session = start_session()
+    run_to_end(only_execution(session).id)
+
+    session_finish(session_id=session.id)
+
+    session.refresh_from_db()
+    assert (session.status, session.executive_summary) == ("completed", summary)
+    (warning,) = TimelineEvent.objects.filter(session=session, execution__isnull=True, event_type="error")
+    assert warning.metadata == {"code": "server_error", "retryable": True, "warning": True, "provider": "scripted",
+                                "fallback_provider": "backup"}
+    assert warning.content == "LLM provider scripted failed (server_error: model overloaded); continuing on backup"

@@ -180,11 +180,12 @@ def test_rate_limit_gives_up_after_three_retries(gemini, gemini_config, fake_gem
     assert (chunks[-1].code, chunks[-1].retryable) == ("rate_limit", True)
 
 
-def test_server_error_ends_as_a_retryable_error(gemini, gemini_config, fake_gemini):
+def test_server_error_is_retried_twice_then_ends_as_a_retryable_error(gemini, gemini_config, fake_gemini):
     fake_gemini.queue(*[error(500, "backend exploded")] * 5)
 
     chunks = list(gemini.generate(make_request(gemini_config)))
 
+    assert len(fake_gemini.requests) == 3  # the first attempt and two retries with backoff
     assert len(chunks) == 1 and isinstance(chunks[0], ErrorChunk)
     assert (chunks[0].code, chunks[0].retryable) == ("server_error", True)
     assert "backend exploded" in chunks[0].message

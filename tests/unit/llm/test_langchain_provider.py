@@ -117,6 +117,15 @@ def test_rate_limit_is_retried(openai, openai_config, fake_openai):
     assert len(fake_openai.requests) == 3
 
 
+def test_a_503_is_retried_with_backoff_before_anything_falls_back(openai, openai_config, fake_openai):
+    fake_openai.queue(error(503, "overloaded"), {"text": "answered on the retry"})
+
+    response = LLMResponse.collect(openai.generate(make_request(openai_config)))
+
+    assert (response.text, response.error) == ("answered on the retry", None)
+    assert len(fake_openai.requests) == 2
+
+
 def test_unauthorised_is_a_final_error(openai, openai_config, fake_openai):
     fake_openai.queue(error(401, "bad key"), {"text": "unreachable"})
 

@@ -105,3 +105,16 @@ def test_a_used_provider_without_a_price_is_a_config_warning(tmp_path):
     assert [w for w in warnings if "no price" in w] == [
         "LLM provider 'gateway': model 'our-model' has no price (its calls' cost shows as unknown); "
         "set `pricing` on the provider"]
+
+
+def test_a_self_hosted_model_has_no_price_unless_one_is_configured():
+    """Ollama/vLLM/LM Studio (`type: openai`, a base_url, no key): a snapshot price would be a vendor's, not yours;
+    unknown (None) is the truth, never 0."""
+    local = LLMProviderConfig(type="openai", model="gpt-4o", base_url="http://ollama:11434/v1")
+    pricing = ModelPricing(input_per_mtok=0.1, output_per_mtok=0.2, cached_input_per_mtok=0, as_of="2026-11-01")
+    priced = local.model_copy(update={"pricing": pricing})
+    gateway = local.model_copy(update={"api_key_env": "GATEWAY_KEY"})  # a keyed proxy to the vendor: its price
+
+    assert local.self_hosted and price_for(local) is None
+    assert price_for(priced) == priced.pricing
+    assert not gateway.self_hosted and price_for(gateway) == bundled_price("gpt-4o")

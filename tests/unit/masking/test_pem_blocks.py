@@ -9,6 +9,8 @@ import pytest
 from agents.config.schema import AlertMaskingConfig
 from agents.mcp.masking import mask_alert_data
 
+from .conftest import masker
+
 BODY = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw"
 BODY2 = "7bbPxdhDkdHSaDlHGfiDpbZ3b1BONNJMQ0rT8Ej3mOuwy2kE5DNGq8RuXkTcqwIDAQAB"
 
@@ -100,3 +102,19 @@ def test_two_blocks_in_one_bundle_are_masked_separately(default_masker):
 
     assert BODY not in masked
     assert masked.count("__MASKED_") == 2
+
+
+CA_DATA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJkekNDQVIyZ0F3SUJBZ0lCQURBS0JnZ3Foa2pPUFFRRA=="
+
+
+@pytest.mark.parametrize("key", ["certificate-authority-data", "Certificate-Authority-Data",
+                                 "CERTIFICATE-AUTHORITY-DATA"])
+@pytest.mark.parametrize("shape", ["yaml", "json"])
+def test_kubeconfig_ca_data_is_masked_whatever_the_case_of_its_key(key, shape):
+    """The original projects' case: a kubeconfig written with `Certificate-Authority-Data:` in capitals."""
+    text = f"clusters:\n- cluster:\n    {key}: {CA_DATA}\n" if shape == "yaml" else json.dumps({key: CA_DATA})
+
+    for groups in (["security"], ["kubernetes"]):
+        masked = masker(*groups).mask(text)
+
+        assert CA_DATA not in masked and f"{key}" in masked and "__MASKED_CA_CERTIFICATE__" in masked

@@ -48,7 +48,7 @@ def test_every_prompt_shows_the_id_with_its_result():
                         evidence_id="E4")
     observation = format_observation(result)
     assert observation.startswith("Observation: Evidence [E4] (cite it as [E4]). k8s.pods_list returned")
-    assert tool_response(result) == "Evidence [E4] (cite it as [E4]).\nweb-1 Running"
+    assert tool_response(result) == observation.removeprefix("Observation: ")  # one shape for every strategy
     history = format_history(AgentInvestigation(name="A", status="completed", events=[
         {"event_type": "tool_result", "content": "web-1 Running",
          "metadata": {"server_name": "k8s", "tool_name": "pods_list", "evidence_id": "E4"}}]))

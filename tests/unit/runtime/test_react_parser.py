@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from agents.mcp.executor import coerce_arguments
 from controllers.react_parser import FORMAT_REMINDER, parse_action_input, parse_react
 
 PODS = "kubernetes-server.pods_list"
@@ -271,6 +272,51 @@ def test_action_input_tiers(raw, expected):
 ], ids=["braces", "brackets", "value_brackets", "equals_braces", "yaml_alias_bomb"])
 def test_hostile_input_stays_text_instead_of_crashing_or_expanding(raw, expected):
     assert parse_action_input(raw) == expected
+
+
+# The original projects' own parser cases (tarsy-bot `test_react_parser.py`: TestParameterParsing and
+# TestParameterTypeConversion) that the first port did not meet.
+ORIGINAL_CASES: list[tuple[str, str, Any]] = [
+    ("key_equals_value_after_a_selector", "namespace=default, labels=app=nginx, replicas=3",
+     {"namespace": "default", "labels": "app=nginx", "replicas": 3}),
+    ("mixed_colon_and_selector", "namespace: default, labels=app=nginx",
+     {"namespace": "default", "labels": "app=nginx"}),
+    ("capitalised_booleans", "enabled: True, debug: FALSE, dry_run=TRUE, force=False",
+     {"enabled": True, "debug": False, "dry_run": True, "force": False}),
+    ("null_spellings", "a: null, b: NULL, c: none, d: None, e=NONE", dict.fromkeys("abcde")),
+    ("literal_lookalikes_stay_text", "name: true_but_not_boolean, tag: None-1", {"name": "true_but_not_boolean",
+                                                                                 "tag": "None-1"}),
+    ("previous_true_for_pods_log", "name: external-secrets-pod, namespace: external-secrets-operator, previous: True",
+     {"name": "external-secrets-pod", "namespace": "external-secrets-operator", "previous": True}),
+    ("json_array_wraps_in_input", '["item1", "item2", "item3"]', {"input": ["item1", "item2", "item3"]}),
+    ("json_string_wraps_in_input", '"hello world"', {"input": "hello world"}),
+    ("json_number_wraps_in_input", "42", {"input": 42}),
+    ("json_true_wraps_in_input", "true", {"input": True}),
+    ("json_false_wraps_in_input", "false", {"input": False}),
+    ("json_null_wraps_in_input", "null", {"input": None}),
+    ("capitalised_literal_wraps_in_input", "TRUE", {"input": True}),
+    ("json_dict_unchanged", '{"key": "value", "number": 123}', {"key": "value", "number": 123}),
+    # a selector written without spaces keeps its terms; a comma and a space start the next pair
+    ("selector_terms_then_next_pair", "labels=app=nginx,tier=web, replicas=3",
+     {"labels": "app=nginx,tier=web", "replicas": 3}),
+    ("selector_alone", "selector=app=web,tier=frontend", {"selector": "app=web,tier=frontend"}),
+]
+
+
+@pytest.mark.parametrize(("raw", "expected"), [c[1:] for c in ORIGINAL_CASES], ids=[c[0] for c in ORIGINAL_CASES])
+def test_original_projects_action_input_cases(raw, expected):
+    assert parse_action_input(raw) == expected
+
+
+def test_a_wrapped_scalar_reaches_a_one_parameter_tool_as_that_parameter(tools):
+    pods = next(tool for tool in tools if tool.name == PODS)
+    logs = next(tool for tool in tools if tool.name == LOGS)
+    parsed = parse_react('Action: kubernetes-server.pods_list\nAction Input: "prod"', tools)
+
+    assert parsed.action_input == {"input": "prod"}
+    assert coerce_arguments(parsed.action_input, pods.parameters) == {"namespace": "prod"}
+    assert coerce_arguments({"input": 42}, pods.parameters) == {"namespace": "42"}  # a string parameter gets text
+    assert coerce_arguments({"input": "web-1"}, logs.parameters) == {"input": "web-1"}  # several: left to the tool
 
 
 def test_raw_input_becomes_single_input_argument(tools):
