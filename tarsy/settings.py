@@ -231,6 +231,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 3 * 1024 * 1024  # alert data is capped at 1 MB; l
 
 # ---- TARSy --------------------------------------------------------------------
 TARSY_CONFIG_DIR = os.environ.get("TARSY_CONFIG_DIR", "")
+# PostgreSQL: the statement timeout of a session search (API list and dashboard history), well under the 30 s of
+# other statements: a search past it is refused with a 400 rather than holding a request thread.
+TARSY_SEARCH_TIMEOUT_MS = _env_number("TARSY_SEARCH_TIMEOUT_MS", 3000)
 TARSY_HOST = os.environ.get("TARSY_HOST", "127.0.0.1")
 TARSY_PORT = _env_number("TARSY_PORT", 8000)
 
