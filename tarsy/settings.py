@@ -89,6 +89,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "tarsy.api.bodies.RequestBodyLimit",  # 413 in the API's shape before anything reads a body past the limit
     "tarsy.api.cross_site.CrossSiteGuard",  # after CommonMiddleware: the Host it compares is validated
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
