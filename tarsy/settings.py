@@ -165,6 +165,13 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # in-process worker hands events to the server's loop directly.
 EVENTS_PREFIX = os.environ.get("TARSY_CHANNEL_PREFIX") or (f"tarsy-test-{os.getpid()}" if TESTING else "tarsy")
 
+# ---- cache ------------------------------------------------------------------------
+# What every web process must agree on (intake rate limits, PagerDuty event ids seen): Redis in production;
+# embedded mode is one process, where Django's default in-memory cache is shared by all its threads.
+if REDIS_URL and not EMBEDDED:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": EVENTS_PREFIX}}
+
 # ---- celery -------------------------------------------------------------------
 # The hard kill comes this long after the soft limit; an iteration's lease lasts timeout + grace.
 ITERATION_HARD_LIMIT_GRACE_S = _env_number("TARSY_HARD_LIMIT_GRACE", 30.0, float)
