@@ -143,10 +143,22 @@ if DATABASE_URL:
     DATABASES["default"]["TEST"] = {
         "NAME": os.environ.get("TARSY_TEST_DB_NAME", f"test_{DATABASES['default']['NAME']}")}
 else:
+    # The database holds login sessions and everything investigated: readable by TARSy's user only, like
+    # secret_key. SQLite gives the -wal and -shm files the database file's mode.
+    _sqlite_file = DATA_DIR / "tarsy.sqlite3"
+    try:
+        DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+        DATA_DIR.chmod(0o700)
+        os.close(os.open(_sqlite_file, os.O_CREAT | os.O_WRONLY, 0o600))
+        for _path in (_sqlite_file, *(Path(f"{_sqlite_file}{suffix}") for suffix in ("-wal", "-shm"))):
+            if _path.exists():
+                _path.chmod(0o600)
+    except OSError as exc:
+        raise ImproperlyConfigured(f"TARSy's data directory {DATA_DIR} is not usable: {exc}") from None
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": DATA_DIR / "tarsy.sqlite3",
+            "NAME": _sqlite_file,
             # Web threads and the in-process worker write concurrently: WAL + busy timeout.
             "OPTIONS": {
                 "transaction_mode": "IMMEDIATE",
