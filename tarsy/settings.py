@@ -251,6 +251,13 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 3 * 1024 * 1024  # alert data is capped at 1 MB; l
 
 # ---- TARSy --------------------------------------------------------------------
 TARSY_CONFIG_DIR = os.environ.get("TARSY_CONFIG_DIR", "")
+# Alerts accepted per client address (REST and webhooks), DRF's `<n>/<second|minute|hour|day>`; empty: no limit.
+# One Alertmanager or Grafana sends a few deliveries a minute even in a storm (it batches alerts per group).
+TARSY_INTAKE_RATE = os.environ.get("TARSY_INTAKE_RATE", "600/minute").strip()
+if TARSY_INTAKE_RATE:
+    _count, _, _period = TARSY_INTAKE_RATE.partition("/")
+    if not (_count.isascii() and _count.isdigit() and _period[:1] in ("s", "m", "h", "d")):
+        raise ImproperlyConfigured(f"TARSY_INTAKE_RATE must look like 600/minute, got {TARSY_INTAKE_RATE!r}")
 # PostgreSQL: the statement timeout of a session search (API list and dashboard history), well under the 30 s of
 # other statements: a search past it is refused with a 400 rather than holding a request thread.
 TARSY_SEARCH_TIMEOUT_MS = _env_number("TARSY_SEARCH_TIMEOUT_MS", 3000)

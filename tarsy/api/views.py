@@ -26,9 +26,12 @@ from .serializers import (
     SpendSerializer,
     WarningsSerializer,
 )
+from .throttles import IntakeThrottle
 
 
 class AlertSubmitView(JsonAPIView):
+    throttle_classes = [IntakeThrottle]
+
     @extend_schema(request=AlertSubmitSerializer, responses={202: AlertAcceptedSerializer,
                                                              **errors(400, 413, 415, *AUTH_ERRORS)})
     def post(self, request):

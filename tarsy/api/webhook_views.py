@@ -24,6 +24,7 @@ from tarsy.services import intake as intake_service
 from tarsy.services.errors import NotFound, ServiceUnavailable, ValidationFailed
 
 from .base import AUTH_ERRORS, JsonAPIView, errors
+from .throttles import IntakeThrottle
 
 log = logging.getLogger("tarsy.api")
 
@@ -65,6 +66,7 @@ class DeliverySerializer(serializers.Serializer):
 
 class WebhookView(JsonAPIView):
     source = ""
+    throttle_classes = [IntakeThrottle]
 
     def read(self, body) -> Batch:
         raise NotImplementedError
