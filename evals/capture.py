@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from agents.mcp.masking.boundary import mask_text
 from tarsy.models import (
     TERMINAL_SESSION_STATUSES,
     AlertSession,
@@ -198,10 +199,11 @@ def _review_note(review: SessionReview | None) -> str:
     if review is None:
         return ""
     lines = [f"Reviewed {review.rating} by {review.author}."]
+    # Masked again: a review stored before reviews were masked on their way in still holds what was typed.
     if review.feedback:
-        lines.append(f"Feedback: {review.feedback}")
+        lines.append(f"Feedback: {mask_text(review.feedback)}")
     if review.action_taken:
-        lines.append(f"Action taken: {review.action_taken}")
+        lines.append(f"Action taken: {mask_text(review.action_taken)}")
     return "\n".join(lines) + "\n"
 
 

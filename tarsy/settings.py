@@ -87,8 +87,10 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "tarsy.security_headers.ContentSecurityPolicy",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "tarsy.api.bodies.RequestBodyLimit",  # 413 in the API's shape before anything reads a body past the limit
     "tarsy.api.cross_site.CrossSiteGuard",  # after CommonMiddleware: the Host it compares is validated
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -96,6 +98,20 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # turns a locked-out login into a 429 page
 ]
+
+# Scripts, styles, images and connections (fetch, the /ws socket) from TARSy itself only; no inline code, no
+# framing, no plugins. `data:` images: the dashboard's empty favicon and Swagger UI's icons.
+CONTENT_SECURITY_POLICY = os.environ.get("TARSY_CONTENT_SECURITY_POLICY", "; ".join([
+    "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "connect-src 'self'",
+    "font-src 'self'", "object-src 'none'", "base-uri 'self'", "form-action 'self'", "frame-ancestors 'none'"]))
+# Served over HTTPS (TLS at TARSy, or at a proxy that says so in X-Forwarded-Proto): cookies only over HTTPS,
+# and browsers told to use nothing else for a year.
+TARSY_HTTPS = _env_bool("TARSY_HTTPS", False)
+if TARSY_HTTPS:
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = _env_number("TARSY_HSTS_SECONDS", 365 * 24 * 3600)
+    if _env_bool("TARSY_BEHIND_TLS_PROXY", False):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 ROOT_URLCONF = "tarsy.urls"
 ASGI_APPLICATION = "tarsy.asgi.application"
@@ -142,10 +158,22 @@ if DATABASE_URL:
     DATABASES["default"]["TEST"] = {
         "NAME": os.environ.get("TARSY_TEST_DB_NAME", f"test_{DATABASES['default']['NAME']}")}
 else:
+    # The database holds login sessions and everything investigated: readable by TARSy's user only, like
+    # secret_key. SQLite gives the -wal and -shm files the database file's mode.
+    _sqlite_file = DATA_DIR / "tarsy.sqlite3"
+    try:
+        DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+        DATA_DIR.chmod(0o700)
+        os.close(os.open(_sqlite_file, os.O_CREAT | os.O_WRONLY, 0o600))
+        for _path in (_sqlite_file, *(Path(f"{_sqlite_file}{suffix}") for suffix in ("-wal", "-shm"))):
+            if _path.exists():
+                _path.chmod(0o600)
+    except OSError as exc:
+        raise ImproperlyConfigured(f"TARSy's data directory {DATA_DIR} is not usable: {exc}") from None
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": str(DATA_DIR / "tarsy.sqlite3"),
+            "NAME": str(_sqlite_file),
             # Web threads and the in-process worker write concurrently: WAL + busy timeout.
             "OPTIONS": {
                 "transaction_mode": "IMMEDIATE",
@@ -163,6 +191,13 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # sends the event to its local sockets (tarsy/streaming/fanout.py). Without Redis (embedded mode) the
 # in-process worker hands events to the server's loop directly.
 EVENTS_PREFIX = os.environ.get("TARSY_CHANNEL_PREFIX") or (f"tarsy-test-{os.getpid()}" if TESTING else "tarsy")
+
+# ---- cache ------------------------------------------------------------------------
+# What every web process must agree on (intake rate limits, PagerDuty event ids seen): Redis in production;
+# embedded mode is one process, where Django's default in-memory cache is shared by all its threads.
+if REDIS_URL and not EMBEDDED:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": EVENTS_PREFIX}}
 
 # ---- celery -------------------------------------------------------------------
 # The hard kill comes this long after the soft limit; an iteration's lease lasts timeout + grace.
@@ -229,6 +264,16 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 3 * 1024 * 1024  # alert data is capped at 1 MB; l
 
 # ---- TARSy --------------------------------------------------------------------
 TARSY_CONFIG_DIR = os.environ.get("TARSY_CONFIG_DIR", "")
+# Alerts accepted per client address (REST and webhooks), DRF's `<n>/<second|minute|hour|day>`; empty: no limit.
+# One Alertmanager or Grafana sends a few deliveries a minute even in a storm (it batches alerts per group).
+TARSY_INTAKE_RATE = os.environ.get("TARSY_INTAKE_RATE", "600/minute").strip()
+if TARSY_INTAKE_RATE:
+    _count, _, _period = TARSY_INTAKE_RATE.partition("/")
+    if not (_count.isascii() and _count.isdigit() and _period[:1] in ("s", "m", "h", "d")):
+        raise ImproperlyConfigured(f"TARSY_INTAKE_RATE must look like 600/minute, got {TARSY_INTAKE_RATE!r}")
+# PostgreSQL: the statement timeout of a session search (API list and dashboard history), well under the 30 s of
+# other statements: a search past it is refused with a 400 rather than holding a request thread.
+TARSY_SEARCH_TIMEOUT_MS = _env_number("TARSY_SEARCH_TIMEOUT_MS", 3000)
 TARSY_HOST = os.environ.get("TARSY_HOST", "127.0.0.1")
 TARSY_PORT = _env_number("TARSY_PORT", 8000)
 

@@ -451,9 +451,12 @@ class GroupedSourceConfig(IntakeSourceConfig):
 
 
 class PagerDutySourceConfig(IntakeSourceConfig):
-    """PagerDuty incidents carry no labels; rules match `service`, `urgency`, `priority` and `team`."""
+    """PagerDuty incidents carry no labels; rules match `service`, `urgency`, `priority` and `team`.
+    `max_event_age`: a signed event whose `occurred_at` is further from now is refused, and a signed event id
+    seen before is acknowledged without acting on it again (a captured delivery cannot be replayed)."""
 
     severity_label: str = "urgency"
+    max_event_age: Duration = Field(default=300.0, gt=0)
 
 
 class IntakeConfig(_Strict):

@@ -6,7 +6,7 @@ JSON error shape, so a client without credentials gets a 401/403 it can read.
 
 from __future__ import annotations
 
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.renderers import JSONRenderer
 
 
@@ -21,5 +21,6 @@ class SchemaView(JsonErrors, SpectacularAPIView):
     """GET /api/schema/: the OpenAPI description (YAML, or JSON on request)."""
 
 
-class DocsView(JsonErrors, SpectacularSwaggerView):
-    """GET /api/docs/: Swagger UI, served from the drf-spectacular-sidecar package rather than a CDN."""
+class DocsView(JsonErrors, SpectacularSwaggerSplitView):
+    """GET /api/docs/: Swagger UI, served from the drf-spectacular-sidecar package rather than a CDN; its start-up
+    script is a file of its own (`?script=`), which the Content-Security-Policy admits, not an inline one."""

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 
 from tarsy.identity import request_author
 from tarsy.selectors import sessions as selectors
-from tarsy.selectors.filters import SessionFilter
+from tarsy.selectors.filters import SessionFilter, search_deadline
 from tarsy.services import chats as chat_service
 from tarsy.services import sessions as session_service
 from tarsy.streaming.cursor import event_cursor
@@ -43,7 +43,8 @@ class SessionListView(JsonAPIView, generics.ListAPIView):
 
     @extend_schema(responses={200: SessionListItemSerializer(many=True), **errors(400, 404, *AUTH_ERRORS)})
     def get(self, request, *args, **kwargs):
-        return super().get(request, *args, **kwargs)
+        with search_deadline():
+            return super().get(request, *args, **kwargs)
 
 
 class SessionActiveView(JsonAPIView):

@@ -26,11 +26,14 @@ from .serializers import (
     SpendSerializer,
     WarningsSerializer,
 )
+from .throttles import IntakeThrottle
 
 
 class AlertSubmitView(JsonAPIView):
     """Submit an alert: a new session is queued (202), or the alert joins the session already investigating it
     (a repeat, or another alert of its group)."""
+
+    throttle_classes = [IntakeThrottle]
 
     @extend_schema(request=AlertSubmitSerializer, responses={202: AlertAcceptedSerializer,
                                                              **errors(400, 413, 415, *AUTH_ERRORS)})

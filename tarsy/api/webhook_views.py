@@ -17,13 +17,14 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
 from tarsy.identity import DEFAULT_AUTHOR, request_author
-from tarsy.intake import payloads, signatures
+from tarsy.intake import payloads, replay, signatures
 from tarsy.intake.items import Batch
 from tarsy.links import session_url
 from tarsy.services import intake as intake_service
 from tarsy.services.errors import NotFound, ServiceUnavailable, ValidationFailed
 
 from .base import AUTH_ERRORS, JsonAPIView, errors
+from .throttles import IntakeThrottle
 
 log = logging.getLogger("tarsy.api")
 
@@ -68,6 +69,7 @@ class DeliverySerializer(serializers.Serializer):
 
 class WebhookView(JsonAPIView):
     source = ""
+    throttle_classes = [IntakeThrottle]
 
     def read(self, body) -> Batch:
         raise NotImplementedError
@@ -104,17 +106,24 @@ class WebhookView(JsonAPIView):
         return f'Bearer realm="{self.source}"'
 
     def post(self, request):
-        try:
-            batch = self.read(request.data)
-        except payloads.PayloadInvalid as exc:
-            raise ValidationFailed(exc.message, exc.detail) from None
+        batch = self.parsed(self.read, request.data)
         author = request_author(request)
         result = intake_service.intake_deliver(source=self.source, batch=batch,
                                                author=self.source if author == DEFAULT_AUTHOR else author)
         for entry in result.sessions:
             entry["session_url"] = session_url(entry["session_id"], request)
-        return Response({"sessions": result.sessions, "resolved": result.resolved, "ignored": result.ignored},
-                        status=status.HTTP_202_ACCEPTED)
+        return delivery_response(result.sessions, result.resolved, result.ignored)
+
+    @staticmethod
+    def parsed(read, body):
+        try:
+            return read(body)
+        except payloads.PayloadInvalid as exc:
+            raise ValidationFailed(exc.message, exc.detail) from None
+
+
+def delivery_response(sessions: list, resolved: list, ignored: list) -> Response:
+    return Response({"sessions": sessions, "resolved": resolved, "ignored": ignored}, status=status.HTTP_202_ACCEPTED)
 
 
 WEBHOOK_RESPONSES = {202: DeliverySerializer, **errors(400, 404, 413, 415, *AUTH_ERRORS),
@@ -148,7 +157,25 @@ class PagerDutyWebhookView(WebhookView):
 
     @extend_schema(request=dict, responses=WEBHOOK_RESPONSES)
     def post(self, request):
-        return super().post(request)
+        """A signed event is acted on once, and only while fresh (tarsy.intake.replay); an unsigned one comes
+        from an API client the auth mode admitted."""
+        if not isinstance(request.user, WebhookSource):
+            return super().post(request)
+        event = self.parsed(payloads.pagerduty_event, request.data)
+        max_age = intake_service.source_config(self.source).max_event_age
+        problem = (replay.event_age_problem(event.occurred_at, max_age) if event.occurred_at
+                   else "the event has no occurred_at")
+        if problem:
+            raise exceptions.AuthenticationFailed(f"stale or undated pagerduty event: {problem}")
+        if not event.id:
+            raise ValidationFailed("a signed pagerduty event needs its id", {"event.id": ["This field is required."]})
+        if not replay.event_claim(source=self.source, event_id=event.id, max_age_s=max_age):
+            return delivery_response([], [], [f"repeated event {event.id}"])
+        try:
+            return super().post(request)
+        except BaseException:
+            replay.event_release(source=self.source, event_id=event.id)
+            raise
 
     def credential_valid(self, request, secret: str) -> bool:
         return signatures.pagerduty_signature_matches(request.headers.get("X-PagerDuty-Signature", ""),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from django.core.paginator import Page, Paginator
 from django.http import QueryDict
 
-from tarsy.selectors.filters import SessionFilter
+from tarsy.selectors.filters import SearchTooSlow, SessionFilter, search_deadline
 from tarsy.selectors.sessions import sessions_list
 from tarsy.web.inputs import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ascii_int, printable, text_problem
 
@@ -37,6 +37,15 @@ class History:
 def history(query: QueryDict) -> History:
     notes: list[str] = []
     data = _usable(query, notes)
+    try:
+        with search_deadline():
+            return _history(query, data.copy(), list(notes))
+    except SearchTooSlow as slow:
+        data.pop("search", None)
+        return _history(query, data, [*notes, f"{slow.message} The search filter was ignored."])
+
+
+def _history(query: QueryDict, data: QueryDict, notes: list[str]) -> History:
     sessions = SessionFilter(data, queryset=sessions_list())
     if not sessions.is_valid():
         for name, errors in sessions.errors.items():

@@ -146,9 +146,14 @@ def pagerduty_labels(incident: dict[str, Any]) -> dict[str, str]:
     return {key: value for key, value in labels.items() if value}
 
 
+def pagerduty_event(body: Any) -> PagerDutyEvent:
+    """The one event of a PagerDuty V3 delivery, validated."""
+    return _validate(PagerDutyWebhook, body, "pagerduty").event
+
+
 def read_pagerduty(body: Any) -> Batch:
     """A PagerDuty V3 delivery (one event)."""
-    event = _validate(PagerDutyWebhook, body, "pagerduty").event
+    event = pagerduty_event(body)
     if event.event_type not in STARTING_EVENTS | RESOLVING_EVENTS:
         return Batch(ignored=[event.event_type])
     incident = event.data

@@ -5,22 +5,41 @@ answers 400 for a value it cannot use; the dashboard drops that value and says s
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, time, timedelta
 
 import django_filters
 from django import forms
-from django.db import connection
-from django.db.models import BooleanField, DurationField, Exists, ExpressionWrapper, F, OuterRef, Q, QuerySet
+from django.conf import settings
+from django.db import OperationalError, connection, transaction
+from django.db.models import (
+    BooleanField,
+    DurationField,
+    Exists,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    Value,
+)
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import Lower, StrIndex
+from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 from django_filters.fields import IsoDateTimeField
 
 from tarsy.models import FAILURE_TAGS, AlertSession, Rating, ScoreStatus, SessionStatus, Support, TimelineEvent
+from tarsy.services.errors import ValidationFailed
 
 # PostgreSQL: each timeline event's stored, GIN-indexed `to_tsvector('simple', content)` (migration 0003).
 # Unqualified: Django aliases the subquery's table, the only one in its scope with the column.
 _TIMELINE_MATCH = "search_vector @@ websearch_to_tsquery('simple', %s)"
 MIN_SEARCH_CHARS = 3  # shorter terms match nearly everything and cost a full scan
+# A substring search costs up to stored text × term length; nobody searches for a paragraph.
+MAX_SEARCH_CHARS = 200
+_QUERY_CANCELED = "57014"  # PostgreSQL's SQLSTATE for a statement stopped by statement_timeout
 ORDERING_FIELDS = ("created_at", "status", "alert_type", "author", "duration", "total_tokens", "cost_usd", "score")
 _ORDERING_PATHS = {"score": "score__score"}
 _NULLS_LAST = ("duration", "score")  # not finished / not scored: last either way
@@ -48,11 +67,13 @@ def search_sessions(queryset: QuerySet, term: str) -> QuerySet:
 
     PostgreSQL: full-text (websearch syntax, `simple` dictionary so identifiers like pod names survive) plus a
     substring match on the session's own text; other databases (embedded SQLite): substring match everywhere.
+    The substring match is `strpos`/`instr` on lower-cased text, not LIKE: LIKE's `%term%` backtracks (seconds
+    for a 200-character term in a 1 MB alert), a plain substring search stays linear in practice.
     The timeline is matched on its stored vectors with one uncorrelated `IN`: correlated per session,
     PostgreSQL probes the index once per session, which for a common word costs seconds.
     """
-    own_text = Q(title__icontains=term) | Q(alert_data__icontains=term) | Q(final_analysis__icontains=term) | Q(
-        executive_summary__icontains=term)
+    own_text = (_contains("title", term) | _contains("alert_data", term) | _contains("final_analysis", term)
+                | _contains("executive_summary", term))
     if connection.vendor == "postgresql":
         from django.contrib.postgres.search import SearchQuery, SearchVector
 
@@ -62,8 +83,41 @@ def search_sessions(queryset: QuerySet, term: str) -> QuerySet:
         query = SearchQuery(term, config="simple", search_type="websearch")
         return queryset.alias(_search=vector).filter(
             own_text | Q(_search=query) | Q(id__in=in_timeline.values("session_id")))
-    in_timeline = TimelineEvent.objects.filter(session_id=OuterRef("pk"), content__icontains=term)
+    in_timeline = TimelineEvent.objects.filter(Q(session_id=OuterRef("pk")) & _contains("content", term))
     return queryset.filter(own_text | Exists(in_timeline))
+
+
+def _contains(field: str, term: str) -> Q:
+    """Case-insensitive substring match by position (see `search_sessions`)."""
+    return Q(GreaterThan(StrIndex(Lower(field), Lower(Value(term))), 0))
+
+
+class SearchTooSlow(ValidationFailed):
+    """A search stopped by its time limit: the caller asks for something more distinctive."""
+
+
+@contextmanager
+def search_deadline() -> Iterator[None]:
+    """PostgreSQL: the queries run inside it run under `TARSY_SEARCH_TIMEOUT_MS` (a transaction-local statement
+    timeout), so one search cannot hold a connection and a request thread for the default 30 s; a search stopped
+    by it raises `SearchTooSlow`. SQLite needs no limit: term length and the substring search bound its cost."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('statement_timeout'), set_config('statement_timeout', %s, true)",
+                           [str(settings.TARSY_SEARCH_TIMEOUT_MS)])
+            previous = cursor.fetchone()[0]
+        try:
+            yield
+        except OperationalError as exc:
+            if getattr(exc.__cause__, "sqlstate", None) != _QUERY_CANCELED:
+                raise
+            raise SearchTooSlow(f"The search ran past its {settings.TARSY_SEARCH_TIMEOUT_MS / 1000:g} s limit "
+                                "and was stopped; search for a more distinctive term.") from None
+        with connection.cursor() as cursor:  # within an outer transaction, the rest of it keeps its own limit
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
 
 
 def with_duration(queryset: QuerySet) -> QuerySet:
@@ -120,7 +174,8 @@ class SessionFilter(django_filters.FilterSet):
     author = django_filters.CharFilter()
     title = django_filters.CharFilter(lookup_expr="icontains", help_text="Text in the session's title")
     search = django_filters.CharFilter(method="filter_search", min_length=MIN_SEARCH_CHARS,
-                                       help_text="Text in alert data, final analysis or timeline (≥ 3 characters)")
+                                       max_length=MAX_SEARCH_CHARS,
+                                       help_text="Text in alert data, final analysis or timeline (3–200 characters)")
     start_date = UtcDateTimeFilter(field_name="created_at", lookup_expr="gte",
                                    help_text="Created at or after (ISO 8601; a date alone: from its start)")
     end_date = UtcDateTimeFilter(field_name="created_at", lookup_expr="lte", day_end=True,

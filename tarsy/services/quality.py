@@ -8,6 +8,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from agents.mcp.masking.boundary import mask_text
 from tarsy.config import get_config
 from tarsy.models import (
     TERMINAL_SESSION_STATUSES,
@@ -110,7 +111,8 @@ def review_save(*, session_id: Any, rating: str, feedback: str = "", action_take
     with transaction.atomic():
         review, _ = SessionReview.objects.update_or_create(
             session_id=session.id,
-            defaults={"rating": rating, "feedback": feedback.strip(), "action_taken": action_taken.strip(),
+            defaults={"rating": rating, "feedback": mask_text(feedback.strip()),
+                      "action_taken": mask_text(action_taken.strip()),
                       "author": author[:255]})
         _publish_quality(session.id)
     return review

@@ -204,12 +204,18 @@ def _alert_validate(
             raise ValidationFailed("invalid MCP selection", {"mcp": problems})
     chain = config.chain(chain_id)
     dedup, correlation = chain.dedup, chain.correlation
-    if not fingerprint:
+    from agents.mcp.masking.boundary import mask_text
+
+    if fingerprint:  # a sender's identity may quote labels holding secrets: stored masked like the alert
+        fingerprint = mask_text(fingerprint)
+    else:
         fingerprint = fingerprints.derive_fingerprint(alert_type=alert_type, data=masked,
                                                       key=dedup.key if dedup else [])
     if correlation is None:
         group_key = ""
-    elif not group_key:
+    elif group_key:
+        group_key = mask_text(group_key)
+    else:
         group_key = fingerprints.derive_group_key(data=masked, labels=correlation.labels)
     title = alert_title(masked, template=chain.title_template)
     return _Alert(text=text, title=title, alert_type=alert_type, chain_id=chain_id, severity=severity,

@@ -17,6 +17,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 from slack_sdk.signature import SignatureVerifier
 
+from tarsy.web.inputs import ascii_int
 from tarsy.web.responses import json_error
 
 from . import inbound
@@ -25,6 +26,7 @@ from .config import slack_config
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 64 * 1024  # Slack's event and command bodies are a few KB
+MAX_TIMESTAMP_DIGITS = 12  # Unix seconds; the verifier's int() - float() arithmetic overflows on hundreds of digits
 
 
 def _refusal(request) -> JsonResponse | None:
@@ -43,9 +45,15 @@ def _refusal(request) -> JsonResponse | None:
         body = request.body.decode("utf-8")
     except UnicodeDecodeError:
         return json_error(400, "bad_request", "request body is not UTF-8")
-    if not timestamp or not signature or not SignatureVerifier(secret).is_valid(body, timestamp, signature):
+    if (not _well_formed(timestamp) or not signature
+            or not SignatureVerifier(secret).is_valid(body, timestamp, signature)):
         return json_error(401, "unauthorized", "missing, invalid or stale Slack signature")
     return None
+
+
+def _well_formed(timestamp: str) -> bool:
+    """Unix seconds in ASCII digits: the verifier reads the header with int(), which raises on anything else."""
+    return len(timestamp) <= MAX_TIMESTAMP_DIGITS and ascii_int(timestamp) is not None
 
 
 @csrf_exempt

@@ -6,9 +6,10 @@ token: an API token (`?token=` or `Authorization: Token …`), or a Django sessi
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, urlsplit
 
 from django.conf import settings
+from django.http.request import split_domain_port, validate_host
 
 from tarsy.config import get_config
 from tarsy.identity import authorization_token, from_trusted_proxy, is_loopback
@@ -23,16 +24,18 @@ def _header(scope, name: bytes) -> str:
 
 
 def origin_allowed(scope) -> bool:
-    """No Origin (non-browser clients) is fine; a browser's Origin must be allowed explicitly or be our host."""
+    """No Origin (non-browser clients) is fine; a browser's Origin must be listed (allowed_ws_origins or
+    CSRF_TRUSTED_ORIGINS: scheme, host and port) or be TARSy itself, as the REST guard decides
+    (tarsy.api.cross_site): its host and port those of the Host header, which ALLOWED_HOSTS must admit."""
     origin = _header(scope, b"origin")
     if not origin:
         return True
-    allowed = get_config().system.allowed_ws_origins
+    allowed = [*get_config().system.allowed_ws_origins, *settings.CSRF_TRUSTED_ORIGINS]
     if origin.rstrip("/") in [a.rstrip("/") for a in allowed] or "*" in allowed:
         return True
-    host = urlparse(origin).hostname or ""
-    hosts = settings.ALLOWED_HOSTS
-    return host in hosts or "*" in hosts or (settings.EMBEDDED and host in ("localhost", "127.0.0.1", "::1"))
+    host = _header(scope, b"host").lower()
+    domain, _ = split_domain_port(host)
+    return bool(domain) and urlsplit(origin).netloc.lower() == host and validate_host(domain, settings.ALLOWED_HOSTS)
 
 
 class _Meta:

@@ -86,5 +86,14 @@ def open_page(browser, width: int = 1280, height: int = 800):
     return page
 
 
+def wait_until(page, expression: str, arg=None, timeout: float = 20_000) -> None:
+    """Until a JavaScript function of `arg` is truthy in the page. Playwright's wait_for_function compiles its
+    predicate with `new Function`, which the dashboard's Content-Security-Policy (no 'unsafe-eval') refuses;
+    `evaluate` runs through the DevTools protocol, outside the page's policy."""
+    from tests.support.processes import wait_for
+
+    wait_for(lambda: page.evaluate(expression, arg), timeout=timeout / 1000, interval=0.1, message=expression)
+
+
 def shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)

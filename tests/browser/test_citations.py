@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.browser.conftest import open_page, shot, tools_server_config
+from tests.browser.conftest import open_page, shot, tools_server_config, wait_until
 
 pytestmark = [pytest.mark.services, pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -85,7 +85,7 @@ def test_a_citation_link_scrolls_to_its_evidence_and_invalid_ones_are_marked(scr
     final.locator(f'a.cite[data-cite-event="{target}"]').click()
     node = page.locator(f'li.ev[data-event-id="{target}"]')
     node.wait_for(state="visible")
-    page.wait_for_function(IN_VIEW, arg=target)
+    wait_until(page, IN_VIEW, target)
     assert "cite-target" in node.get_attribute("class")
     assert node.locator("details").evaluate("d => d.open")  # the result is shown, not just its heading
     evidence_id = node.get_attribute("data-evidence-id")

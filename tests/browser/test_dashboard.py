@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.browser.conftest import ARTIFACTS, open_page, shot, tools_server_config
+from tests.browser.conftest import ARTIFACTS, open_page, shot, tools_server_config, wait_until
 from tests.support.processes import wait_for
 
 pytestmark = [pytest.mark.services, pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -89,7 +89,7 @@ def test_submit_watch_live_and_chat(scripted_config, worker, web, browser):
     final = page.locator("#final-analysis-text")
     assert final.locator("strong").inner_text() == "root cause"
     assert "<script>" in final.inner_text()  # shown as text, not run
-    page.wait_for_function("document.querySelector('#session-status').textContent.trim() === 'Completed'")
+    wait_until(page, "() => document.querySelector('#session-status').textContent.trim() === 'Completed'")
     assert page.locator("li.ev-final_analysis").count() == 1
     assert page.locator("li.ev.streaming").count() == 0
     assert "<script>" in page.text_content("#alert-data")
@@ -139,8 +139,8 @@ def test_cancel_a_running_session_from_the_page(scripted_config, worker, web, br
     page.goto(f"{base}/sessions/{session_id}")
     page.wait_for_selector("li.ev.streaming", timeout=30_000)
     page.click("#cancel-session")
-    page.wait_for_function("document.querySelector('#session-status').textContent.trim() === 'Cancelled'",
-                           timeout=40_000)
+    wait_until(page, "() => document.querySelector('#session-status').textContent.trim() === 'Cancelled'",
+               timeout=40_000)
     wait_for(lambda: _status(base, session_id) == "cancelled", timeout=5)
     assert page.locator("#cancel-session").count() == 0
     _no_xss(page)

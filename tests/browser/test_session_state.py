@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.browser.conftest import shot
+from tests.browser.conftest import shot, wait_until
 
 pytestmark = [pytest.mark.services, pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -53,12 +53,12 @@ def test_tab_title_and_favicon_follow_the_session_and_a_watched_one_notifies(scr
     watch = page.locator("#watch-session")
     assert watch.is_visible() and watch.get_attribute("aria-pressed") == "false"
     watch.click()
-    page.wait_for_function("document.getElementById('watch-session').getAttribute('aria-pressed') === 'true'")
+    wait_until(page, "() => document.getElementById('watch-session').getAttribute('aria-pressed') === 'true'")
 
     worker()
-    page.wait_for_function(f"document.title === {f'● {label}'!r}")  # running (the LLM answers after 4 s)
+    wait_until(page, f"() => document.title === {f'● {label}'!r}")  # running (the LLM answers after 4 s)
     assert tab_state(page)[1] == "in_progress"
-    page.wait_for_function(f"document.title === {f'✓ {label}'!r}", timeout=60_000)
+    wait_until(page, f"() => document.title === {f'✓ {label}'!r}", timeout=60_000)
     assert tab_state(page)[1] == "completed"
     notes = page.evaluate("window.__notes")
     assert notes == [{"title": f"TARSy: kubernetes {session_id[:8]} completed",

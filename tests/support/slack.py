@@ -12,7 +12,7 @@ from slack_sdk.signature import SignatureVerifier
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 
 
-def signed_headers(body: str, *, secret: str = SIGNING_SECRET, timestamp: int | None = None) -> dict[str, str]:
+def signed_headers(body: str, *, secret: str = SIGNING_SECRET, timestamp: int | str | None = None) -> dict[str, str]:
     """Django test-client headers for a request signed as Slack signs it (v0 HMAC-SHA256 of the raw body)."""
     ts = str(int(time.time()) if timestamp is None else timestamp)
     signature = SignatureVerifier(secret).generate_signature(timestamp=ts, body=body)

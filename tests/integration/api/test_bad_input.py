@@ -141,6 +141,8 @@ def test_undecodable_query_bytes_get_a_json_400_from_the_asgi_handler():
     ("status=done", "The status filter was ignored: Select a valid choice. done is not one of the available choices."),
     ("ordering=password", "The ordering filter was ignored: Select a valid choice. password is not one of the "
                           "available choices."),
+    ("search=" + "ab" * 30_000, "The search filter was ignored: Ensure this value has at most 200 characters (it has "
+                                "60000)."),
     ("search=web%001", "The search filter contains characters that cannot be searched for; it was ignored."),
     ("alert_type=k%00", "The alert_type filter contains characters that cannot be searched for; it was ignored."),
     ("chain_id=k%00", "The chain_id filter contains characters that cannot be searched for; it was ignored."),

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import copy
 import json
+import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
 from tarsy.intake.signatures import pagerduty_signature
 from tarsy.models import AlertSession, TimelineEvent
@@ -26,7 +29,11 @@ def post(api, source: str, body, **headers):
     return api.post(f"/api/v1/alerts/{source}", data=json.dumps(body), content_type="application/json", **headers)
 
 
-def signed_post(api, body: dict, secret: str = PD_SECRET):
+def signed_post(api, body: dict, secret: str = PD_SECRET, *, fresh: bool = True):
+    """Signed as PagerDuty signs; `fresh`: as a new event sent now (its own id, occurred_at now)."""
+    if fresh:
+        body = copy.deepcopy(body)
+        body["event"].update(id=str(uuid.uuid4()), occurred_at=timezone.now().isoformat())
     raw = json.dumps(body).encode()
     return api.post("/api/v1/alerts/pagerduty", data=raw, content_type="application/json",
                     HTTP_X_PAGERDUTY_SIGNATURE=pagerduty_signature(raw, secret))
@@ -323,7 +330,7 @@ def test_pagerduty_signature_of_another_body_is_refused(api, pagerduty_secret):
 
 
 def test_pagerduty_rotating_secrets_any_signature_matches(api, pagerduty_secret):
-    raw = json.dumps(fixture("pagerduty_incident_triggered.json")).encode()
+    raw = json.dumps(_dated("pagerduty_incident_triggered.json", timezone.now())).encode()
     header = f"{pagerduty_signature(raw, 'old-secret')},{pagerduty_signature(raw, PD_SECRET)}"
     response = api.post("/api/v1/alerts/pagerduty", data=raw, content_type="application/json",
                         HTTP_X_PAGERDUTY_SIGNATURE=header)
@@ -385,3 +392,61 @@ def test_a_runbook_url_outside_the_allow_list_is_set_aside_visibly(api):
     again = post(api, "alertmanager", payload).json()["sessions"][0]  # a repeat: said in the reply only
     assert again["deduplicated"] and again["warnings"] == [warning]
     assert TimelineEvent.objects.filter(session=session, event_type="error").count() == 1
+
+
+def _dated(name: str, moment, event_id: str | None = None) -> dict:
+    event = fixture(name)
+    event["event"].update(occurred_at=moment.isoformat().replace("+00:00", "Z"), id=event_id or str(uuid.uuid4()))
+    return event
+
+
+@pytest.mark.parametrize("moment", ["2019-06-01T09:00:00Z", "future"], ids=["old", "future"])
+def test_a_signed_pagerduty_event_outside_the_age_window_is_refused_and_changes_nothing(api, pagerduty_secret,
+                                                                                          moment):
+    started = signed_post(api, fixture("pagerduty_incident_triggered.json")).json()["sessions"][0]
+    event = fixture("pagerduty_incident_resolved.json")
+    event["event"]["occurred_at"] = (moment if moment != "future"
+                                     else (timezone.now() + timedelta(minutes=10)).isoformat())
+    response = signed_post(api, event, fresh=False)
+    assert response.status_code == 401
+    assert response.json()["detail"].startswith("stale or undated pagerduty event: the event occurred at ")
+    assert AlertSession.objects.get(id=started["session_id"]).status == "pending"
+
+
+def test_a_signed_pagerduty_event_without_a_date_is_refused(api, pagerduty_secret):
+    event = fixture("pagerduty_incident_triggered.json")
+    del event["event"]["occurred_at"]
+    response = signed_post(api, event, fresh=False)
+    assert response.status_code == 401
+    assert response.json()["detail"] == "stale or undated pagerduty event: the event has no occurred_at"
+    assert not AlertSession.objects.exists()
+
+
+def test_the_age_window_is_configurable(api, tmp_path, monkeypatch):
+    monkeypatch.setenv("TARSY_PAGERDUTY_SECRET", PD_SECRET)
+    write_config(tmp_path, tarsy={"intake": {"pagerduty": {"secret_env": "TARSY_PAGERDUTY_SECRET",
+                                                           "max_event_age": "1h"}}})
+    half_an_hour_ago = _dated("pagerduty_incident_triggered.json", timezone.now() - timedelta(minutes=30))
+    assert signed_post(api, half_an_hour_ago, fresh=False).status_code == 202
+
+
+def test_a_repeated_signed_pagerduty_event_is_acknowledged_and_not_acted_on_again(api, pagerduty_secret):
+    triggered = _dated("pagerduty_incident_triggered.json", timezone.now())
+    first = signed_post(api, triggered, fresh=False).json()
+    session_id = first["sessions"][0]["session_id"]
+    resolved = _dated("pagerduty_incident_resolved.json", timezone.now())
+    assert signed_post(api, resolved, fresh=False).json()["resolved"][0]["action"] == "cancelled"
+    for event in (triggered, resolved):
+        again = signed_post(api, event, fresh=False)
+        assert again.status_code == 202
+        assert again.json() == {"sessions": [], "resolved": [], "ignored": [f"repeated event {event['event']['id']}"]}
+    assert list(AlertSession.objects.values_list("id", flat=True)) == [uuid.UUID(session_id)]
+    assert len(resolved_events(session_id)) == 1
+
+
+def test_a_signed_event_whose_delivery_failed_is_acted_on_when_sent_again(api, pagerduty_secret):
+    event = _dated("pagerduty_incident_triggered.json", timezone.now())
+    event["event"]["data"] = {"type": "incident_note", "id": "P2LA89X"}
+    assert signed_post(api, event, fresh=False).status_code == 400
+    event["event"]["data"] = fixture("pagerduty_incident_triggered.json")["event"]["data"]
+    assert signed_post(api, event, fresh=False).status_code == 202  # same id: the refused delivery did not count

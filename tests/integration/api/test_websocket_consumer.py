@@ -117,6 +117,24 @@ async def test_disallowed_origin_is_refused(tmp_path):
     await comm.disconnect()
 
 
+@pytest.mark.parametrize("host, origin, admitted", [
+    ("localhost:8000", "http://localhost:8000", True),
+    ("localhost:8000", "http://LOCALHOST:8000/", True),
+    ("localhost:8000", "http://localhost:3000", False),  # another port: another site
+    ("localhost:8000", "http://localhost", False),
+    ("localhost:8000", "http://evil.example:8000", False),
+    ("evil.example:8000", "http://evil.example:8000", False),  # same origin, but a Host ALLOWED_HOSTS refuses
+])
+async def test_a_browser_origin_must_be_tarsy_itself_host_and_port(settings, host, origin, admitted):
+    settings.ALLOWED_HOSTS = ["localhost"]
+    comm, connected, code = await connect(headers=[(b"host", host.encode()), (b"origin", origin.encode())])
+    assert connected is admitted
+    if admitted:
+        await comm.disconnect()
+    else:
+        assert code == 4403
+
+
 async def test_mode_none_refuses_remote_clients():
     _, connected, _ = await connect(client="10.9.8.7")
     assert not connected

@@ -69,6 +69,21 @@ def test_requests_not_signed_by_slack_now_are_refused(slack_on, client, headers)
     assert command.status_code == 401
 
 
+@pytest.mark.parametrize("timestamp", ["abc", "1e9", "9" * 400, "\u0661\u0667\u0660\u0660", " 1700000000", "-1",
+                                       "1700000000.5"])
+def test_a_malformed_timestamp_is_a_401_without_a_traceback(slack_on, client, caplog, timestamp):
+    """Signed over the malformed timestamp, so only the timestamp itself can be the reason."""
+    body = '{"type": "url_verification", "challenge": "c"}'
+    headers = signed_headers(body, timestamp=timestamp)
+    response = client.post(EVENTS, body, content_type="application/json", **headers)
+    assert response.status_code == 401
+    assert response.json() == {"error": "unauthorized", "detail": "missing, invalid or stale Slack signature"}
+    command = client.post(COMMANDS, slash_command("ask x y"), content_type=FORM,
+                          **signed_headers(slash_command("ask x y"), timestamp=timestamp))
+    assert command.status_code == 401
+    assert not [record for record in caplog.records if record.levelname in ("ERROR", "CRITICAL")]
+
+
 def test_a_question_mentioned_in_a_sessions_thread_becomes_a_chat_question(slack_on, client):
     session = _session_in_thread("completed")
     body = mention_event(channel="CALERTS", thread_ts="1700000000.000001",
