@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 
 from agents.context import LLMInteractionRecord, MCPInteractionRecord
 from agents.llm.types import ConversationMessage, Usage
+from evals.runner import observe
 from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, Message, Stage
 from tarsy.services import executions, interactions, messages, quality, spend
 from tests.support.configdir import write_config
@@ -95,6 +96,16 @@ def test_superseded_calls_are_left_out_of_the_conversation_and_the_analysis_evid
     assert messages.messages_with_next_sequence(execution_id=execution.id) == ([], 1)
     evidence = quality.session_evidence(session_id=execution.session_id)
     assert (evidence.tool_calls, evidence.failed_tool_calls, evidence.budget_exhausted) == (0, 0, False)
+
+
+def test_an_eval_run_is_observed_without_the_superseded_attempt(execution):
+    _llm(execution)
+    _mcp(execution)
+    _supersede(execution)
+    _llm(execution)  # the attempt that ran again, without a tool call
+
+    observed = observe(str(execution.session_id), {})
+    assert (observed.iterations, observed.calls, observed.tokens) == (1, [], 1100)  # the spent tokens stay
 
 
 def test_the_trace_page_and_the_api_show_superseded_calls(execution):
