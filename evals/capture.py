@@ -170,8 +170,8 @@ def _root_cause_phrase(analysis: str) -> str:
 def _draft_expect(session: AlertSession, review: SessionReview | None = None) -> tuple[dict[str, Any], str]:
     calls = MCPInteraction.objects.filter(session=session)
     tools = list(dict.fromkeys(f"{c.server}.{c.tool}" for c in calls.order_by("created_at", "id") if c.success))
-    iterations = LLMInteraction.objects.filter(session=session, interaction_type__in=INVESTIGATION_CALLS).exclude(
-        execution__stage__kind="chat").count()
+    iterations = LLMInteraction.objects.filter(session=session, interaction_type__in=INVESTIGATION_CALLS,
+                                               superseded=False).exclude(execution__stage__kind="chat").count()
     phrase = _root_cause_phrase(session.final_analysis)
     expect: dict[str, Any] = {
         "findings": [{"name": "root cause (DRAFT: replace with the phrasings a correct analysis must contain)",

@@ -45,13 +45,16 @@ class RunResult:
 
 
 def observe(session_id: str, servers: dict[str, str]) -> Observation:
-    """The session's outcome, tool calls (server names mapped back to the scenario's) and LLM usage."""
+    """The session's outcome, tool calls (server names mapped back to the scenario's) and LLM usage; superseded
+    attempts' calls are left out (the run went on without them), their tokens are not (they were spent)."""
     session = AlertSession.all_objects.get(id=session_id)
     logical = {runtime: name for name, runtime in servers.items()}
+    made = MCPInteraction.objects.filter(session_id=session_id, superseded=False).order_by("created_at", "id")
     calls = [Call(logical.get(m.server, m.server), m.tool, m.arguments or {}, m.success, m.error_message, m.result)
-             for m in MCPInteraction.objects.filter(session_id=session_id).order_by("created_at", "id")]
+             for m in made]
     iterations = LLMInteraction.objects.filter(
-        session_id=session_id, interaction_type__in=INVESTIGATION_CALLS).exclude(execution__stage__kind="chat").count()
+        session_id=session_id, interaction_type__in=INVESTIGATION_CALLS, superseded=False).exclude(
+        execution__stage__kind="chat").count()
     return Observation(status=session.status, error=session.error_message, final_analysis=session.final_analysis,
                        calls=calls, iterations=iterations, tokens=session.total_tokens, alert=session.alert_data)
 

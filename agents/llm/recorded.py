@@ -4,7 +4,8 @@ Like an instrumented model, it wraps a provider adapter and turns one request in
 `LLMInteractionRecord`, with the same rules for everyone:
 
 - the conversation is stored as the messages sent (`model_dump(mode="json", exclude_none=True)`), plus the
-  reply only when there is one: a failed or stopped call stores no reply;
+  reply: a call cut off mid-stream (stopped, broken or interrupted) stores the text received so far as its
+  reply, with the call marked failed and why in its error message; a call that received nothing stores none;
 - a failure is an `ErrorChunk` on the response: the provider's own, a reply with no text and no tool call, or a
   passed deadline; the provider's error text comes from outside and is masked here, where it enters. Adapters
   never raise; an exception (a bug, or the worker's time limit interrupting the call) is recorded as a failed
@@ -70,7 +71,10 @@ def without_provider_state(messages: list[ConversationMessage]) -> list[Conversa
 def interaction_record(request: LLMRequest, call: RecordedCall, *, duration_ms: int) -> LLMInteractionRecord:
     """What is stored for one finished call, its usage included (the place per-call accounting belongs)."""
     response, error = call.response, call.response.error
-    reply = response.as_assistant_message() if call.succeeded else None
+    if call.succeeded:
+        reply = response.as_assistant_message()
+    else:  # what was received before the call was cut off, never replayed (the conversation is rebuilt elsewhere)
+        reply = ConversationMessage(role="assistant", content=response.text) if response.text else None
     if error is not None:
         error_message = error.message
     else:

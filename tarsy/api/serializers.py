@@ -415,6 +415,8 @@ class LLMInteractionSerializer(serializers.Serializer):
     duration_ms = serializers.IntegerField()
     success = serializers.BooleanField()
     error_message = serializers.CharField(allow_blank=True)
+    superseded = serializers.BooleanField(
+        help_text="Made by an interrupted attempt that ran again: kept, counted in spend, not in the analysis")
     created_at = serializers.DateTimeField()
 
 
@@ -433,6 +435,8 @@ class MCPInteractionSerializer(serializers.Serializer):
     duration_ms = serializers.IntegerField()
     success = serializers.BooleanField()
     error_message = serializers.CharField(allow_blank=True)
+    superseded = serializers.BooleanField(
+        help_text="Made by an interrupted attempt that ran again: kept, counted in spend, not in the analysis")
     created_at = serializers.DateTimeField()
 
 

@@ -129,6 +129,9 @@ class LLMInteraction(models.Model):
     duration_ms = models.IntegerField(default=0)
     success = models.BooleanField(default=True)
     error_message = models.TextField(blank=True, default="")
+    superseded = models.BooleanField(
+        default=False, help_text="Made by an interrupted attempt that ran again: kept and counted in spend, "
+                                 "left out of the analysis")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -161,6 +164,9 @@ class MCPInteraction(models.Model):
     duration_ms = models.IntegerField(default=0)
     success = models.BooleanField(default=True)
     error_message = models.TextField(blank=True, default="")
+    superseded = models.BooleanField(
+        default=False, help_text="Made by an interrupted attempt that ran again: kept and counted in spend, "
+                                 "left out of the analysis")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -43,9 +43,10 @@ def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
 
 
 def iteration_discard(*, execution_id: Any, iteration: int) -> None:
-    """Remove what an interrupted attempt of this iteration wrote, before it runs again (no duplicate rows)."""
+    """Remove what an interrupted attempt of this iteration wrote, before it runs again (no duplicate rows); its
+    LLM and MCP records stay, marked superseded."""
     messages.messages_discard_iteration(execution_id=execution_id, iteration=iteration)
-    interactions.interactions_discard_iteration(execution_id=execution_id, iteration=iteration)
+    interactions.interactions_supersede_iteration(execution_id=execution_id, iteration=iteration)
     timeline.timeline_events_discard_iteration(execution_id=execution_id, iteration=iteration)
 
 

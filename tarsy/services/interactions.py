@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
 from agents.context import LLMInteractionRecord, MCPInteractionRecord
@@ -15,7 +15,7 @@ from agents.llm.pricing import call_cost, price_for
 from agents.llm.types import Usage
 from tarsy.config import get_config
 from tarsy.metrics import observe_llm_call, observe_mcp_call
-from tarsy.models import AlertSession, LLMInteraction, MCPInteraction
+from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction
 
 MCP_RESULT_STORE_CAP = 512 * 1024  # chars of masked result kept for the debug view
 
@@ -148,8 +148,21 @@ def mcp_interaction_observe(record: MCPInteractionRecord) -> None:
     observe_mcp_call(server=record.server, tool=record.tool, success=record.success, duration_ms=record.duration_ms)
 
 
-def interactions_discard_iteration(*, execution_id: Any, iteration: int) -> None:
-    """An interrupted attempt's LLM and MCP records go (their tokens and cost never reached the totals: an
-    iteration's usage is applied when it completes)."""
-    LLMInteraction.objects.filter(execution_id=execution_id, iteration=iteration).delete()
-    MCPInteraction.objects.filter(execution_id=execution_id, iteration=iteration).delete()
+def interactions_supersede_iteration(*, execution_id: Any, iteration: int) -> None:
+    """An interrupted attempt's LLM and MCP records stay, marked superseded, when the iteration runs again: the
+    trace keeps every call and the analysis leaves them out. Their tokens and cost never reached the totals (an
+    iteration's usage is applied when it completes), so they are added to the execution's and the session's
+    here: the money was spent. Call under the execution's row lock (the claim), which makes the sum and the
+    marking one step."""
+    calls = LLMInteraction.objects.filter(execution_id=execution_id, iteration=iteration, superseded=False)
+    sums = calls.aggregate(**{f"sum_{f}": Sum(f) for f in (*TOKEN_FIELDS, "cost_usd")},
+                           unpriced=Count("id", filter=Q(cost_usd__isnull=True)))
+    calls.update(superseded=True)
+    MCPInteraction.objects.filter(execution_id=execution_id, iteration=iteration, superseded=False).update(
+        superseded=True)
+    usage = UsageTally(totals={**{f: sums[f"sum_{f}"] or 0 for f in (*TOKEN_FIELDS, "cost_usd")},
+                               "unpriced_calls": sums["unpriced"]})
+    changes = usage.changes()
+    if changes:
+        AgentExecution.objects.filter(id=execution_id).update(**changes)
+        AlertSession.all_objects.filter(executions__id=execution_id).update(**changes)

@@ -130,12 +130,14 @@ class Evidence:
 
 
 def session_evidence(*, session_id: Any) -> Evidence:
-    """The investigation's tool evidence (chat stages excluded: they came after the analysis)."""
+    """The investigation's tool evidence (chat stages excluded: they came after the analysis; so are superseded
+    attempts' calls: the run went on without them)."""
     events = (TimelineEvent.objects.filter(session_id=session_id, event_type__in=EVIDENCE_TYPES)
               .exclude(stage__kind=StageKind.CHAT).order_by("created_at", "id"))
-    calls = MCPInteraction.objects.filter(session_id=session_id).exclude(execution__stage__kind=StageKind.CHAT)
-    forced = LLMInteraction.objects.filter(session_id=session_id, interaction_type="forced_conclusion").exclude(
+    calls = MCPInteraction.objects.filter(session_id=session_id, superseded=False).exclude(
         execution__stage__kind=StageKind.CHAT)
+    forced = LLMInteraction.objects.filter(session_id=session_id, interaction_type="forced_conclusion",
+                                           superseded=False).exclude(execution__stage__kind=StageKind.CHAT)
     return Evidence(
         results=[{"evidence_id": (e.metadata or {}).get("evidence_id") or "",
                   "tool": ".".join(filter(None, [(e.metadata or {}).get("server_name"),

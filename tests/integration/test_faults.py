@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from django.db import connection
+from rest_framework.test import APIClient
 
 from tarsy.models import (
     TERMINAL_SESSION_STATUSES,
@@ -153,6 +154,47 @@ def test_database_connections_terminated_mid_run(scripted_config, worker, beat):
     for row in rows:
         assert_no_duplicates(row.id)
         assert not TimelineEvent.objects.filter(session=row, metadata__internal=True).exists()
+
+
+@pytest.mark.timeout(150)
+def test_calls_of_an_attempt_cut_off_by_the_database_stay_superseded_and_count_in_spend(config_dir, worker, beat):
+    """The attempt's streamed LLM call is written when its tool call starts; the database connections die while
+    the tool runs, so the attempt cannot complete and the iteration runs again. The first call stays on the
+    record, marked superseded, and its tokens count in the session's spend."""
+    write_config(config_dir, tarsy=_tools_config({"defaults": {"llm_provider": "scripted", "iteration_timeout": "20s"},
+                                                  "queue": {"orphan_threshold": "5s"}}),
+                 providers={"scripted": {**scripted_provider({
+                     "KubernetesAgent": [_react("tools.hang", {"seconds": 3}, usage={"input_tokens": 700,
+                                                                                       "output_tokens": 50}),
+                                         _final("the database blinked.")],
+                     "executive_summary": ["database blink"]}, chunk_size=8),
+                     "pricing": {"input_per_mtok": "1.00", "output_per_mtok": "2.00", "cached_input_per_mtok": "0.25",
+                                 "thinking_per_mtok": "2.00", "as_of": "2026-11-01"}}})
+    proc = worker(concurrency=1, TARSY_HARD_LIMIT_GRACE="1")
+    beat(interval=1.0)
+    session = session_submit(alert_type="kubernetes", data="database blink")
+    wait_for(lambda: TimelineEvent.objects.filter(session=session, event_type="mcp_tool_call",
+                                                  status="streaming").exists(), timeout=60, message="a tool call")
+    with connection.cursor() as cursor:  # while the tool runs: the attempt's call is written, its end is not
+        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        assert cursor.fetchone()[0] >= 1
+    (done,) = wait_terminal([session.id], 120, proc)
+    assert done.status == "completed", done.error_message
+    assert done.final_analysis == "the database blinked."
+    calls = APIClient(REMOTE_ADDR="127.0.0.1").get(f"/api/v1/sessions/{done.id}/interactions").json()
+    first = [c for c in calls["llm_interactions"] if c["iteration"] == 1 and c["interaction_type"] == "iteration"]
+    assert [c["superseded"] for c in first] == [True, False], first
+    assert first[0]["total_tokens"] == first[1]["total_tokens"] == 750
+    assert first[0]["conversation"][-1]["content"].startswith("Thought: use tools.hang.")
+    stored = LLMInteraction.objects.filter(session=done)
+    assert done.total_tokens == sum(stored.values_list("total_tokens", flat=True))
+    assert done.cost_usd == sum(c.cost_usd for c in stored) > 0
+    execution = AgentExecution.objects.get(session=done, agent_name="KubernetesAgent")
+    assert execution.total_tokens == sum(stored.filter(execution=execution).values_list("total_tokens", flat=True))
+    replies = Message.objects.filter(execution=execution, role="assistant", iteration=1)
+    assert replies.count() == 1  # the conversation holds the attempt that completed, once
+    assert_no_duplicates(done.id)
 
 
 @pytest.mark.timeout(120)

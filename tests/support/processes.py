@@ -78,11 +78,16 @@ class Proc:
         self._log.close()
 
 
-def start_worker(tmp_path: Path, config_dir: Path | None = None, *, concurrency: int = 2, name: str = "w1",
-                 pool: str = "prefork", **env: str) -> Proc:
-    args = [str(VENV_BIN / "celery"), "-A", "tarsy", "worker", "-P", pool, "-c", str(concurrency),
+def worker_command(*, concurrency: int = 2, name: str = "w1", pool: str = "prefork") -> list[str]:
+    """The `celery worker` command line of a test worker (gossip and mingle off, as in deploy/)."""
+    return [str(VENV_BIN / "celery"), "-A", "tarsy", "worker", "-P", pool, "-c", str(concurrency),
             "-n", f"{name}@%h-{os.getpid()}", "-Q", settings.CELERY_TASK_DEFAULT_QUEUE, "-l", "warning",
             "--without-heartbeat", "--without-mingle", "--without-gossip"]
+
+
+def start_worker(tmp_path: Path, config_dir: Path | None = None, *, concurrency: int = 2, name: str = "w1",
+                 pool: str = "prefork", **env: str) -> Proc:
+    args = worker_command(concurrency=concurrency, name=name, pool=pool)
     return Proc(args, child_env(config_dir, **env), tmp_path / f"worker-{name}.log")
 
 

@@ -29,13 +29,15 @@ def wait_terminal(session_ids, timeout: float, proc=None) -> list[AlertSession]:
 
 
 def assert_no_duplicates(session_id) -> None:
-    """Gap-free message sequences, unique timeline sequences, one recorded LLM call per iteration."""
+    """Gap-free message sequences, unique timeline sequences, one recorded LLM call per iteration (besides the
+    calls of superseded attempts, which stay on the record)."""
     for execution in AgentExecution.objects.filter(session_id=session_id):
         seqs = list(Message.objects.filter(execution=execution).values_list("sequence_number", flat=True))
         assert seqs == list(range(1, len(seqs) + 1)), f"{execution.agent_name}: message sequence {seqs}"
         events = list(TimelineEvent.objects.filter(execution=execution).values_list("sequence_number", flat=True))
         assert len(events) == len(set(events)), f"{execution.agent_name}: duplicate timeline sequence numbers"
-        per_iteration = (LLMInteraction.objects.filter(execution=execution, interaction_type="iteration")
+        per_iteration = (LLMInteraction.objects.filter(execution=execution, interaction_type="iteration",
+                                                       superseded=False)
                          .values("iteration").annotate(n=Count("id")).filter(n__gt=1))
         assert not per_iteration.exists(), f"{execution.agent_name}: an iteration was recorded twice"
 

@@ -126,14 +126,18 @@ def test_a_step_rerun_after_the_worker_died_mid_tool_call_leaves_no_duplicates(c
     assert [e.event_type for e in timeline(execution.id)] == EXPECTED_EVENTS[strategy]
     assert all(e.status == "completed" for e in timeline(execution.id))
     assert [m.role for m in messages(execution.id)] == EXPECTED_ROLES[strategy]
-    assert [(i.iteration, i.success) for i in interactions(execution.id)] == [(1, True), (2, True)]
-    assert sent_roles(interactions(execution.id)[1]) == EXPECTED_ROLES[strategy]
+    calls = interactions(execution.id)  # the killed attempt's call stays, superseded
+    assert [(i.iteration, i.success, i.superseded) for i in calls] == [(1, True, True), (1, True, False),
+                                                                       (2, True, False)]
+    assert sent_roles(calls[2]) == EXPECTED_ROLES[strategy]
     (mcp,) = MCPInteraction.objects.filter(execution_id=execution.id)
     assert (mcp.tool, mcp.success, mcp.arguments) == ("get_pods", True, {"namespace": "prod"})
     assert "web-1  CrashLoopBackOff" in mcp.result
-    # Token totals count each kept call once: the killed attempt's call (written before its tool call) never
-    # counted, its iteration never completed; each iteration's tokens came with the UPDATE that completed it.
-    kept = sum(i.total_tokens for i in interactions(execution.id))
+    # Token totals count each call once: the killed attempt's call (written before its tool call) when the
+    # iteration ran again and superseded it (it was paid for); each completed iteration's with the UPDATE that
+    # completed it.
+    kept = sum(i.total_tokens for i in calls)
+    assert calls[0].total_tokens > 0
     assert kept > 0
     assert AgentExecution.objects.get(id=execution.id).total_tokens == kept
     assert AlertSession.objects.get(id=execution.session_id).total_tokens == kept

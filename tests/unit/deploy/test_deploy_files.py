@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.processes import worker_command
+
 ROOT = Path(__file__).resolve().parents[3]
 DEPLOY = ROOT / "deploy"
 K8S = DEPLOY / "k8s"
@@ -306,3 +308,18 @@ def test_every_web_server_runs_the_options_the_tests_run(compose):
     }
     for where, command in commands.items():
         assert " ".join(UVICORN_OPTIONS) in " ".join(command), where
+
+
+QUIET_WORKER = ("--without-gossip", "--without-mingle")  # TARSy uses neither; gossip logs a traceback per reconnect
+
+
+def test_every_worker_command_runs_without_gossip_and_mingle(compose):
+    commands = {
+        "compose": compose["services"]["worker"]["command"][-1].split(),
+        "k8s": _container(_by_kind("Deployment")["tarsy-worker"])["args"],
+        "tests": worker_command(),
+    }
+    for where, command in commands.items():
+        assert set(QUIET_WORKER) <= set(command), where
+    readme_row = next(line for line in (DEPLOY / "README.md").read_text().splitlines() if line.startswith("| worker"))
+    assert all(option in readme_row for option in QUIET_WORKER)
