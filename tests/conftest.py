@@ -1,5 +1,6 @@
 """Shared fixtures. Service-backed tests (marker `services`) need DATABASE_URL and REDIS_URL; without
-them they are skipped with a reason — or fail when TARSY_REQUIRE_SERVICES=1 (CI)."""
+them they are skipped with a reason — or fail when TARSY_REQUIRE_SERVICES=1 (CI). Database tests without the
+marker run on whichever database the settings give: PostgreSQL with the services, SQLite without."""
 
 from __future__ import annotations
 

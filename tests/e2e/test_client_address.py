@@ -8,7 +8,7 @@ import pytest
 from tests.support.configdir import write_config
 from tests.support.processes import start_server
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
 
 ALERT = {"data": "pod web-1 CrashLoopBackOff"}
 

@@ -13,7 +13,7 @@ from evals.scenario import load_scenario
 from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, SessionReview, Stage
 from tarsy.services.sessions import session_submit
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db]
+pytestmark = [pytest.mark.django_db]
 
 WRONG = "Root cause: the node ran out of disk space."
 

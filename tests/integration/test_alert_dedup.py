@@ -15,8 +15,6 @@ from tarsy.services import sessions as session_service
 from tarsy.signals import alert_attached
 from tests.support.configdir import write_config
 
-pytestmark = [pytest.mark.services]
-
 CRASH = {"alertname": "KubePodCrashLooping", "namespace": "payments", "pod": "payments-api-7d9f",
          "description": "Pod is restarting 5 times / 10 minutes", "startsAt": "2026-11-23T10:00:00Z"}
 CHAIN = {"alert_types": ["kubernetes"], "stages": [{"name": "investigate", "agents": [{"name": "KubernetesAgent"}]}]}
@@ -205,6 +203,7 @@ def test_dispatch_claims_a_queued_session_while_intake_attaches_a_repeat_to_it()
     assert AlertSession.objects.get().status == "in_progress"
 
 
+@pytest.mark.services
 @pytest.mark.django_db(transaction=True)
 def test_two_webhook_deliveries_sharing_alerts_in_opposite_orders_both_land():
     from tarsy.intake.items import Batch, Firing

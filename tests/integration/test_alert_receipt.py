@@ -9,7 +9,7 @@ from tarsy.services import sessions as session_service
 from tarsy.services.errors import ValidationFailed
 from tarsy.signals import session_status_changed
 
-pytestmark = [pytest.mark.django_db, pytest.mark.services]
+pytestmark = [pytest.mark.django_db]
 
 
 def test_receive_stores_fingerprint_and_severity():

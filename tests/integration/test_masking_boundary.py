@@ -31,7 +31,7 @@ from tarsy.services.sessions import session_submit
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.support.configdir import scripted_provider, write_config
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(120)]
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes" / "mcp_servers"
 PASSWORD = "hunter2xyz"
@@ -199,6 +199,7 @@ ECHO_TURNS = {
 }
 
 
+@pytest.mark.services
 @pytest.mark.parametrize("strategy", sorted(ECHO_TURNS))
 def test_mcp_start_errors_and_tool_arguments_are_masked_on_postgres(config_dir, api, strategy):
     start_error = f"cannot log in to the cluster: token: {TOKEN}"

@@ -8,7 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tarsy.management.commands.serve_metrics import metrics_app
 from tarsy.services import sessions as session_service
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db]
+pytestmark = [pytest.mark.django_db]
 
 
 def call(path: str) -> tuple[str, bytes]:

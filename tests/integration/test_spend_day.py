@@ -17,7 +17,7 @@ from tarsy.services import interactions, spend
 from tarsy.services.sessions import session_submit
 from tests.support.configdir import write_config
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db]
+pytestmark = [pytest.mark.django_db]
 
 PRICED = {"type": "scripted", "script": [{"text": "x"}], "pricing": {
     "input_per_mtok": "2", "output_per_mtok": "8", "cached_input_per_mtok": "1", "as_of": "2026-11-01"}}

@@ -6,7 +6,7 @@ import pytest
 
 from tarsy.models import AlertSession
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(30)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(30)]
 
 
 def test_alert_is_queued_with_text_data_and_default_type(api):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(30)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(30)]
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "webhooks"
 

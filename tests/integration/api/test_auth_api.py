@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from tarsy.models import AlertOccurrence, AlertSession, APIToken
 from tests.support.configdir import write_config
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(30)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(30)]
 
 ALERT = {"data": "pod web-1 CrashLoopBackOff"}
 

@@ -15,7 +15,7 @@ from tarsy.api.handler import JsonErrorsASGIHandler
 from tarsy.models import AlertSession
 from tests.support.configdir import write_config
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(60)]
 
 NUL = "Contains a NUL character"
 SURROGATE = "Contains a lone surrogate"

@@ -21,7 +21,7 @@ from tarsy.web import health as web_health
 from tests.support.configdir import write_config
 from tests.support.processes import wait_for
 
-pytestmark = [pytest.mark.services, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 BROKEN_MCP = {"broken": {"transport": {"type": "stdio", "command": "/nonexistent/mcp-host.invalid/server"}},
               # the built-in server needs a cluster; a port nothing listens on fails at once instead
@@ -67,6 +67,7 @@ def broadcasts():
     counter.close()
 
 
+@pytest.mark.services
 @pytest.mark.django_db
 def test_calls_within_the_window_share_one_worker_probe(broadcasts):
     client = Client()
@@ -86,6 +87,7 @@ def test_calls_within_the_window_share_one_worker_probe(broadcasts):
     assert broadcasts.count() == 1  # concurrent callers waited for the one probe in flight
 
 
+@pytest.mark.services
 @pytest.mark.django_db
 def test_the_warnings_banner_shares_the_health_probe_and_its_window(broadcasts):
     """The banner probes last (after its MCP checks, which may take seconds): /health right after it shares
@@ -101,6 +103,7 @@ def test_the_warnings_banner_shares_the_health_probe_and_its_window(broadcasts):
     assert broadcasts.count() == 1
 
 
+@pytest.mark.services
 @pytest.mark.django_db(transaction=True)
 def test_public_body_names_components_only_even_when_checks_fail_with_host_names(tmp_path, settings):
     config = write_config(tmp_path, tarsy=BROKEN_CONFIG)
@@ -122,6 +125,7 @@ def test_public_body_names_components_only_even_when_checks_fail_with_host_names
         assert leak not in text
 
 
+@pytest.mark.services
 @pytest.mark.django_db
 def test_details_are_on_the_system_page(settings):
     settings.REDIS_URL = "redis://broker-host.invalid:6379/0"

@@ -7,7 +7,7 @@ import pytest
 from tarsy.models import Event, SessionScore
 from tests.support.configdir import scripted_provider, write_config
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db]
+pytestmark = [pytest.mark.django_db]
 
 
 def score(session, value, support, tags=(), status="scored"):

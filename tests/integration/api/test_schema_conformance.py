@@ -18,7 +18,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from tests.support.configdir import write_config
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(120)]
 
 DEAD_MCP = {"transport": {"type": "http", "url": "http://127.0.0.1:9/mcp", "timeout": "2s"}}
 EXAMPLES_PER_OPERATION = 8  # bounded: the whole run stays well under a minute on a shared machine

@@ -10,7 +10,7 @@ from tarsy.models import AgentExecution, Chat, ChatUserMessage, Stage
 from tarsy.pipeline.stages import execution_end
 from tests.support.configdir import write_config
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(30)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(30)]
 
 
 def test_detail_has_stages_executions_tokens_and_chat_availability(api, investigated):
@@ -125,6 +125,7 @@ def _unreachable_mcp_config(tmp_path):
     return write_config(tmp_path / "cfg", tarsy={"mcp_servers": {"kubernetes-server": dead, "demo-kubernetes": dead}})
 
 
+@pytest.mark.services
 def test_mcp_servers_and_warnings_report_failing_servers(api, tmp_path):
     _unreachable_mcp_config(tmp_path)
     servers = {s["name"]: s for s in api.get("/api/v1/system/mcp-servers").json()["servers"]}
@@ -136,6 +137,7 @@ def test_mcp_servers_and_warnings_report_failing_servers(api, tmp_path):
     assert any(w["category"] == "runtime" for w in warnings)  # no worker runs in this test
 
 
+@pytest.mark.services
 def test_health_is_503_json_without_workers(api):
     response = api.get("/health")
     assert response.status_code == 503

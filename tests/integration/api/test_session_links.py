@@ -7,7 +7,7 @@ import pytest
 from tarsy.links import session_url
 from tests.support.configdir import write_config
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db]
+pytestmark = [pytest.mark.django_db]
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from tarsy.models import AlertSession
 from tarsy.slack.messages import session_message
 from tests.support.configdir import write_config
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(30)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(30)]
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "webhooks"
 STAGES = [{"name": "analysis", "agents": [{"name": "KubernetesAgent"}]}]

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from tarsy.models import AlertSession, TimelineEvent
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(30)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(30)]
 
 
 def ids(response) -> list[str]:

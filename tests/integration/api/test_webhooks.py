@@ -15,7 +15,7 @@ from tarsy.intake.signatures import pagerduty_signature
 from tarsy.models import AlertSession, TimelineEvent
 from tests.support.configdir import write_config
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(30)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(30)]
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "webhooks"
 PD_SECRET = "pd-signing-secret-for-tests"

@@ -1,4 +1,5 @@
-"""The /ws consumer in-process (real Redis fan-out, real database): protocol, catch-up, admission."""
+"""The /ws consumer in-process (real database; live events over Redis with the services, else handed over in
+process as in embedded mode): protocol, catch-up, admission."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import json
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.conf import settings
 from django.core.management import call_command
 from django.db import connections
 
+from tarsy.embedded import bind_publisher_to_running_loop
 from tarsy.models import Event
 from tarsy.services.sessions import session_submit
 from tarsy.streaming.consumer import CATCHUP_LIMIT
@@ -18,7 +21,7 @@ from tarsy.streaming.publisher import publish
 from tarsy.streaming.routing import build_application
 from tests.support.configdir import write_config
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True), pytest.mark.timeout(30)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(30)]
 
 APP = build_application(None)
 
@@ -27,6 +30,13 @@ APP = build_application(None)
 async def _close_db():
     yield
     await sync_to_async(connections.close_all)()
+
+
+@pytest.fixture(autouse=True)
+async def _live_events_to_this_loop():
+    """Embedded mode hands live events to the server's loop, which `make run` binds before serving."""
+    if settings.EMBEDDED:
+        bind_publisher_to_running_loop()
 
 
 async def connect(path="/ws", headers=None, client="127.0.0.1"):

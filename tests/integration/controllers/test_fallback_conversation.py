@@ -25,7 +25,7 @@ from .conftest import (
     wire_providers,
 )
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(90)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(90)]
 
 FINAL = "web-1 crashes because configmap app-config is missing."
 SIGNATURE = "c2lnLTE="

@@ -9,7 +9,7 @@ from tests.fakes.fake_gemini import FakeGemini, function_call, text
 
 from .conftest import event_types, interactions, messages, only_execution, run_to_end, start_session, timeline
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(60)]
 
 KEY_ENV = "TARSY_TEST_GEMINI_KEY"
 

@@ -23,7 +23,7 @@ from .conftest import (
     timeline,
 )
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(60),
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(60),
               pytest.mark.parametrize("strategy", ["react", "native-thinking"])]
 
 FINAL = "web-1 crashes because configmap app-config is missing."

@@ -24,7 +24,7 @@ from .conftest import (
     timeline,
 )
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(60)]
 
 FINAL = "web-1 crashes because configmap app-config is missing."
 PODS_CALL = {"name": "k8s.get_pods", "arguments": {"namespace": "prod"}, "id": "call-pods"}

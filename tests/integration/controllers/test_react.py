@@ -26,7 +26,7 @@ from .conftest import (
     timeline,
 )
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(60)]
 
 PODS = react_action("Check the pods first.", "k8s.get_pods", '{"namespace": "prod"}')
 LOGS = react_action("web-1 is crash-looping; read its logs.", "k8s.get_logs", '{"namespace": "prod", "pod": "web-1"}')

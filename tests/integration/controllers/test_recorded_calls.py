@@ -12,7 +12,7 @@ from tarsy.pipeline.finish import session_finish
 
 from .conftest import only_execution, react_action, run_to_end, start_session
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(90)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(90)]
 
 TOKEN = "ghp_0123456789abcdefghijklmnopqrstuvwxyz"
 FINAL = "web-1 crashes because configmap app-config is missing."

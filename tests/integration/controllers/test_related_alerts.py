@@ -11,7 +11,7 @@ from tarsy.models import AlertOccurrence, OccurrenceKind
 
 from .conftest import interactions, messages, only_execution, react_action, run_next, start_session, timeline
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(60)]
 
 SCRIPT = [react_action("Check the pods.", "k8s.get_pods", '{"namespace": "prod"}'),
           react_action("And again.", "k8s.get_pods", '{"namespace": "prod"}'),

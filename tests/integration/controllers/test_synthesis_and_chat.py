@@ -22,7 +22,7 @@ from .conftest import (
     timeline,
 )
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(60)]
 
 SRE = ["Thought: Pods look bad.\nFinal Answer: web-1 is crash-looping on a missing configmap."]
 DB = [react_action("Check the database pods.", "k8s.get_pods", '{"namespace": "db"}'),

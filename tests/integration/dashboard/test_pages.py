@@ -11,7 +11,7 @@ from django.test import Client
 from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, Stage, TimelineEvent
 from tests.support.configdir import write_config
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 EVIL = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
 

@@ -11,7 +11,7 @@ from django.test import Client
 from tarsy.models import AgentExecution, AlertSession, SessionReview, SessionScore, Stage
 from tests.support.configdir import scripted_provider, write_config
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db]
+pytestmark = [pytest.mark.django_db]
 
 EVIL = '<script>window.__xss=1</script>'
 

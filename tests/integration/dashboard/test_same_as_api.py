@@ -18,7 +18,7 @@ from tarsy.selectors.sessions import sessions_list
 from tarsy.services import sessions as session_service
 from tarsy.services import timeline
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(60)]
 
 ROW = re.compile(r'<tr data-session-id="([0-9a-f-]{36})"')
 
@@ -86,6 +86,7 @@ QUERIES = [
 ]
 
 
+@pytest.mark.services  # PostgreSQL full-text search
 @pytest.mark.parametrize("query", QUERIES)
 def test_the_page_and_the_api_list_the_same_sessions_in_the_same_order(sessions, query):
     assert connection.vendor == "postgresql"
@@ -110,11 +111,13 @@ def test_a_date_and_time_bound_means_the_same_on_both(sessions):
     assert _api_ids(query) == _page_ids(query) == [str(sessions[i].id) for i in (3, 2, 1)]
 
 
+@pytest.mark.services  # PostgreSQL full-text search
 def test_search_is_full_text_on_both(sessions):
     either = "search=" + quote("disk or OOMKilled")
     assert set(_page_ids(either)) == {str(sessions[i].id) for i in (0, 1, 4)}
 
 
+@pytest.mark.services  # PostgreSQL full-text search
 @pytest.mark.parametrize("term, found", [("ingress", 2), ("volume", 0)], ids=["timeline", "session"])
 def test_the_search_reads_the_stored_vectors_through_their_indexes(sessions, term, found):
     """Planned with sequential scans off (with five sessions the planner would rightly scan): both indexes are

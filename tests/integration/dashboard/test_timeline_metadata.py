@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from tarsy.models import AgentExecution, AlertSession, Stage, TimelineEvent
 from tarsy.services import timeline
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db]
+pytestmark = [pytest.mark.django_db]
 
 OLD_EXECUTOR = {"server": "k8s", "tool": "pods_list", "arguments": {"namespace": "prod"}, "is_error": True,
                 "duration_ms": 1500}

@@ -19,7 +19,7 @@ from tarsy.slack.delivery import MAX_FAILURES, deliver
 from tests.support.processes import free_port
 from tests.support.slack import slack_section
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(60)]
 
 SCRIPT = {"KubernetesAgent": [{"text": "Final Answer: done"}]}
 TWO_STAGES = {"agent_chains": {"kubernetes": {"alert_types": ["kubernetes"], "stages": [

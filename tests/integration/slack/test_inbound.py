@@ -15,7 +15,7 @@ from tarsy.models import ChatUserMessage, SlackPost, SlackThread
 from tarsy.services import sessions
 from tests.support.slack import mention_event, signed_headers, slack_section, slash_command
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db, pytest.mark.timeout(30)]
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(30)]
 
 EVENTS, COMMANDS = "/api/v1/slack/events", "/api/v1/slack/commands"
 FORM = "application/x-www-form-urlencoded"
