@@ -97,8 +97,8 @@ def test_an_exported_session_passes_as_a_scenario_with_its_own_reference_run(rec
     worker = start_worker(tmp_path, plan.config_dir, name="exported", pool="threads")
     report = tmp_path / "report.jsonl"
     try:
-        call_command("eval", "--scenario", str(folder), "--no-worker", "--config-dir", str(tmp_path / "cmd"),
-                     "--json", str(report), stdout=io.StringIO(), verbosity=2)
+        call_command("eval", "--scenario", str(folder), "--no-worker", "--into-main-db",  # the test's worker's db
+                     "--config-dir", str(tmp_path / "cmd"), "--json", str(report), stdout=io.StringIO(), verbosity=2)
     finally:
         worker.stop()
     totals = json.loads(report.read_text().splitlines()[-1])
