@@ -37,7 +37,7 @@ def test_tab_title_and_favicon_follow_the_session_and_a_watched_one_notifies(scr
     base = web()
     response = httpx.post(f"{base}/api/v1/alerts", json={"data": "pod web-1 CrashLoopBackOff"}, timeout=10)
     session_id = response.json()["session_id"]
-    label = f"kubernetes {session_id[:8]} · TARSy"
+    label = f"pod web-1 CrashLoopBackOff {session_id[:8]} · TARSy"  # the session's title: the alert's first line
 
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     context.grant_permissions(["notifications"], origin=base)
@@ -61,7 +61,7 @@ def test_tab_title_and_favicon_follow_the_session_and_a_watched_one_notifies(scr
     wait_until(page, f"() => document.title === {f'✓ {label}'!r}", timeout=60_000)
     assert tab_state(page)[1] == "completed"
     notes = page.evaluate("window.__notes")
-    assert notes == [{"title": f"TARSy: kubernetes {session_id[:8]} completed",
+    assert notes == [{"title": f"TARSy: pod web-1 CrashLoopBackOff {session_id[:8]} completed",
                       "body": "web-1 is crash-looping because of a missing config map."}]
     assert not watch.is_visible()  # nothing left to watch
     shot(page, "session-state-completed")
