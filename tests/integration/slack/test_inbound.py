@@ -101,7 +101,7 @@ def test_a_question_on_a_running_session_is_answered_in_the_thread_with_the_reas
     assert response.status_code == 200
     assert not ChatUserMessage.objects.filter(chat__session=session).exists()
     notice = SlackPost.objects.get(thread_id=session.id, kind="notice")
-    assert "cannot take this question now" in notice.text and "in_progress" in notice.text
+    assert "cannot take this question now" in notice.text and "the session is in progress" in notice.text
 
 
 def test_mentions_outside_tarsys_threads_and_other_events_are_ignored(slack_on, client):
