@@ -30,7 +30,7 @@ def test_eval_and_replay_run_in_embedded_mode(tmp_path):
     assert _manage(env, "migrate", "--noinput", "-v", "0").returncode == 0
     report = tmp_path / "report.jsonl"
     done = _manage(env, "eval", "--scenario", "crashloop-*", "--scenario", "herring-jvm-heap-oom", "--repeat", "2",
-                   "--json", str(report))
+                   "--json", str(report), "--into-main-db")  # replay below reads the main database
     assert done.returncode == 0, done.stdout + done.stderr
     totals = json.loads(done.stdout.strip().splitlines()[-1])
     figures = [totals[k] for k in ("scenarios", "runs", "passed", "pass@k", "pass^k")]

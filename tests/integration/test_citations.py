@@ -103,8 +103,8 @@ def test_synthesis_cites_the_parallel_agents_evidence_and_native_results_carry_i
     evidence = _tool_events(done)
     assert sorted(evidence) == ["E1", "E2"]  # one counter for the session: the two agents never share an id
     tool_messages = Message.objects.filter(session=done, role="tool").values_list("content", flat=True)
-    assert sorted(m.split("\n", 1)[0] for m in tool_messages) == ["Evidence [E1] (cite it as [E1]).",
-                                                                   "Evidence [E2] (cite it as [E2])."]
+    assert sorted(m.split(". ", 1)[0] for m in tool_messages) == ["Evidence [E1] (cite it as [E1])",
+                                                                  "Evidence [E2] (cite it as [E2])"]
     citations = session_citations(session_id=done.id)
     assert sorted(_ids(citations["valid"])) == ["E1", "E2"]
     assert citations["invalid"] == [] and citations["uncited"] == []

@@ -13,11 +13,13 @@ TARSY = Path(__file__).resolve().parents[2] / "tarsy"
 # package → packages it must never import
 NEVER = {
     "tarsy.streaming": ("tarsy.api", "tarsy.dashboard", "tarsy.selectors"),
-    "tarsy.selectors": ("tarsy.api", "tarsy.dashboard", "tarsy.services"),  # reads only: no writer
+    "tarsy.selectors": ("tarsy.api", "tarsy.dashboard", "tarsy.services"),  # reads only: no writer (errors aside)
     "tarsy.api": ("tarsy.dashboard",),
     "tarsy.dashboard": ("tarsy.api",),  # what both need lives in tarsy.web or the selectors
     "tarsy.web": ("tarsy.api", "tarsy.dashboard"),
 }
+# The one domain error type every layer raises (STYLE 6) is no writer.
+SHARED = ("tarsy.services.errors",)
 
 
 def _module(path: Path) -> str:
@@ -48,7 +50,7 @@ def _files(package: str) -> list[Path]:
 def test_no_import_against_the_layering(package):
     wrong = [f"{path.relative_to(TARSY.parent)}:{line} imports {module}"
              for path in _files(package) for module, _, line in _imports(path)
-             if module.startswith(NEVER[package])]
+             if module.startswith(NEVER[package]) and module not in SHARED]
     assert wrong == []
 
 
