@@ -71,6 +71,7 @@ def without_provider_state(messages: list[ConversationMessage]) -> list[Conversa
 def interaction_record(request: LLMRequest, call: RecordedCall, *, duration_ms: int) -> LLMInteractionRecord:
     """What is stored for one finished call, its usage included (the place per-call accounting belongs)."""
     response, error = call.response, call.response.error
+    reply: ConversationMessage | None
     if call.succeeded:
         reply = response.as_assistant_message()
     else:  # what was received before the call was cut off, never replayed (the conversation is rebuilt elsewhere)
