@@ -8,6 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connections
 
+from evals.database import eval_name
 from evals.scenario import SCENARIOS_DIR
 from tarsy.models import AlertSession
 
@@ -21,6 +22,17 @@ def _eval(tmp_path, *extra: str) -> dict:
     call_command("eval", "--scenario", SCENARIO, "--concurrency", "1", "--config-dir", str(tmp_path / "config"),
                  "--json", str(report), *extra)
     return json.loads(report.read_text().splitlines()[-1])
+
+
+@pytest.fixture(autouse=True)
+def _no_eval_database_left_over():
+    """A fresh eval database per run: sessions a previous run left there (its alerts, their dedup) are not this
+    test's. PostgreSQL keeps it across test runs; SQLite's file lives in the test's data dir."""
+    connection = connections["default"]
+    if connection.vendor == "postgresql":
+        name = eval_name(connection.settings_dict["NAME"], connection.vendor)
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS {connection.ops.quote_name(name)} WITH (FORCE)")
 
 
 @pytest.mark.timeout(240)
