@@ -75,10 +75,10 @@ app.conf.beat_schedule = {
 
 
 def install_enactor() -> None:
-    """Decisions handed to `tarsy.pipeline.decisions.enact_on_commit` become tasks through `tarsy.tasks.enact`.
+    """Decisions handed to `tarsy.decisions.enact_on_commit` become tasks through `tarsy.tasks.enact`.
     Called from `TarsyConfig.ready()`, so web, worker, beat, `serve`, management commands and tests all have
     it before their first request or task; without it an enactment fails loudly."""
-    from tarsy.pipeline.decisions import register_enactor
+    from tarsy.decisions import register_enactor
     from tarsy.tasks import enact
 
     register_enactor(enact)

@@ -1,6 +1,6 @@
 """Celery tasks: thin adapters — ids in, one pipeline call — and `enact`, the one place a decision becomes a task.
 
-The pipeline and the services decide what happens next as values (tarsy.pipeline.decisions) and hand them to
+The pipeline and the services decide what happens next as values (tarsy.decisions) and hand them to
 `enact_on_commit`; `enact`, registered at startup (tarsy.celery.install_enactor), queues them after the commit.
 Nothing else under tarsy/ imports this module. All tasks are idempotent by state guard (`acks_late` +
 `reject_on_worker_lost` make redelivery safe). Results are ignored: the database is the result.
@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connections
 
 from tarsy.config import get_config
-from tarsy.pipeline.decisions import (
+from tarsy.decisions import (
     DispatchSessions,
     Enqueued,
     FinishSession,

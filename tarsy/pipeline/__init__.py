@@ -2,5 +2,5 @@
 
 Dispatch, an iteration's guard and what follows it, a stage's join and the next stage, a session's end, the
 sweeper and retention. Writes go through tarsy.services; work that becomes a Celery task is a decision value
-(decisions.py) handed to `enact_on_commit`. Nothing here imports tarsy.tasks (docs/architecture.md).
+(tarsy/decisions.py) handed to `enact_on_commit`. Nothing here imports tarsy.tasks (docs/architecture.md).
 """

@@ -20,12 +20,12 @@ from django.utils import timezone
 from agents.mcp.masking.boundary import mask_text
 from controllers.base import StepOutcome, StepStatus, timeout_outcome
 from controllers.registry import controller_for
+from tarsy.decisions import EndExecution, RunIteration, enact_on_commit
 from tarsy.metrics import ITERATION_SECONDS
 from tarsy.models import AgentExecution, ExecStatus, SessionStatus, StageKind
 from tarsy.services import executions
 from tarsy.services.recorder import DbRecorder
 
-from .decisions import EndExecution, RunIteration, enact_on_commit
 from .execution_context import build_execution_context, session_deadline
 from .stages import execution_end
 

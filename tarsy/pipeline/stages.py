@@ -12,10 +12,9 @@ from typing import Any
 from django.db import transaction
 
 from tarsy.config import get_config
+from tarsy.decisions import FinishSession, Nothing, StartStage, StartSynthesis, enact_on_commit
 from tarsy.models import AlertSession, ExecStatus, SessionStatus, Stage, StageKind
 from tarsy.services import executions, sessions, stages
-
-from .decisions import FinishSession, Nothing, StartStage, StartSynthesis, enact_on_commit
 
 
 def next_after_stage(stage: Stage, session: AlertSession) -> StartStage | StartSynthesis | FinishSession | Nothing:

@@ -21,10 +21,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from tarsy.config import get_config
+from tarsy.decisions import EndExecution, FinishSession, RunIteration, SlackDeliver, enact_on_commit
 from tarsy.models import AgentExecution, ExecStatus, SessionStatus
 from tarsy.services import executions, sessions, slack, stages, timeline
 
-from .decisions import EndExecution, FinishSession, RunIteration, SlackDeliver, enact_on_commit
 from .dispatch import dispatch_pending
 from .finish import session_finish
 from .stages import execution_end

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from agents.mcp.masking.boundary import mask_text
 from tarsy.config import get_config
+from tarsy.decisions import ScoreSession, enact_on_commit
 from tarsy.models import (
     TERMINAL_SESSION_STATUSES,
     AlertSession,
@@ -23,7 +24,6 @@ from tarsy.models import (
     StageKind,
     TimelineEvent,
 )
-from tarsy.pipeline.decisions import ScoreSession, enact_on_commit
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 
 from .errors import Conflict, ValidationFailed

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from agents.config.schema import AlertMaskingConfig
 from tarsy.config import get_config
+from tarsy.decisions import DispatchSessions, ReapSession, enact_on_commit
 from tarsy.intake.titles import alert_title
 from tarsy.metrics import SESSIONS_SUBMITTED, SESSIONS_TERMINAL
 from tarsy.models import (
@@ -27,7 +28,6 @@ from tarsy.models import (
     Severity,
     Stage,
 )
-from tarsy.pipeline.decisions import DispatchSessions, ReapSession, enact_on_commit
 from tarsy.selectors import queue
 from tarsy.signals import session_status_changed
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel

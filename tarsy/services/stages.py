@@ -14,6 +14,7 @@ from django.utils import timezone
 from agents.config.registry import TarsyConfig
 from agents.context import resolve_agent
 from tarsy.config import get_config
+from tarsy.decisions import RunIteration, enact_on_commit
 from tarsy.models import (
     TERMINAL_EXEC_STATUSES,
     AgentExecution,
@@ -24,7 +25,6 @@ from tarsy.models import (
     Stage,
     StageKind,
 )
-from tarsy.pipeline.decisions import RunIteration, enact_on_commit
 from tarsy.signals import stage_status_changed
 from tarsy.streaming.publisher import publish
 

@@ -10,8 +10,8 @@ import re
 
 from django.db import transaction
 
+from tarsy.decisions import SlackDeliver, enact_on_commit
 from tarsy.models import SlackPostKind
-from tarsy.pipeline.decisions import SlackDeliver, enact_on_commit
 from tarsy.services import chats
 from tarsy.services import slack as slack_service
 from tarsy.services.errors import ServiceError

@@ -11,9 +11,9 @@ from typing import Any
 
 from django.db import DatabaseError, transaction
 
+from tarsy.decisions import SlackDeliver, enact_on_commit
 from tarsy.metrics import SLACK_DROPPED
 from tarsy.models import AlertSession, ExecStatus, SlackPostKind, SlackThread, Stage, StageKind
-from tarsy.pipeline.decisions import SlackDeliver, enact_on_commit
 from tarsy.services import slack as slack_service
 from tarsy.signals import alert_attached, alert_resolved, session_status_changed, stage_status_changed
 

@@ -9,9 +9,8 @@ import redis
 from django.conf import settings
 from django.db import transaction
 
-from tarsy import tasks
-from tarsy.pipeline import decisions
-from tarsy.pipeline.decisions import FinishSession, Nothing, ReapSession, RunIteration, StartStage, enact_on_commit
+from tarsy import decisions, tasks
+from tarsy.decisions import FinishSession, Nothing, ReapSession, RunIteration, StartStage, enact_on_commit
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
