@@ -28,6 +28,7 @@ from tarsy.models import (
     Rating,
     SessionReview,
 )
+from tarsy.selectors.conversations import llm_conversations
 from tarsy.services.errors import Conflict, NotFound
 from tarsy.services.sessions import session_get
 
@@ -135,8 +136,9 @@ def _by_iteration(calls: list[LLMInteraction]) -> list[dict[str, Any]]:
 
 
 def _script(session: AlertSession, notes: list[str]) -> dict[str, list[dict[str, Any]]]:
-    calls = list(LLMInteraction.objects.filter(session=session).exclude(execution__stage__kind="chat")
-                 .select_related("execution__stage").order_by("created_at", "id"))
+    calls = llm_conversations(list(LLMInteraction.objects.filter(session=session)
+                                   .exclude(execution__stage__kind="chat")
+                                   .select_related("execution__stage").order_by("created_at", "id")))
     keyed: dict[str, list[LLMInteraction]] = defaultdict(list)
     stages: dict[str, set[int]] = defaultdict(set)
     for call in calls:

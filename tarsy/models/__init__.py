@@ -3,6 +3,7 @@
 from .events import Chat, ChatUserMessage, Event
 from .quality import FAILURE_TAGS, SUPPORT_BANDS, Rating, ScoreStatus, SessionReview, SessionScore, Support
 from .records import (
+    InteractionText,
     InteractionType,
     LLMInteraction,
     MCPInteraction,
@@ -33,7 +34,8 @@ from .tokens import APIToken
 __all__ = [
     "FAILURE_TAGS", "SUPPORT_BANDS",
     "ACTIVE_SESSION_STATUSES", "TERMINAL_EXEC_STATUSES", "TERMINAL_SESSION_STATUSES", "AgentExecution", "APIToken",
-    "AlertOccurrence", "AlertSession", "Chat", "ChatUserMessage", "Event", "ExecStatus", "InteractionType",
+    "AlertOccurrence", "AlertSession", "Chat", "ChatUserMessage", "Event", "ExecStatus", "InteractionText",
+    "InteractionType",
     "LLMInteraction", "MCPInteraction", "Message", "MessageRole", "OccurrenceKind", "ParallelType", "Rating",
     "ScoreStatus", "SessionReview", "SessionScore", "SessionStatus", "Severity", "SlackPost", "SlackPostKind",
     "SlackThread", "Stage", "StageKind", "Support",

@@ -23,6 +23,7 @@ from tarsy.models import (
     TimelineEvent,
 )
 
+from .conversations import llm_conversations
 from .filters import ORDERING_FIELDS, REVIEW_STATES, SCORE_STATES, with_duration
 from .queue import in_queue_order
 
@@ -79,8 +80,8 @@ def timeline_events(session: AlertSession) -> list[TimelineEvent]:
 
 def interactions(session: AlertSession) -> dict[str, list[Any]]:
     return {
-        "llm_interactions": list(LLMInteraction.objects.filter(session=session).select_related("execution")
-                                 .order_by("created_at", "id")),
+        "llm_interactions": llm_conversations(list(LLMInteraction.objects.filter(session=session)
+                                                   .select_related("execution").order_by("created_at", "id"))),
         "mcp_interactions": list(MCPInteraction.objects.filter(session=session).select_related("execution")
                                  .order_by("created_at", "id")),
     }

@@ -50,6 +50,7 @@ class WriteBatch:
         self._next_message_sequence = 1
         self._writes: list[Callable[[], Any]] = []
         self._rows: list[tuple[Model, Callable[[Model], None] | None]] = []  # plain new rows, written together
+        self._texts: dict[str, str] = {}  # long texts of the LLM records in _rows, by digest (InteractionText)
         self._messages: list[ConversationMessage] = []
         self._messages_start = 1
 
@@ -67,6 +68,7 @@ class WriteBatch:
             rows[:0] = messages.message_rows(session_id=self.session_id, execution_id=self.execution_id,
                                              iteration=self.iteration, messages=self._messages,
                                              start=self._messages_start)
+        interactions.interaction_texts_store(session_id=self.session_id, texts=self._texts)
         _rows_create(rows)
         with batched_events():
             for write in self._writes:
@@ -78,7 +80,7 @@ class WriteBatch:
 
     def discard(self) -> None:
         """Forget what is pending (a batch that cannot be written); the usage tally stays with its calls' rows."""
-        self._messages, self._writes, self._rows = [], [], []
+        self._messages, self._writes, self._rows, self._texts = [], [], [], {}
 
     def write_with(self, create: Callable[[], TimelineEvent]) -> TimelineEvent:
         """Write what is pending and, in the same transaction, the row `create` writes (an event shown at once)."""
@@ -141,6 +143,7 @@ class WriteBatch:
     def add_llm_interaction(self, record: LLMInteractionRecord) -> None:
         row = interactions.llm_interaction_row(session_id=self.session_id, execution_id=self.execution_id,
                                                iteration=self.iteration, record=record)
+        self._texts.update(interactions.llm_texts_share(row))
         self._rows.append((row, lambda row: interactions.llm_interaction_observe(record, row)))
         self.usage.add(interactions.call_totals(record))
 
