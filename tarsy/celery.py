@@ -93,16 +93,40 @@ def _fail_fast_on_bad_config(**kwargs) -> None:
     _preload()
 
 
-@worker_ready.connect
-def _serve_metrics(sender=None, **kwargs) -> None:
-    """The worker's metrics endpoint, a thread of the parent process, started once its pool has forked."""
+def _forking_pool(pool_cls: Any) -> bool:
     from celery.concurrency import get_implementation
     from celery.concurrency.prefork import TaskPool as PreforkPool
 
+    return issubclass(get_implementation(pool_cls or "prefork"), PreforkPool)
+
+
+@worker_ready.connect
+def _serve_metrics(sender=None, **kwargs) -> None:
+    """The worker's metrics endpoint, a thread of the parent process, started once its pool has forked."""
     from tarsy.metrics import serve_worker_metrics
 
-    pool = get_implementation(getattr(getattr(sender, "controller", None), "pool_cls", None) or "prefork")
-    serve_worker_metrics(forking_pool=issubclass(pool, PreforkPool))
+    serve_worker_metrics(forking_pool=_forking_pool(getattr(getattr(sender, "controller", None), "pool_cls", None)))
+
+
+@worker_init.connect
+def _hold_time_limits(sender=None, **kwargs) -> None:
+    """Pools other than prefork drop Celery's time limits: TARSy's watchdog holds them (tarsy.watchdog)."""
+    if _forking_pool(getattr(sender, "pool_cls", None)):
+        return
+    from tarsy.watchdog import Watchdog
+
+    watchdog = Watchdog()
+    watchdog.start()
+
+    def started(task_id=None, task=None, **kwargs) -> None:
+        hard, soft = task.request.timelimit or (None, None)
+        watchdog.task_started(task_id, task.name, soft=soft, hard=hard)
+
+    def ended(task_id=None, **kwargs) -> None:
+        watchdog.task_ended(task_id)
+
+    task_prerun.connect(started, weak=False)
+    task_postrun.connect(ended, weak=False)
 
 
 def _preload() -> None:
