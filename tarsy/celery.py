@@ -183,3 +183,11 @@ def _count_task(task=None, state=None, **kwargs) -> None:
     from tarsy.metrics import observe_task_end
 
     observe_task_end(task=task.name, state=state)
+
+
+@task_postrun.connect
+def _give_connections_back(**kwargs) -> None:
+    """A pooled connection is not kept by an idle thread between tasks (tarsy.db_connections)."""
+    from tarsy.db_connections import connections_give_back
+
+    connections_give_back()

@@ -88,7 +88,7 @@ def worker_command(*, concurrency: int = 2, name: str = "w1", pool: str = "prefo
 def start_worker(tmp_path: Path, config_dir: Path | None = None, *, concurrency: int = 2, name: str = "w1",
                  pool: str = "prefork", **env: str) -> Proc:
     args = worker_command(concurrency=concurrency, name=name, pool=pool)
-    return Proc(args, child_env(config_dir, **env), tmp_path / f"worker-{name}.log")
+    return Proc(args, child_env(config_dir, TARSY_WORKER_POOL=pool, **env), tmp_path / f"worker-{name}.log")
 
 
 def wait_for(predicate, timeout: float, interval: float = 0.1, message: str = "condition"):

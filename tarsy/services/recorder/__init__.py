@@ -22,6 +22,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 
 from agents.context import LLMInteractionRecord, MCPInteractionRecord
 from agents.llm.types import ConversationMessage
+from tarsy.db_connections import connection_give_back
 from tarsy.models import TimelineStatus
 
 from .. import citations
@@ -41,8 +42,10 @@ class DbRecorder:
         self.stream = LiveStream(session_id=session_id)
 
     def flush(self) -> None:
-        """Make everything recorded so far visible (called before every LLM call and summary)."""
+        """Make everything recorded so far visible (called before every LLM call and summary); a pooled
+        connection goes back to its pool for the wait."""
         self.batch.write()
+        connection_give_back()
 
     def flush_after_failure(self) -> None:
         """After a crash in the step: keep what the attempt recorded if it can be written; a batch that cannot
@@ -68,6 +71,7 @@ class DbRecorder:
         event = self.batch.write_with(lambda: self.batch.event_create(
             event_type, content, metadata, TimelineStatus.STREAMING, sequence))
         self.stream.open(event)
+        connection_give_back()  # what is started now (a tool call, a summary) is a wait
         return event.id
 
     def stream_event(self, event_id: int, delta: str, kind: str = "text") -> None:
