@@ -111,11 +111,15 @@ def _serve_metrics(sender=None, **kwargs) -> None:
 @worker_init.connect
 def _hold_time_limits(sender=None, **kwargs) -> None:
     """Pools other than prefork drop Celery's time limits: TARSy's watchdog holds them (tarsy.watchdog)."""
-    if _forking_pool(getattr(sender, "pool_cls", None)):
-        return
+    if not _forking_pool(getattr(sender, "pool_cls", None)):
+        hold_time_limits(stops_process=True)
+
+
+def hold_time_limits(*, stops_process: bool) -> None:
+    """Watch every task this process runs (see tarsy.watchdog; embedded mode's worker does not stop the process)."""
     from tarsy.watchdog import Watchdog
 
-    watchdog = Watchdog()
+    watchdog = Watchdog(stops_process=stops_process)
     watchdog.start()
 
     def started(task_id=None, task=None, **kwargs) -> None:

@@ -51,12 +51,16 @@ class Watchdog:
     """The limits of the tasks running in this process. `check` is one round; `start` runs it every `TICK_S`."""
 
     def __init__(self, *, stop: Callable[[], None] | None = None, exit: Callable[[int], None] = os._exit,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, stops_process: bool = True) -> None:
+        """`stops_process=False` (a worker inside the web process, embedded mode): a task past its hard limit is
+        reported once and left to its thread; its lease runs out and the sweeper re-runs the iteration."""
         self._running: dict[str, _Running] = {}
         self._lock = threading.Lock()
         self._stop = stop or (lambda: os.kill(os.getpid(), signal.SIGTERM))
         self._exit = exit
         self._clock = clock
+        self._stops_process = stops_process
+        self._reported: set[int] = set()
         self.stopping = False
 
     def task_started(self, task_id: str, name: str, *, soft: float | None, hard: float | None) -> None:
@@ -83,6 +87,13 @@ class Watchdog:
                     log.warning("task %s (%s) passed its soft time limit: stopping it", task.name, task_id)
                     raise_in_thread(task.thread_id, SoftTimeLimitExceeded)
         stuck = [t for t in running.values() if t.hard_at is not None and now >= t.hard_at]
+        if not self._stops_process:
+            for task in stuck:
+                if id(task) not in self._reported:
+                    self._reported.add(id(task))
+                    log.error("task %s passed its hard time limit; it cannot be stopped and is left to its thread "
+                              "(the sweeper re-runs its iteration)", task.name)
+            return
         if stuck and not self.stopping:
             self.stopping = True
             log.error("task %s passed its hard time limit and cannot be stopped in this process: taking no more "

@@ -126,3 +126,11 @@ def test_a_soft_limit_decided_as_the_task_ends_never_lands_after_it():
         watchdog.check()
     thread.join(5)
     assert landed == []
+
+
+def test_inside_the_web_process_a_task_past_its_hard_limit_is_reported_once_and_nothing_stops():
+    process = _Process()
+    watchdog = Watchdog(stop=lambda: setattr(process, "stopped", 1), exit=process.exited.append, stops_process=False)
+    stuck, _ = _task(watchdog, "stuck", lambda: _swallow(3), soft=0.1, hard=0.3)
+    _rounds(watchdog, lambda: not stuck.is_alive())
+    assert (process.stopped, process.exited) == (0, []) and not watchdog.stopping
