@@ -20,8 +20,10 @@ import ctypes
 import logging
 import os
 import signal
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -45,6 +47,12 @@ class _Running:
 def raise_in_thread(thread_id: int, exc_type: type[BaseException]) -> bool:
     """Schedule `exc_type` to be raised in the thread; False when no such thread runs."""
     return ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc_type)) == 1
+
+
+def _where(thread_id: int) -> str:
+    """The thread's stack (code locations only), so a log says where an overdue task was stuck."""
+    frame = sys._current_frames().get(thread_id)
+    return "".join(traceback.format_stack(frame, limit=12)) if frame is not None else "(thread gone)"
 
 
 class Watchdog:
@@ -84,7 +92,8 @@ class Watchdog:
             for task_id, task in running.items():
                 if task.soft_at is not None and now >= task.soft_at and not task.softened:
                     task.softened = True
-                    log.warning("task %s (%s) passed its soft time limit: stopping it", task.name, task_id)
+                    log.warning("task %s (%s) passed its soft time limit: stopping it; it was at\n%s", task.name,
+                                task_id, _where(task.thread_id))
                     raise_in_thread(task.thread_id, SoftTimeLimitExceeded)
         stuck = [t for t in running.values() if t.hard_at is not None and now >= t.hard_at]
         if not self._stops_process:

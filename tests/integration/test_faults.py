@@ -36,6 +36,8 @@ pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(tran
 STEP = {"text": "Thought: gathering evidence.\nAction: none.none\nAction Input: {}", "latency_ms": 700}
 SCRIPT = {"KubernetesAgent": [STEP, STEP, {"text": "Thought: enough.\nFinal Answer: the pod lacks memory."}],
           "executive_summary": ["The pod lacks memory."]}
+# The deploy default runs iterations on threads (TARSy holds their time limits); prefork stays supported.
+POOLS = ["prefork", "threads"]
 RESILIENT = {"queue": {"orphan_threshold": "3s", "max_resumes": 5}, "defaults": {"iteration_timeout": "10s"}}
 
 
@@ -50,14 +52,15 @@ def _own_redis(tmp_path, port: int) -> Proc:
 
 
 @pytest.mark.timeout(180)
-def test_redis_restart_with_sessions_pending_and_running(tmp_path, scripted_config, config_dir, worker, beat):
+@pytest.mark.parametrize("pool", POOLS)
+def test_redis_restart_with_sessions_pending_and_running(tmp_path, scripted_config, config_dir, worker, beat, pool):
     scripted_config(SCRIPT, tarsy={**RESILIENT, "queue": {**RESILIENT["queue"], "max_concurrent_sessions": 2}},
                     chunk_size=20)
     port = free_port()
     redis_proc = _own_redis(tmp_path, port)
     env = {"REDIS_URL": f"redis://127.0.0.1:{port}/0", "TARSY_HARD_LIMIT_GRACE": "1"}
     server, base = start_server(tmp_path, config_dir, **env)
-    procs = [server, worker(concurrency=2, **env), beat(interval=1.0, **env)]
+    procs = [server, worker(concurrency=2, pool=pool, **env), beat(interval=1.0, **env)]
     try:
         ids = [httpx.post(f"{base}/api/v1/alerts", json={"data": f"alert {i}"}, timeout=10).json()["session_id"]
                for i in range(4)]
@@ -73,7 +76,7 @@ def test_redis_restart_with_sessions_pending_and_running(tmp_path, scripted_conf
             # mid-reconnect: "Unrecoverable error"); its supervisor (compose's restart policy, the Deployment)
             # starts it again, and so does this test. Sessions must survive either way.
             if procs[1].popen.poll() is not None:
-                procs[1] = worker(concurrency=2, **env)
+                procs[1] = worker(concurrency=2, pool=pool, **env)
             return not AlertSession.objects.filter(id__in=ids).exclude(status__in=TERMINAL_SESSION_STATUSES).exists()
 
         wait_for(supervised, timeout=120, interval=0.5, message="sessions to finish")
@@ -106,7 +109,8 @@ def _final(text: str) -> dict:
 
 
 @pytest.mark.timeout(150)
-def test_worker_killed_during_a_tool_call_resumes_the_iteration(scripted_config, config_dir, worker, beat):
+@pytest.mark.parametrize("pool", POOLS)
+def test_worker_killed_during_a_tool_call_resumes_the_iteration(scripted_config, config_dir, worker, beat, pool):
     # The resumed attempt starts the tools server in a fresh worker process and waits out the 4 s hang again: on a
     # host at load 8 that took more than 8 s, and the attempt ended by its time limit instead of the tool's answer.
     write_config(config_dir, tarsy=_tools_config({"defaults": {"llm_provider": "scripted", "iteration_timeout": "20s"},
@@ -114,13 +118,13 @@ def test_worker_killed_during_a_tool_call_resumes_the_iteration(scripted_config,
                  providers={"scripted": scripted_provider({
                      "KubernetesAgent": [_react("tools.hang", {"seconds": 4}), _final("the backend was stuck.")],
                      "executive_summary": ["stuck backend"]})})
-    first = worker(concurrency=1, TARSY_HARD_LIMIT_GRACE="1")
+    first = worker(concurrency=1, pool=pool, TARSY_HARD_LIMIT_GRACE="1")
     beat(interval=1.0)
     session = session_submit(alert_type="kubernetes", data="backend stuck")
     wait_for(lambda: TimelineEvent.objects.filter(session=session, event_type="mcp_tool_call",
                                                   status="streaming").exists(), timeout=60, message="a tool call")
     first.kill()
-    survivor = worker(concurrency=1, TARSY_HARD_LIMIT_GRACE="1")
+    survivor = worker(concurrency=1, pool=pool, TARSY_HARD_LIMIT_GRACE="1")
     (done,) = wait_terminal([session.id], 90, survivor)
     assert done.status == "completed", done.error_message
     assert done.final_analysis == "the backend was stuck."
@@ -130,13 +134,14 @@ def test_worker_killed_during_a_tool_call_resumes_the_iteration(scripted_config,
 
 
 @pytest.mark.timeout(150)
-def test_database_connections_terminated_mid_run(scripted_config, worker, beat):
+@pytest.mark.parametrize("pool", POOLS)
+def test_database_connections_terminated_mid_run(scripted_config, worker, beat, pool):
     step = {"text": "Thought: looking.\nAction: none.none\nAction Input: {}", "latency_ms": 400}
     scripted_config({"KubernetesAgent": [step, step, step, step, _final("all good.")],
                      "executive_summary": ["all good"]},
                     tarsy={"queue": {"orphan_threshold": "5s"}, "defaults": {"iteration_timeout": "10s"}},
                     chunk_size=10)
-    proc = worker(concurrency=2, TARSY_HARD_LIMIT_GRACE="1")
+    procs = [worker(concurrency=2, pool=pool, TARSY_HARD_LIMIT_GRACE="1")]
     beat(interval=1.0)
     ids = [session_submit(alert_type="kubernetes", data=f"alert {i}").id for i in range(3)]
     wait_for(lambda: TimelineEvent.objects.filter(session_id__in=ids, iteration__gte=2).exists(), timeout=60,
@@ -149,7 +154,16 @@ def test_database_connections_terminated_mid_run(scripted_config, worker, beat):
             terminated += cursor.fetchone()[0]
             time.sleep(0.7)
     assert terminated >= 1  # the workers really lost their connections
-    rows = wait_terminal(ids, 120, proc)
+
+    def supervised() -> bool:
+        # A threads worker waiting for its pool to replace the dead connections (psycopg's pool backs off between
+        # failed checks) can pass an iteration's hard limit, and then exits; its supervisor starts it again.
+        if procs[0].popen.poll() is not None:
+            procs[0] = worker(concurrency=2, pool=pool, TARSY_HARD_LIMIT_GRACE="1")
+        return not AlertSession.objects.filter(id__in=ids).exclude(status__in=TERMINAL_SESSION_STATUSES).exists()
+
+    wait_for(supervised, timeout=120, interval=0.5, message="sessions to finish")
+    rows = wait_terminal(ids, 5, procs[0])
     assert [r.status for r in rows] == ["completed"] * 3, [r.error_message for r in rows]
     for row in rows:
         assert_no_duplicates(row.id)
@@ -256,10 +270,11 @@ def test_rate_limit_storm_and_broken_stream_are_survived(config_dir, worker):
 
 
 @pytest.mark.timeout(240)
-def test_burst_of_500_alerts_respects_the_concurrency_cap(scripted_config, worker):
+@pytest.mark.parametrize("pool", POOLS)
+def test_burst_of_500_alerts_respects_the_concurrency_cap(scripted_config, worker, pool):
     scripted_config({"KubernetesAgent": [_final("fine.")], "executive_summary": ["fine"]},
                     tarsy={"queue": {"max_concurrent_sessions": 5}})
-    procs = [worker(concurrency=4), worker(concurrency=4)]
+    procs = [worker(concurrency=4, pool=pool), worker(concurrency=4, pool=pool)]
     ids = [session_submit(alert_type="kubernetes", data=f"burst {i}").id for i in range(500)]
     with PeakActiveSessions() as sampled:
         rows = wait_terminal(ids, 200, procs[0])
