@@ -179,6 +179,30 @@ def mcp_interaction_observe(record: MCPInteractionRecord) -> None:
     observe_mcp_call(server=record.server, tool=record.tool, success=record.success, duration_ms=record.duration_ms)
 
 
+def interactions_keep_superseded(*, session_id: Any, execution_id: Any, rows: list[Any],
+                                  texts: dict[str, str]) -> None:
+    """The unsaved LLM and MCP records of an attempt fenced out by a later one (services.recorder.batch): they are
+    stored marked superseded and their tokens and cost added to the execution's and the session's totals — the
+    calls were made and paid for — while nothing else of the attempt lands."""
+    llm = [row for row in rows if isinstance(row, LLMInteraction)]
+    mcp = [row for row in rows if isinstance(row, MCPInteraction)]
+    for call in llm:
+        call.superseded = True
+    for tool_call in mcp:
+        tool_call.superseded = True
+    interaction_texts_store(session_id=session_id, texts=texts)
+    LLMInteraction.objects.bulk_create(llm)
+    MCPInteraction.objects.bulk_create(mcp)
+    usage = UsageTally()
+    for call in llm:
+        usage.add({**{f: getattr(call, f) for f in TOKEN_FIELDS}, "cost_usd": call.cost_usd or Decimal(0),
+                   "unpriced_calls": int(call.cost_usd is None)})
+    changes = usage.changes()
+    if changes:
+        AgentExecution.objects.filter(id=execution_id).update(**changes)
+        AlertSession.all_objects.filter(id=session_id).update(**changes)
+
+
 def interactions_supersede_iteration(*, execution_id: Any, iteration: int) -> None:
     """An interrupted attempt's LLM and MCP records stay, marked superseded, when the iteration runs again: the
     trace keeps every call and the analysis leaves them out. Their tokens and cost never reached the totals (an

@@ -26,19 +26,20 @@ from tarsy.db_connections import connection_give_back
 from tarsy.models import TimelineStatus
 
 from .. import citations
-from .batch import WriteBatch
+from .batch import AttemptSuperseded, WriteBatch
 from .liveness import HEARTBEAT_INTERVAL_S, Liveness
 from .stream import LiveStream
 
-__all__ = ["HEARTBEAT_INTERVAL_S", "DbRecorder", "Liveness", "WriteBatch"]
+__all__ = ["HEARTBEAT_INTERVAL_S", "AttemptSuperseded", "DbRecorder", "Liveness", "WriteBatch"]
 
 log = logging.getLogger(__name__)
 
 
 class DbRecorder:
-    def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int):
+    def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int,
+                 attempt: int | None = None):
         self.batch = WriteBatch(session_id=session_id, stage_id=stage_id, execution_id=execution_id,
-                                iteration=iteration)
+                                iteration=iteration, attempt=attempt)
         self.stream = LiveStream(session_id=session_id)
 
     def flush(self) -> None:

@@ -16,14 +16,15 @@ iteration's LLM calls, which are applied once, when the iteration completes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from django.db import transaction
 from django.db.models import Model
+from django.utils import timezone
 
 from agents.context import LLMInteractionRecord, MCPInteractionRecord
 from agents.llm.types import ConversationMessage
-from tarsy.models import TimelineEvent
+from tarsy.models import AgentExecution, TimelineEvent
 from tarsy.streaming.publisher import batched_events
 
 from .. import interactions, messages, timeline
@@ -38,12 +39,21 @@ def _rows_create(rows: list[Model]) -> None:
         model.objects.bulk_create(group)
 
 
+class AttemptSuperseded(Exception):
+    """A later attempt has claimed this iteration (this task's lease ran out): nothing of this one may land."""
+
+
 class WriteBatch:
-    def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int):
+    """`attempt`: the fencing token of the claim this step runs under (AgentExecution.attempt); every write checks
+    it, so a step that wakes up after its lease was taken over can write nothing. None: no claim to check."""
+
+    def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int,
+                 attempt: int | None = None):
         self.session_id = session_id
         self.stage_id = stage_id
         self.execution_id = execution_id
         self.iteration = iteration
+        self.attempt = attempt
         self.usage = interactions.UsageTally()  # the whole iteration's, not cleared by a write
         self._next_event_sequence: int | None = None  # looked up at the first timeline event
         self._conversation: list[ConversationMessage] | None = None  # read at first use, with the next number
@@ -55,12 +65,36 @@ class WriteBatch:
         self._messages_start = 1
 
     # ---- the flush rule ---------------------------------------------------------
-    def write(self) -> None:
-        """Write what is pending in one transaction (joins the caller's when there is one)."""
+    def write(self, *, fenced: bool = False) -> None:
+        """Write what is pending in one transaction (joins the caller's when there is one). `fenced`: the caller
+        has already checked the attempt in this transaction (the iteration's completion)."""
         if not self._writes and not self._messages and not self._rows:
             return
         with transaction.atomic(savepoint=False):
-            self._write_pending()
+            held = fenced or self._attempt_holds()
+            if held:
+                self._write_pending()
+        if not held:
+            self._superseded()
+
+    def _attempt_holds(self) -> bool:
+        """The fence: an UPDATE of the execution row while this attempt is the current one. Its row lock, held to
+        the commit, orders the write after or before a takeover's claim, never across it (PostgreSQL's FOR UPDATE
+        and SQLite's single writer alike); it also stamps the heartbeat. When a later attempt holds the row, this
+        one's LLM and MCP records are still kept, marked superseded (the calls were made); nothing else is."""
+        if self.attempt is None or not self.execution_id:
+            return True
+        if AgentExecution.objects.filter(id=self.execution_id, attempt=self.attempt).update(
+                last_heartbeat_at=timezone.now()):
+            return True
+        interactions.interactions_keep_superseded(session_id=self.session_id, execution_id=self.execution_id,
+                                                  rows=[row for row, _ in self._rows], texts=self._texts)
+        return False
+
+    def _superseded(self) -> NoReturn:
+        self.discard()
+        raise AttemptSuperseded(f"execution {self.execution_id} iteration {self.iteration}: attempt {self.attempt} "
+                                "was taken over by a later one")
 
     def _write_pending(self) -> None:
         rows = [row for row, _ in self._rows]
@@ -85,8 +119,11 @@ class WriteBatch:
     def write_with(self, create: Callable[[], TimelineEvent]) -> TimelineEvent:
         """Write what is pending and, in the same transaction, the row `create` writes (an event shown at once)."""
         with transaction.atomic(savepoint=False):
-            self._write_pending()
-            return create()
+            held = self._attempt_holds()
+            if held:
+                self._write_pending()
+                return create()
+        self._superseded()
 
     # ---- conversation ---------------------------------------------------------
     def conversation(self) -> list[ConversationMessage]:
