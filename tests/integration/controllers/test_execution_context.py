@@ -71,9 +71,9 @@ def test_a_chat_reads_the_investigation_for_its_first_step_only(configure):
     with CaptureQueriesContext(connection) as second:
         run_next(chat.id)
 
-    def reads_stages(queries):  # the investigation and the earlier answers (not the stage's close: a lock)
+    def reads_stages(queries):  # the session's stages and its earlier answers, in order (not the stage's close)
         return [q for q in queries if q["sql"].startswith("SELECT") and 'FROM "tarsy_stage"' in q["sql"]
-                and not q["sql"].endswith("FOR UPDATE")]
+                and 'ORDER BY "tarsy_stage"."index"' in q["sql"]]
 
     assert reads_stages(first) and not reads_stages(second)
     assert [i.interaction_type for i in interactions(chat.id)] == ["chat", "chat"]  # both steps know it is a chat
