@@ -112,3 +112,42 @@ def test_an_iteration_with_a_tool_call(configure):
         "INSERT tarsy_event",
         "COMMIT",
     ]
+
+
+def test_the_last_iteration_of_a_one_agent_stage(configure):
+    """The answer ends the execution, closes its stage and finishes the session, in the completing transaction."""
+    configure({"SreAgent": [UNSURE.format(n=1), "Thought: enough.\nFinal Answer: web-1 lacks its config map."],
+               "executive_summary": ["web-1 is down."]}, agents={"SreAgent": {"mcp_servers": []}})
+    execution = only_execution(start_session())
+
+    assert _second_iteration(execution.id) == [
+        "BEGIN",  # the claim, the conversation and the streamed event, as above
+        "SELECT tarsy_agentexecution",
+        "UPDATE tarsy_agentexecution",
+        "COMMIT",
+        "SELECT tarsy_message",
+        "BEGIN",
+        "INSERT tarsy_timelineevent",
+        "INSERT tarsy_event",
+        "COMMIT",
+        "BEGIN",  # the completion and the batch's last rows, as above
+        "UPDATE tarsy_agentexecution",
+        "UPDATE tarsy_alertsession",
+        "INSERT tarsy_message",
+        "INSERT tarsy_llminteraction",
+        "INSERT tarsy_timelineevent",
+        "UPDATE tarsy_timelineevent",
+        "INSERT tarsy_event",
+        # execution_end joins this transaction (no savepoint): the terminal compare-and-set and the stage it
+        # belongs to; the stage under its lock with its executions (read once, for the join and the event);
+        # the stage closed and its event; the session under its lock to decide what follows (its finish,
+        # queued after the commit).
+        "UPDATE tarsy_agentexecution",
+        "SELECT tarsy_agentexecution",
+        "SELECT tarsy_stage",
+        "SELECT tarsy_agentexecution",
+        "UPDATE tarsy_stage",
+        "INSERT tarsy_event",
+        "SELECT tarsy_alertsession",
+        "COMMIT",
+    ]
