@@ -95,7 +95,7 @@ def _tools(session: AlertSession, notes: list[str]) -> dict[str, list[dict[str, 
 
 
 def _servers(session: AlertSession) -> list[str]:
-    from tarsy.pipeline.execution_context import resolve_for_execution
+    from tarsy.pipeline.agent_setup import resolve_for_execution
 
     servers: dict[str, None] = {}
     for execution in session.executions.exclude(stage__kind="chat"):

@@ -86,7 +86,14 @@ def _claim(execution: AgentExecution, iteration: int) -> None:
     """Take the lease; an interrupted attempt's rows go first."""
     if execution.current_iteration == iteration:
         executions.iteration_discard(execution_id=execution.id, iteration=iteration)
+        execution.last_event_sequence = None  # the discarded events' numbers are free again: looked up anew
     executions.execution_claim_iteration(execution=execution, iteration=iteration, now=timezone.now())
+
+
+def _next_event_sequence(execution: AgentExecution) -> int | None:
+    """The claim read the execution's last timeline number (None after a discard: the recorder looks it up)."""
+    last = execution.last_event_sequence
+    return None if last is None else last + 1
 
 
 def iteration_release(execution_id: Any, iteration: int) -> None:
@@ -99,7 +106,8 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
     if execution is None:
         return None
     recorder = DbRecorder(session_id=execution.session_id, stage_id=execution.stage_id, execution_id=execution.id,
-                          iteration=iteration, attempt=execution.attempt)
+                          iteration=iteration, attempt=execution.attempt,
+                          next_event_sequence=_next_event_sequence(execution))
     try:
         outcome = _step(execution, iteration, recorder)
         iteration_finish(execution_id, iteration, outcome, execution.iteration_timeout_s, recorder)

@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from tarsy.models import (
@@ -23,6 +24,7 @@ from tarsy.models import (
     OccurrenceKind,
     SessionStatus,
     StageKind,
+    TimelineEvent,
 )
 
 from . import interactions, messages, timeline
@@ -32,13 +34,18 @@ from .recorder import HEARTBEAT_INTERVAL_S, WriteBatch
 _LATEST_RELATED_ALERT = Subquery(AlertOccurrence.objects.filter(session_id=OuterRef("session_id"),
                                                                 kind=OccurrenceKind.RELATED)
                                  .order_by("-id").values("id")[:1])
+# And the execution's last timeline sequence number: the iteration's recorder numbers its events on from it
+# (this task is the one writer of the execution's timeline while it holds the lease), so it needs no lookup.
+_LAST_EVENT_SEQUENCE = Coalesce(Subquery(TimelineEvent.objects.filter(execution_id=OuterRef("id"))
+                                         .order_by("-sequence_number").values("sequence_number")[:1]), 0)
 
 
 def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
-    """The execution under its row lock (call inside a transaction), with its stage and session and its session's
-    latest related alert (`latest_related_alert`, None when there is none); None when there is no such execution."""
+    """The execution under its row lock (call inside a transaction), with its stage and session, its session's
+    latest related alert (`latest_related_alert`, None when there is none) and its last timeline sequence number
+    (`last_event_sequence`, 0 before its first event); None when there is no such execution."""
     return (AgentExecution.objects.select_for_update(of=("self",)).select_related("stage", "session")
-            .annotate(latest_related_alert=_LATEST_RELATED_ALERT)
+            .annotate(latest_related_alert=_LATEST_RELATED_ALERT, last_event_sequence=_LAST_EVENT_SEQUENCE)
             .filter(id=execution_id).first())
 
 

@@ -37,9 +37,9 @@ log = logging.getLogger(__name__)
 
 class DbRecorder:
     def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int,
-                 attempt: int | None = None):
+                 attempt: int | None = None, next_event_sequence: int | None = None):
         self.batch = WriteBatch(session_id=session_id, stage_id=stage_id, execution_id=execution_id,
-                                iteration=iteration, attempt=attempt)
+                                iteration=iteration, attempt=attempt, next_event_sequence=next_event_sequence)
         self.stream = LiveStream(session_id=session_id)
 
     def flush(self) -> None:
@@ -68,9 +68,7 @@ class DbRecorder:
 
     def start_event(self, event_type: str, metadata: dict[str, Any] | None = None, content: str = "") -> int:
         """A streaming event shows at once: it is written now, with whatever was pending, in one transaction."""
-        sequence = self.batch.next_sequence()
-        event = self.batch.write_with(lambda: self.batch.event_create(
-            event_type, content, metadata, TimelineStatus.STREAMING, sequence))
+        event = self.batch.write_with_event(event_type, content, metadata, TimelineStatus.STREAMING)
         self.stream.open(event)
         connection_give_back()  # what is started now (a tool call, a summary) is a wait
         return event.id
