@@ -163,3 +163,10 @@ def test_relays_skip_the_rows_another_relay_holds(queue):
     assert relay_pending(tasks.send, age=0) == 1  # its holder rolled back: the row is claimable again
     assert queue() == [("tarsy.tasks.reap_session", ["s-2"]), ("tarsy.tasks.finish_session", ["s-1"])]
     assert _outbox() == []
+
+
+def test_the_outbox_backlog_is_a_metric(queue):
+    from tarsy.metrics import render
+
+    outbox.outbox_add(entries=[("FinishSession", {"session_id": "s-1"}), ("ReapSession", {"session_id": "s-2"})])
+    assert "tarsy_outbox_tasks 2.0" in render()[0].decode()

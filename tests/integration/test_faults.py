@@ -165,7 +165,11 @@ def test_a_redis_restart_under_default_settings_delays_no_session_past_a_minute(
                     procs[i] = worker(concurrency=2, **env)
             return not AlertSession.objects.filter(id__in=ids).exclude(status__in=TERMINAL_SESSION_STATUSES).exists()
 
-        wait_for(supervised, timeout=60, interval=0.5, message="every session to finish within 60 s of Redis's return")
+        try:
+            wait_for(supervised, timeout=60, interval=0.5, message="sessions to finish")
+        except AssertionError:
+            states = sorted(AlertSession.objects.filter(id__in=ids).values_list("status", flat=True))
+            raise AssertionError(f"not all terminal 60 s after Redis's return: {states}") from None
         rows = list(AlertSession.objects.filter(id__in=ids))
         assert [r.status for r in rows] == ["completed"] * 10, [r.error_message for r in rows]
         for row in rows:
