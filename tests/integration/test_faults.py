@@ -135,9 +135,10 @@ PRODUCTION_SCRIPT = {"KubernetesAgent": [PRODUCTION_STEP, PRODUCTION_STEP,
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.parametrize("pool", ["prefork", "threads"])
 def test_a_redis_restart_under_default_settings_delays_no_session_past_a_minute(tmp_path, scripted_config,
-                                                                                 config_dir, worker, beat):
-    """Production topology (web, two prefork workers, beat; Redis persisting to its append-only file, as
+                                                                                 config_dir, worker, beat, pool):
+    """Production topology (web, two workers, beat; Redis persisting to its append-only file, as
     deploy/compose.yaml runs it) with the default queue settings (orphan_threshold 300 s, sweep every 10 s):
     Redis is killed for 5 s mid-run. Work decided while it is down waits in the outbox and goes out when it is
     back, so every session completes within a minute of its return, not after the orphan threshold."""
@@ -147,7 +148,8 @@ def test_a_redis_restart_under_default_settings_delays_no_session_past_a_minute(
     redis_proc = start_redis(tmp_path, port, *redis_options)
     env = {"REDIS_URL": f"redis://127.0.0.1:{port}/0"}
     server, base = start_server(tmp_path, config_dir, **env)
-    procs = [server, worker(concurrency=2, **env), worker(concurrency=2, **env), beat(interval=10.0, **env)]
+    procs = [server, worker(pool=pool, concurrency=2, **env), worker(pool=pool, concurrency=2, **env),
+             beat(interval=10.0, **env)]
     try:
         ids = [httpx.post(f"{base}/api/v1/alerts", json={"data": f"alert {i}"}, timeout=10).json()["session_id"]
                for i in range(10)]
@@ -162,7 +164,7 @@ def test_a_redis_restart_under_default_settings_delays_no_session_past_a_minute(
         def supervised() -> bool:
             for i in (1, 2):  # a worker that died of the broker loss is started again, as its supervisor would
                 if procs[i].popen.poll() is not None:
-                    procs[i] = worker(concurrency=2, **env)
+                    procs[i] = worker(pool=pool, concurrency=2, **env)
             return not AlertSession.objects.filter(id__in=ids).exclude(status__in=TERMINAL_SESSION_STATUSES).exists()
 
         try:
