@@ -93,6 +93,22 @@ def _fail_fast_on_bad_config(**kwargs) -> None:
     _preload()
 
 
+def start_outbox_relay() -> None:
+    """This process's outbox relay (tarsy/outbox.py), sending through `tarsy.tasks.send`: web processes start it
+    from tarsy.asgi (so does `manage.py serve`), workers on worker_ready."""
+    from tarsy.outbox import start_relay
+    from tarsy.tasks import send
+
+    start_relay(send)
+
+
+@worker_ready.connect
+def _start_worker_relay(**kwargs) -> None:
+    """One relay per worker, a thread of its parent process (prefork children and pool threads send on commit
+    themselves)."""
+    start_outbox_relay()
+
+
 def _forking_pool(pool_cls: Any) -> bool:
     from celery.concurrency import get_implementation
     from celery.concurrency.prefork import TaskPool as PreforkPool

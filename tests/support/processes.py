@@ -101,6 +101,20 @@ def wait_for(predicate, timeout: float, interval: float = 0.1, message: str = "c
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
 
 
+def start_redis(tmp_path: Path, port: int, *options: str) -> Proc:
+    """A redis-server of the test's own on `port` (never the machine's shared one), once it accepts clients;
+    `options` are added to its command line (later ones win)."""
+    import shutil
+
+    if not shutil.which("redis-server"):
+        raise AssertionError("redis-server is required for this test")
+    log_path = tmp_path / f"redis-{port}.log"
+    args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", *options]
+    proc = Proc(args, {"PATH": "/usr/bin:/bin:/usr/local/bin"}, log_path)  # (a restart starts a fresh log)
+    wait_for(lambda: b"Ready to accept" in log_path.read_bytes(), timeout=10, message="redis to start")
+    return proc
+
+
 def start_beat(tmp_path: Path, config_dir: Path | None = None, *, interval: float = 1.0, **env: str) -> Proc:
     """`celery beat` with a fast sweep so lost work is found within a test's patience."""
     args = [str(VENV_BIN / "celery"), "-A", "tarsy", "beat", "-s", str(tmp_path / "beat-schedule"), "-l", "warning"]
