@@ -13,6 +13,7 @@ lost inside the broker.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -35,7 +36,7 @@ Send = Callable[[Enqueued], None]  # queues one decision's task (tarsy.tasks.sen
 OUTBOXED: tuple[type, ...] = (RunIteration, FinishSession, ReapSession, ScoreSession, SlackDeliver)
 _KINDS = {cls.__name__: cls for cls in OUTBOXED}
 
-RELAY_AGE_S = 2.0  # the commit path sends within milliseconds: an older row was left behind
+RELAY_AGE_S = 5.0  # the commit path sends within milliseconds and its relay deletes within a pass: older is left behind
 RELAY_INTERVAL_S = 1.0  # a left-behind row goes out within a second or two once the broker takes tasks again
 RELAY_MAX_BACKOFF_S = 5.0  # while the broker is away: an attempt per process every few seconds at most
 RELAY_BATCH = 100
@@ -71,7 +72,11 @@ def _send_committed(rows: list[tuple[Enqueued, int | None]], send: Send) -> None
             break
         if row_id is not None:
             sent.append(row_id)
-    outbox.outbox_remove(ids=sent)
+    relay = _relay
+    if relay is not None and relay.running():
+        relay.remove_later(sent)
+    else:
+        outbox.outbox_remove(ids=sent)
 
 
 def relay_pending(send: Send, *, age: float = RELAY_AGE_S, limit: int = RELAY_BATCH) -> int:
@@ -104,20 +109,53 @@ def relay_pending(send: Send, *, age: float = RELAY_AGE_S, limit: int = RELAY_BA
 
 class OutboxRelay:
     """Runs `relay_pending` in a daemon thread, with backoff while sending fails: one log line when sending
-    starts failing and one when left-behind tasks go out, never a traceback per attempt."""
+    starts failing and one when left-behind tasks go out, never a traceback per attempt.
+
+    It also deletes, once per pass and in one statement, the rows of the tasks this process has sent on the
+    commit path (`remove_later`): a DELETE transaction per sent task would cost each iteration a commit (a WAL
+    flush). The pass comes every RELAY_INTERVAL_S, well inside RELAY_AGE_S, so other relays do not take those
+    rows for left behind; if this process dies first, they are sent again, which a task's state guard makes a
+    no-op."""
 
     def __init__(self, send: Send, *, interval: float = RELAY_INTERVAL_S, max_backoff: float = RELAY_MAX_BACKOFF_S):
         self.send = send
         self.interval = interval
         self.max_backoff = max_backoff
         self._stop = threading.Event()
+        self._sent: list[int] = []
+        self._sent_lock = threading.Lock()
         self.thread = threading.Thread(target=self._run, name="tarsy-outbox-relay", daemon=True)
 
+    def running(self) -> bool:
+        return self.thread.is_alive() and not self._stop.is_set()
+
+    def remove_later(self, ids: list[int]) -> None:
+        """Rows of tasks the broker has taken: deleted on the next pass."""
+        if ids:
+            with self._sent_lock:
+                self._sent.extend(ids)
+
+    def _remove_sent(self) -> None:
+        with self._sent_lock:
+            ids, self._sent = self._sent, []
+        try:
+            outbox.outbox_remove(ids=ids)
+        except Exception:
+            with self._sent_lock:  # the database is away: next pass
+                self._sent[:0] = ids
+            raise
+
     def start(self) -> OutboxRelay:
+        """Start the thread; this process's commit path then leaves its sent rows to this relay."""
+        global _relay
         self.thread.start()
+        _relay = self
         return self
 
     def stop(self) -> None:
+        global _relay
+        if _relay is self:
+            _relay = None
         self._stop.set()
         self.thread.join(timeout=10)
 
@@ -127,6 +165,7 @@ class OutboxRelay:
         try:
             while not self._stop.wait(delay):
                 try:
+                    self._remove_sent()
                     sent = relay_pending(self.send)
                 except Exception as exc:  # broker or database away: try again later, quietly
                     if not failing:
@@ -142,17 +181,16 @@ class OutboxRelay:
                 failing = False
                 delay = 0 if sent == RELAY_BATCH else self.interval  # a backlog drains at once
         finally:
+            with contextlib.suppress(Exception):  # stopping: what is left is sent again, as a no-op
+                self._remove_sent()
             connections.close_all()
 
 
-_relay: OutboxRelay | None = None
+_relay: OutboxRelay | None = None  # this process's running relay
 _relay_lock = threading.Lock()
 
 
 def start_relay(send: Send) -> OutboxRelay:
     """This process's relay, started once (tarsy.celery.start_outbox_relay)."""
-    global _relay
     with _relay_lock:
-        if _relay is None:
-            _relay = OutboxRelay(send).start()
-        return _relay
+        return _relay if _relay is not None and _relay.running() else OutboxRelay(send).start()

@@ -105,9 +105,7 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
     execution = iteration_begin(execution_id, iteration)
     if execution is None:
         return None
-    recorder = DbRecorder(session_id=execution.session_id, stage_id=execution.stage_id, execution_id=execution.id,
-                          iteration=iteration, attempt=execution.attempt,
-                          next_event_sequence=_next_event_sequence(execution))
+    recorder = iteration_recorder(execution, iteration)
     try:
         outcome = _step(execution, iteration, recorder)
         iteration_finish(execution_id, iteration, outcome, execution.iteration_timeout_s, recorder)
@@ -118,6 +116,16 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
                     iteration, execution.attempt)
         return None
     return outcome
+
+
+def iteration_recorder(execution: AgentExecution, iteration: int) -> DbRecorder:
+    """The recorder of an iteration just claimed: it carries the claim's attempt, fenced once half the lease has
+    passed. Until then no other task can have taken the iteration over (that needs the lease to run out, by the
+    claimer's clock or a sweeper's a few seconds apart), so a write needs no check."""
+    return DbRecorder(session_id=execution.session_id, stage_id=execution.stage_id, execution_id=execution.id,
+                      iteration=iteration, attempt=execution.attempt,
+                      unfenced_until=time.monotonic() + executions.lease_seconds(execution) / 2,
+                      next_event_sequence=_next_event_sequence(execution))
 
 
 def _step(execution: AgentExecution, iteration: int, recorder: DbRecorder) -> StepOutcome:

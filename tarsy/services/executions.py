@@ -57,10 +57,15 @@ def iteration_discard(*, execution_id: Any, iteration: int) -> None:
     timeline.timeline_events_discard_iteration(execution_id=execution_id, iteration=iteration)
 
 
+def lease_seconds(execution: AgentExecution) -> float:
+    """How long a claim holds its iteration: the iteration's time limit and the hard limit's grace."""
+    return execution.iteration_timeout_s + settings.ITERATION_HARD_LIMIT_GRACE_S
+
+
 def execution_claim_iteration(*, execution: AgentExecution, iteration: int, now: datetime) -> None:
     """Hold `iteration` under a lease for one task; stamps both heartbeats (the session's only when due).
     `execution` comes from execution_lock_for_iteration, in the same transaction."""
-    lease = execution.iteration_timeout_s + settings.ITERATION_HARD_LIMIT_GRACE_S
+    lease = lease_seconds(execution)
     execution.current_iteration = iteration
     execution.attempt += 1  # under the row lock: the claimer's fencing token
     execution.status = ExecStatus.ACTIVE

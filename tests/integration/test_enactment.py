@@ -15,8 +15,9 @@ from django.utils import timezone
 from tarsy import decisions, tasks
 from tarsy.decisions import FinishSession, Nothing, ReapSession, RunIteration, StartStage, enact_on_commit
 from tarsy.models import OutboxTask
-from tarsy.outbox import relay_pending
+from tarsy.outbox import OutboxRelay, relay_pending
 from tarsy.services import outbox
+from tests.support.processes import wait_for
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
@@ -109,6 +110,22 @@ def test_decided_tasks_are_written_in_their_transaction_and_deleted_once_queued(
     assert _outbox() == []
     writes = [q["sql"].split()[0] for q in queries if "tarsy_outboxtask" in q["sql"]]
     assert writes.count("INSERT") == 1 and writes.count("DELETE") == 1  # one statement each, whatever the count
+
+
+def test_in_a_process_with_a_relay_sent_rows_are_deleted_on_its_next_pass_in_one_statement(queue):
+    """The commit path then costs an iteration no DELETE transaction of its own."""
+    relay = OutboxRelay(tasks.send, interval=0.2).start()
+    try:
+        with CaptureQueriesContext(connection) as queries:
+            for n in range(3):
+                with transaction.atomic():
+                    enact_on_commit([RunIteration("e-1", n + 1, 0)])
+        assert [q["sql"].split()[0] for q in queries if "tarsy_outboxtask" in q["sql"]] == ["INSERT"] * 3
+        assert [task for task, _ in queue()] == ["tarsy.tasks.run_iteration"] * 3
+        wait_for(lambda: not _outbox(), 5, message="the relay's pass to delete the sent rows")
+        assert len(queue()) == 3  # deleted, not sent again
+    finally:
+        relay.stop()
 
 
 def test_a_rolled_back_decision_leaves_no_outbox_row(queue):

@@ -37,9 +37,10 @@ log = logging.getLogger(__name__)
 
 class DbRecorder:
     def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int,
-                 attempt: int | None = None, next_event_sequence: int | None = None):
+                 attempt: int | None = None, unfenced_until: float = 0.0, next_event_sequence: int | None = None):
         self.batch = WriteBatch(session_id=session_id, stage_id=stage_id, execution_id=execution_id,
-                                iteration=iteration, attempt=attempt, next_event_sequence=next_event_sequence)
+                                iteration=iteration, attempt=attempt, unfenced_until=unfenced_until,
+                                next_event_sequence=next_event_sequence)
         self.stream = LiveStream(session_id=session_id)
 
     def flush(self) -> None:

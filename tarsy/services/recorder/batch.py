@@ -16,6 +16,7 @@ iteration's LLM calls, which are applied once, when the iteration completes.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -46,11 +47,12 @@ class AttemptSuperseded(Exception):
 
 
 class WriteBatch:
-    """`attempt`: the fencing token of the claim this step runs under (AgentExecution.attempt); every write checks
-    it, so a step that wakes up after its lease was taken over can write nothing. None: no claim to check."""
+    """`attempt`: the fencing token of the claim this step runs under (AgentExecution.attempt); every write from
+    `unfenced_until` (time.monotonic) on checks it, so a step that wakes up after its lease was taken over can write
+    nothing. None: no claim to check."""
 
     def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int,
-                 attempt: int | None = None, next_event_sequence: int | None = None):
+                 attempt: int | None = None, unfenced_until: float = 0.0, next_event_sequence: int | None = None):
         """`next_event_sequence`: the number the execution's next timeline event takes, when the caller read it
         with the claim; None: looked up at the first event."""
         self.session_id = session_id
@@ -58,6 +60,7 @@ class WriteBatch:
         self.execution_id = execution_id
         self.iteration = iteration
         self.attempt = attempt
+        self.unfenced_until = unfenced_until
         self.usage = interactions.UsageTally()  # the whole iteration's, not cleared by a write
         self._next_event_sequence = next_event_sequence
         self._conversation: list[ConversationMessage] | None = None  # read at first use, with the next number
@@ -86,7 +89,7 @@ class WriteBatch:
         the commit, orders the write after or before a takeover's claim, never across it (PostgreSQL's FOR UPDATE
         and SQLite's single writer alike); it also stamps the heartbeat. When a later attempt holds the row, this
         one's LLM and MCP records are still kept, marked superseded (the calls were made); nothing else is."""
-        if self.attempt is None or not self.execution_id:
+        if self.attempt is None or not self.execution_id or time.monotonic() < self.unfenced_until:
             return True
         if AgentExecution.objects.filter(id=self.execution_id, attempt=self.attempt).update(
                 last_heartbeat_at=timezone.now()):

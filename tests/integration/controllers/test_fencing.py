@@ -14,8 +14,8 @@ from controllers.base import StepOutcome, StepStatus
 from controllers.registry import controller_for
 from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, Message, TimelineEvent
 from tarsy.pipeline.execution_context import build_execution_context
-from tarsy.pipeline.iteration import iteration_begin, iteration_finish
-from tarsy.services.recorder import AttemptSuperseded, DbRecorder
+from tarsy.pipeline.iteration import iteration_begin, iteration_finish, iteration_recorder
+from tarsy.services.recorder import AttemptSuperseded
 from tests.support.processes import wait_for
 from tests.support.sessions import assert_no_duplicates
 
@@ -27,9 +27,10 @@ SCRIPT = [{"text": react_action("Check the pods.", "k8s.get_pods", '{"namespace"
            "usage": {"input_tokens": 2000, "output_tokens": 200}}]
 
 
-def _recorder(execution: AgentExecution) -> DbRecorder:
-    return DbRecorder(session_id=execution.session_id, stage_id=execution.stage_id, execution_id=execution.id,
-                      iteration=execution.current_iteration, attempt=execution.attempt)
+@pytest.fixture(autouse=True)
+def short_lease(settings):
+    """Leases of 3.2 s (a 3 s iteration timeout and 0.2 s of grace): writes are fenced from 1.6 s into a step."""
+    settings.ITERATION_HARD_LIMIT_GRACE_S = 0.2
 
 
 def _lease_runs_out(execution_id) -> None:
@@ -39,11 +40,11 @@ def _lease_runs_out(execution_id) -> None:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.timeout(60)
 def test_an_attempt_waking_after_its_lease_was_taken_over_lands_only_its_calls(configure):
-    configure({"SreAgent": [{**SCRIPT[0], "latency_ms": 2000}, SCRIPT[1]]}, chunk_size=8)
+    configure({"SreAgent": [{**SCRIPT[0], "latency_ms": 2000}, SCRIPT[1]]}, chunk_size=8, iteration_timeout=3)
     session = start_session()
     execution_id = only_execution(session).id
     stale = iteration_begin(execution_id, 1)
-    stale_recorder = _recorder(stale)
+    stale_recorder = iteration_recorder(stale, 1)
     refused: list[BaseException] = []
 
     def stale_step() -> None:
@@ -75,7 +76,7 @@ def test_an_attempt_waking_after_its_lease_was_taken_over_lands_only_its_calls(c
     assert not MCPInteraction.objects.filter(execution_id=execution_id).exists()  # it never reached its tool
 
     # The fresh attempt runs as if the stale one never existed; the execution goes on to its end.
-    fresh_recorder = _recorder(fresh)
+    fresh_recorder = iteration_recorder(fresh, 1)
     outcome = controller_for("react").step(build_execution_context(fresh, 1, fresh_recorder))
     iteration_finish(execution_id, 1, outcome, recorder=fresh_recorder)
     assert run_to_end(execution_id)[-1].status is StepStatus.COMPLETED
@@ -96,12 +97,12 @@ def test_an_attempt_waking_after_its_lease_was_taken_over_lands_only_its_calls(c
 @pytest.mark.timeout(60)
 def test_an_attempt_whose_lease_was_only_released_by_itself_still_writes(configure):
     """The fence refuses a superseded attempt, not a slow one: without a takeover, writes land as usual."""
-    configure({"SreAgent": SCRIPT})
+    configure({"SreAgent": SCRIPT}, iteration_timeout=3)
     session = start_session()
     execution_id = only_execution(session).id
     current = iteration_begin(execution_id, 1)
     _lease_runs_out(execution_id)  # expired, but nobody took it over
-    recorder = _recorder(current)
+    recorder = iteration_recorder(current, 1)
     outcome = controller_for("react").step(build_execution_context(current, 1, recorder))
     iteration_finish(execution_id, 1, outcome, recorder=recorder)
     assert AgentExecution.objects.get(id=execution_id).iterations_completed == 1

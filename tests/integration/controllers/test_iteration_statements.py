@@ -12,11 +12,23 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from tarsy import tasks
+from tarsy.outbox import OutboxRelay
 from tarsy.pipeline.iteration import iteration_run
 
 from .conftest import only_execution, react_action, run_next, start_session
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True), pytest.mark.timeout(60),
+              pytest.mark.usefixtures("outbox_relay")]
+
+
+@pytest.fixture
+def outbox_relay():
+    """As in a worker: its relay deletes the outbox rows of the tasks the process sent, on its next pass (none
+    comes during a test), so the commit path itself writes only the row."""
+    relay = OutboxRelay(tasks.send, interval=3600).start()
+    yield relay
+    relay.stop()
 
 UNSURE = "Thought: step {n}: the evidence so far is inconclusive, look again.\nAction: none.none\nAction Input: {{}}"
 PODS = react_action("Check the pods.", "k8s.get_pods", '{"namespace": "prod"}')
@@ -53,10 +65,9 @@ def test_an_iteration_that_continues_without_a_tool(configure):
         "COMMIT",
         # The stored conversation, with the next message number.
         "SELECT tarsy_message",
-        # Before the LLM call: the streamed event shows at once, with its catch-up event. Every batch of the step
-        # first checks that its attempt still holds the claim (the fence; it stamps the heartbeat too).
+        # Before the LLM call: the streamed event shows at once, with its catch-up event. (A step past half its
+        # lease would first check that its attempt still holds the claim: the fence, one UPDATE.)
         "BEGIN",
-        "UPDATE tarsy_agentexecution",
         "INSERT tarsy_timelineevent",
         "INSERT tarsy_event",
         "COMMIT",
@@ -72,6 +83,7 @@ def test_an_iteration_that_continues_without_a_tool(configure):
         "INSERT tarsy_timelineevent",
         "UPDATE tarsy_timelineevent",
         "INSERT tarsy_event",
+        "INSERT tarsy_outboxtask",  # the next iteration's task, sent after the commit (tarsy/outbox.py)
         "COMMIT",
     ]
 
@@ -86,15 +98,13 @@ def test_an_iteration_with_a_tool_call(configure):
         "UPDATE tarsy_agentexecution",
         "COMMIT",
         "SELECT tarsy_message",  # the conversation
-        "BEGIN",  # the streamed thinking event, before the LLM call, behind the fence
-        "UPDATE tarsy_agentexecution",
+        "BEGIN",  # the streamed thinking event, before the LLM call
         "INSERT tarsy_timelineevent",
         "INSERT tarsy_event",
         "COMMIT",
         # Before the tool call: what the step recorded (the reply, the LLM record, the tool-call event shown at
         # once with the pending ones in one INSERT, the thinking event completed, their catch-up events).
         "BEGIN",
-        "UPDATE tarsy_agentexecution",
         "INSERT tarsy_message",
         "INSERT tarsy_llminteraction",
         "INSERT tarsy_timelineevent",
@@ -115,6 +125,7 @@ def test_an_iteration_with_a_tool_call(configure):
         "INSERT tarsy_timelineevent",
         "UPDATE tarsy_timelineevent",
         "INSERT tarsy_event",
+        "INSERT tarsy_outboxtask",
         "COMMIT",
     ]
 
@@ -132,7 +143,6 @@ def test_the_last_iteration_of_a_one_agent_stage(configure):
         "COMMIT",
         "SELECT tarsy_message",
         "BEGIN",
-        "UPDATE tarsy_agentexecution",
         "INSERT tarsy_timelineevent",
         "INSERT tarsy_event",
         "COMMIT",
@@ -155,5 +165,6 @@ def test_the_last_iteration_of_a_one_agent_stage(configure):
         "UPDATE tarsy_stage",
         "INSERT tarsy_event",
         "SELECT tarsy_alertsession",
+        "INSERT tarsy_outboxtask",  # the session's finish
         "COMMIT",
     ]
