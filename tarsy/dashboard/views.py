@@ -18,12 +18,12 @@ from django.views.decorators.http import require_GET
 
 from tarsy.config import get_config
 from tarsy.models import AlertSession, OccurrenceKind, Rating, SessionStatus, Stage, StageKind, TimelineEvent
+from tarsy.selectors.events import event_cursor
 from tarsy.selectors.filters import CREATED_WITHIN
 from tarsy.selectors.sessions import session_filter_options, sessions_active
 from tarsy.services.chats import chat_available
 from tarsy.services.occurrences import RECENT_OCCURRENCES, occurrences_of
 from tarsy.services.sessions import session_queue_position
-from tarsy.streaming.cursor import event_cursor
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, session_channel
 from tarsy.web.health import checks
 from tarsy.web.inputs import ascii_int

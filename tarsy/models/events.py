@@ -17,13 +17,29 @@ class Event(models.Model):
     type = models.CharField(max_length=60)
     payload = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    seq = models.PositiveBigIntegerField(
+        null=True, blank=True,
+        help_text="Position in its session channel (1, 2, 3 … in commit order, no holes); null on `sessions`")
 
     class Meta:
         ordering = ["id"]
         indexes = [models.Index(fields=["channel", "id"], name="event_channel_id")]
+        constraints = [models.UniqueConstraint(fields=["channel", "seq"], name="event_channel_seq")]
 
     def __str__(self) -> str:
         return f"{self.id} {self.channel} {self.type}"
+
+
+class EventSequence(models.Model):
+    """The last `Event.seq` given out on a session's channel. Its row lock, held until commit, makes the
+    channel's numbers follow commit order, so a client that sees n+2 after n knows n+1 is missing."""
+
+    session = models.OneToOneField(AlertSession, primary_key=True, on_delete=models.CASCADE,
+                                   related_name="event_sequence")
+    last = models.PositiveBigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.session_id} at {self.last}"
 
 
 class Chat(models.Model):
