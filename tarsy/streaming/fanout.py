@@ -209,7 +209,8 @@ class Fanout:
             except asyncio.CancelledError:
                 raise
             except Exception:  # Redis restarting: retried until it answers, then every socket catches up
-                log.warning("live event subscription failed; retrying", exc_info=True)
+                if not lost:
+                    log.warning("live event subscription failed; retrying until Redis answers", exc_info=True)
                 lost = True
                 await asyncio.sleep(RETRY_DELAY_S)
                 continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -89,6 +90,17 @@ def start_worker(tmp_path: Path, config_dir: Path | None = None, *, concurrency:
                  pool: str = "prefork", **env: str) -> Proc:
     args = worker_command(concurrency=concurrency, name=name, pool=pool)
     return Proc(args, child_env(config_dir, **env), tmp_path / f"worker-{name}.log")
+
+
+def start_redis(tmp_path: Path, port: int) -> Proc:
+    """A Redis server of the test's own on `port` (no persistence): one a test may kill and start again."""
+    if not shutil.which("redis-server"):
+        raise RuntimeError("redis-server is required for this test")
+    log_path = tmp_path / f"redis-{port}.log"
+    args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    proc = Proc(args, {"PATH": "/usr/bin:/bin:/usr/local/bin"}, log_path)
+    wait_for(lambda: b"Ready to accept" in log_path.read_bytes(), timeout=10, message="redis to start")
+    return proc
 
 
 def wait_for(predicate, timeout: float, interval: float = 0.1, message: str = "condition"):

@@ -49,16 +49,17 @@ const Tarsy = (() => {
 
   class LiveSocket {
     /**
-     * channels: {name: cursor}; onEvent(event); onOverflow(channel) when catch-up is too long.
+     * channels: {name: cursor}; onEvent(event); onOverflow(channel) when catch-up is too long; seqs: {name:
+     * number of the event at the cursor}, where the page knows it.
      *
      * A channel's cursor is the id of the last event taken in order. A session channel numbers its events (`seq`:
      * 1, 2, 3 … in commit order): after n, n+1 is taken, an old number is a copy, and a larger one means events
      * were lost on the way, so the socket asks for what is stored after the cursor and takes nothing past the
      * hole until it is filled. A hole the catch-up cannot fill (rows removed since) reloads, as an overflow does.
      */
-    constructor(channels, onEvent, onOverflow) {
+    constructor(channels, onEvent, onOverflow, seqs) {
       this.cursors = Object.assign({}, channels);
-      this.seqs = {};     // channel → number of the event at the cursor (unknown until the first one)
+      this.seqs = Object.assign({}, seqs);  // channel → number of the event at the cursor (else set by the next)
       this.holes = {};    // channel → the number that showed a hole, while its catch-up is under way
       this.onEvent = onEvent;
       this.onOverflow = onOverflow || (() => window.location.reload());
