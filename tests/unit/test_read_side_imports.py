@@ -1,6 +1,6 @@
 """The web side's packages import one way: dashboard, api and the WebSocket consumer → selectors → the
-publisher, and none reaches into another module's private names. Read from the source with `ast`: every import statement counts, function-level
-ones included (a lazy import still closes a cycle)."""
+publisher, and none reaches into another module's private names. Read from the source with `ast`: every import
+statement counts, function-level ones included (a lazy import still closes a cycle)."""
 
 from __future__ import annotations
 
