@@ -102,7 +102,8 @@ def _catchup(channel: str, *, last_event_id: int = 0, after_seq: int | None = No
         rows = events_after(channel, last_event_id=last_event_id, limit=CATCHUP_LIMIT + 1)
     if len(rows) > CATCHUP_LIMIT:
         return [], True, event_cursor(channel), after_seq
-    items = [(row.id, row.seq, json.dumps(event_message(row), ensure_ascii=False, default=str)) for row in rows]
+    items: list[Item] = [(row.id, row.seq, json.dumps(event_message(row), ensure_ascii=False, default=str))
+                         for row in rows]
     return items, False, rows[-1].id if rows else 0, after_seq
 
 
