@@ -33,7 +33,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='event',
             name='seq',
-            field=models.PositiveBigIntegerField(blank=True, help_text='Position in its session channel (1, 2, 3 … in commit order, no holes); null on `sessions`', null=True),
+            field=models.PositiveBigIntegerField(blank=True, help_text='Position in its session channel (1, 2, 3 …, given right after commit); null on `sessions`', null=True),
         ),
         migrations.RunPython(number_stored_events, migrations.RunPython.noop),
         migrations.AddConstraint(

@@ -19,7 +19,7 @@ class Event(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     seq = models.PositiveBigIntegerField(
         null=True, blank=True,
-        help_text="Position in its session channel (1, 2, 3 … in commit order, no holes); null on `sessions`")
+        help_text="Position in its session channel (1, 2, 3 …, given right after commit); null on `sessions`")
 
     class Meta:
         ordering = ["id"]
@@ -31,8 +31,9 @@ class Event(models.Model):
 
 
 class EventSequence(models.Model):
-    """The last `Event.seq` given out on a session's channel. Its row lock, held until commit, makes the
-    channel's numbers follow commit order, so a client that sees n+2 after n knows n+1 is missing."""
+    """The last `Event.seq` given out on a session's channel. Events are numbered after their commit, under
+    this row's lock: a number exists only once the events before it are stored, so a client that sees n+2 after n
+    knows n+1 is missing and can read it."""
 
     session = models.OneToOneField(AlertSession, primary_key=True, on_delete=models.CASCADE,
                                    related_name="event_sequence")

@@ -1,8 +1,8 @@
 """Reads behind the live stream: a channel's catch-up cursor and the stored events after one.
 
-A session channel's events are numbered (`Event.seq`) in commit order, so its reads go by number: ids come from
-one sequence for all channels and two writers can commit them out of order. The `sessions` channel has no
-numbers and goes by id.
+A session channel's events are numbered (`Event.seq`) right after their commit, so its reads go by number: ids
+come from one sequence for all channels and two writers can commit them out of order. The `sessions` channel has
+no numbers and goes by id.
 """
 
 from __future__ import annotations

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from datetime import datetime
 
 from django.db import transaction
@@ -11,35 +10,48 @@ from tarsy.models import Event, EventSequence
 
 
 def events_store(*, rows: list[Event]) -> None:
-    """One INSERT for all rows (PostgreSQL and SQLite return the ids the catch-up cursor needs), each row of a
-    session channel numbered next on it."""
-    with transaction.atomic(savepoint=False):
-        _number(rows)
-        Event.objects.bulk_create(rows)
+    """One INSERT for all rows (PostgreSQL and SQLite return the ids the catch-up cursor needs)."""
+    Event.objects.bulk_create(rows)
+
+
+def events_number(*, rows: list[Event]) -> None:
+    """Number the session-channel events of `rows` on their channels (`Event.seq`), after their commit.
+
+    One short transaction of its own, holding only the channel's counter: numbering inside the writing
+    transaction would hold the counter to its commit and add a lock to every writer of a session (a deadlock
+    waiting to happen against the session row). Numbered after commit, a number n+1 exists only once n's row
+    is committed, which is what a reader that sees a hole relies on. Rows of the channel a crash left
+    unnumbered get their numbers first, in id order.
+    """
+    sessions = sorted({str(row.session_id) for row in rows if _numbered(row)})
+    if not sessions:
+        return
+    with transaction.atomic():
+        counters = _locked_counters(sessions)
+        numbers: dict[int, int] = {}
+        for counter in counters:
+            unnumbered = Event.objects.filter(channel=f"session:{counter.session_id}", seq__isnull=True)
+            for event_id in unnumbered.order_by("id").values_list("id", flat=True):
+                counter.last += 1
+                numbers[event_id] = counter.last
+        Event.objects.bulk_update([Event(id=i, seq=n) for i, n in numbers.items()], ["seq"])
+        EventSequence.objects.bulk_update(counters, ["last"])
+    for row in rows:
+        row.seq = numbers.get(row.id, row.seq)
+
+
+def _locked_counters(sessions: list[str]) -> list[EventSequence]:
+    """The sessions' counters under their row locks, taken in one order; a session's first event creates its."""
+    locked = EventSequence.objects.select_for_update().filter(session_id__in=sessions).order_by("session_id")
+    counters = list(locked)
+    if len(counters) < len(sessions):
+        EventSequence.objects.bulk_create([EventSequence(session_id=s) for s in sessions], ignore_conflicts=True)
+        counters = list(locked.all())
+    return counters
 
 
 def _numbered(row: Event) -> bool:
     return row.session_id is not None and row.channel == f"session:{row.session_id}"
-
-
-def _number(rows: list[Event]) -> None:
-    """Give each session-channel row the next `seq` of its channel. The counters stay locked until commit, so a
-    channel's numbers follow commit order; they are locked in one order (by session) to rule out deadlocks
-    between two stores of the same sessions."""
-    counts = Counter(str(row.session_id) for row in rows if _numbered(row))
-    if not counts:
-        return
-    EventSequence.objects.bulk_create([EventSequence(session_id=s) for s in counts], ignore_conflicts=True)
-    counters = list(EventSequence.objects.select_for_update().filter(session_id__in=counts).order_by("session_id"))
-    last = {str(counter.session_id): counter.last for counter in counters}
-    for row in rows:
-        if _numbered(row):
-            key = str(row.session_id)
-            last[key] += 1
-            row.seq = last[key]
-    for counter in counters:
-        counter.last = last[str(counter.session_id)]
-    EventSequence.objects.bulk_update(counters, ["last"])
 
 
 def events_delete(*, created_before: datetime) -> int:

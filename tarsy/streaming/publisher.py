@@ -16,7 +16,8 @@ server's loop (`use_event_loop`).
 A send that fails (Redis down, or skipped in the pause after a failure) leaves the web processes short of some
 stored events. The publisher remembers the channels concerned and, once Redis answers again, publishes a notice
 with no events on each: the web processes catch their sockets up from the database (fanout.py). A session
-channel's events carry their number (`seq`), so a gap also shows at the next event.
+channel's events are numbered right after the commit, before they are sent (`events_number`), so a gap also
+shows at the next event.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from django.conf import settings
 from django.db import transaction
 
 from tarsy.models import Event
-from tarsy.services.events import events_store
+from tarsy.services.events import events_number, events_store
 
 from .fanout import by_channel, encode_events, fanout_for_loop, redis_channel, seq_of_first
 
@@ -166,8 +167,17 @@ def publish(event_type: str, payload: dict[str, Any], *, session_id: Any = None,
 
 
 def _send_on_commit(rows: list[Event]) -> None:
-    transaction.on_commit(lambda: _send([_frame(event_message(row)) for row in rows],
-                                        {row.id: row.seq for row in rows if row.seq is not None}))
+    transaction.on_commit(lambda: _number_and_send(rows))
+
+
+def _number_and_send(rows: list[Event]) -> None:
+    """After the commit: number the session channels' rows, then send them. Never raises: rows left unnumbered
+    are numbered with the channel's next event, and their channel is caught up then."""
+    try:
+        events_number(rows=rows)
+    except Exception:
+        log.warning("numbering stored events failed; they go out unnumbered", exc_info=True)
+    _send([_frame(event_message(row)) for row in rows], {row.id: row.seq for row in rows if row.seq is not None})
 
 
 @contextmanager

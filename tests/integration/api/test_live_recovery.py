@@ -97,7 +97,7 @@ async def test_events_committed_while_redis_was_down_reach_open_sockets_in_order
 
 @sync_to_async
 def store_unsent(session_id: str, n: int) -> list[int]:
-    """Stored and never published: as when a worker dies between its commit and its publish."""
+    """Stored, never numbered nor published: as when a worker dies right after its commit."""
     rows = [Event(session_id=session_id, channel=session_channel(session_id), type="timeline_event.created",
                   payload={"n": i}) for i in range(n)]
     with transaction.atomic():
@@ -112,5 +112,6 @@ async def test_a_hole_in_a_session_channels_numbers_is_filled_from_the_database(
     live = [ids[0] for ids in await commit(session_id, 2)]
     events = await received(watcher, 4, 10)
     assert [e["event_id"] for e in events] == unsent + live
+    assert [e["seq"] for e in events] == list(range(events[0]["seq"], events[0]["seq"] + 4))
     assert await watcher.receive_nothing(timeout=0.5)
     await watcher.disconnect()
