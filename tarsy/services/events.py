@@ -20,8 +20,8 @@ def events_number(*, rows: list[Event]) -> None:
     One short transaction of its own, holding only the channel's counter: numbering inside the writing
     transaction would hold the counter to its commit and add a lock to every writer of a session (a deadlock
     waiting to happen against the session row). Numbered after commit, a number n+1 exists only once n's row
-    is committed, which is what a reader that sees a hole relies on. Rows of the channel a crash left
-    unnumbered get their numbers first, in id order.
+    is committed, which is what a reader that sees a hole relies on. Every unnumbered row of the channel is
+    numbered, in id order: a crash's leftovers, and rows of a writer whose own call is still to come.
     """
     sessions = sorted({str(row.session_id) for row in rows if _numbered(row)})
     if not sessions:
@@ -36,6 +36,9 @@ def events_number(*, rows: list[Event]) -> None:
                 numbers[event_id] = counter.last
         Event.objects.bulk_update([Event(id=i, seq=n) for i, n in numbers.items()], ["seq"])
         EventSequence.objects.bulk_update(counters, ["last"])
+    taken = [row.id for row in rows if _numbered(row) and row.id not in numbers]  # numbered by a later writer
+    if taken:
+        numbers.update(Event.objects.filter(id__in=taken).values_list("id", "seq"))
     for row in rows:
         row.seq = numbers.get(row.id, row.seq)
 
