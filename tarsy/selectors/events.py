@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import uuid
 
+from django.db.models import F
+
 from tarsy.models import AlertSession, Event
 
 
@@ -17,11 +19,13 @@ def is_numbered(channel: str) -> bool:
 
 
 def event_position(channel: str) -> tuple[int, int | None]:
-    """The id and number of the channel's latest event (0 and None when it has none)."""
+    """The id and number of the channel's latest event (0 and None when it has none). On a session channel the
+    latest numbered one: rows whose numbers are still to come follow it (by id, if none has a number yet)."""
     rows = Event.objects.filter(channel=channel)
     if is_numbered(channel):
         latest = rows.filter(seq__isnull=False).order_by("-seq").values_list("id", "seq").first()
-        return (latest[0], latest[1]) if latest else (0, None)
+        if latest:
+            return latest[0], latest[1]
     return rows.order_by("-id").values_list("id", flat=True).first() or 0, None
 
 
@@ -38,7 +42,7 @@ def events_after(channel: str, *, last_event_id: int, limit: int) -> list[Event]
         return list(rows.filter(id__gt=last_event_id).order_by("id")[:limit])
     seq = event_seq(channel, last_event_id) if last_event_id else 0
     if seq is None:  # not on this channel (or removed by retention): go by id
-        return list(rows.filter(id__gt=last_event_id).order_by("seq")[:limit])
+        return list(rows.filter(id__gt=last_event_id).order_by(F("seq").asc(nulls_last=True), "id")[:limit])
     return events_after_seq(channel, seq=seq, limit=limit)
 
 
