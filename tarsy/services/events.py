@@ -38,7 +38,7 @@ def events_number(*, rows: list[Event]) -> None:
         EventSequence.objects.bulk_update(counters, ["last"])
     taken = [row.id for row in rows if _numbered(row) and row.id not in numbers]  # numbered by a later writer
     if taken:
-        numbers.update(Event.objects.filter(id__in=taken).values_list("id", "seq"))
+        numbers.update((i, n) for i, n in Event.objects.filter(id__in=taken).values_list("id", "seq") if n)
     for row in rows:
         row.seq = numbers.get(row.id, row.seq)
 
