@@ -88,6 +88,7 @@ class _Stream:
     catchups: int = 0  # catch-ups running or waiting (the last one to end releases the held events)
     replayed: set[int] = field(default_factory=set)  # `sessions`: ids a catch-up sent whose live copies may come
     hole_seen: int = 0  # the highest number that started a catch-up for a hole
+    reading: asyncio.Lock = field(default_factory=asyncio.Lock)  # one catch-up at a time, each from the last end
 
 
 def _catchup(channel: str, *, last_event_id: int = 0, after_seq: int | None = None) -> tuple[
@@ -217,7 +218,8 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
                 stream.held = []
         try:
             if not joining or last_event_id is not None:
-                await self._replay(channel, stream, last_event_id, answer)
+                async with stream.reading:
+                    await self._replay(channel, stream, last_event_id, answer)
         finally:
             stream.catchups -= 1
         if stream.catchups == 0 and stream.held is not None:

@@ -10,7 +10,8 @@ from asgiref.sync import sync_to_async
 from django.db import connections, transaction
 
 from tarsy.models import Event
-from tarsy.services.events import events_store
+from tarsy.services.events import events_number, events_store
+from tarsy.streaming.fanout import fanout_for_loop
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 from tests.integration.api.test_websocket_consumer import connect, new_session
 from tests.support.processes import free_port, start_redis
@@ -114,4 +115,18 @@ async def test_a_hole_in_a_session_channels_numbers_is_filled_from_the_database(
     assert [e["event_id"] for e in events] == unsent + live
     assert [e["seq"] for e in events] == list(range(events[0]["seq"], events[0]["seq"] + 4))
     assert await watcher.receive_nothing(timeout=0.5)
+    await watcher.disconnect()
+
+
+async def test_catch_ups_that_meet_send_each_event_once():
+    """The subscription's return and a worker's notice can start two catch-ups of one socket at once."""
+    session_id = await new_session()
+    channel = session_channel(session_id)
+    watcher = await subscribed(channel)
+    unsent = await store_unsent(session_id, 3)
+    await sync_to_async(events_number)(rows=await sync_to_async(list)(Event.objects.filter(id__in=unsent)))
+    fanout_for_loop().resync([channel, channel])
+    events = await received(watcher, 3, 5)
+    assert [e["event_id"] for e in events] == unsent
+    assert await watcher.receive_nothing(timeout=1.0)  # and not again
     await watcher.disconnect()
