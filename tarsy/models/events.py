@@ -23,7 +23,11 @@ class Event(models.Model):
 
     class Meta:
         ordering = ["id"]
-        indexes = [models.Index(fields=["channel", "id"], name="event_channel_id")]
+        indexes = [
+            models.Index(fields=["channel", "id"], name="event_channel_id"),
+            models.Index(fields=["id"], name="event_unnumbered",  # the sweeper's look-up of a crash's leftovers
+                         condition=models.Q(seq__isnull=True, channel__startswith="session:")),
+        ]
         constraints = [models.UniqueConstraint(fields=["channel", "seq"], name="event_channel_seq")]
 
     def __str__(self) -> str:

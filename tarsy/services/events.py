@@ -43,6 +43,13 @@ def events_number(*, rows: list[Event]) -> None:
         row.seq = numbers.get(row.id, row.seq)
 
 
+def events_unnumbered(*, before: datetime, limit: int = 1000) -> list[Event]:
+    """Session-channel rows stored before `before` and still unnumbered: a process died between its commit and
+    `events_number`."""
+    rows = Event.objects.filter(seq__isnull=True, channel__startswith="session:", created_at__lt=before)
+    return list(rows.order_by("id")[:limit])
+
+
 def _locked_counters(sessions: list[str]) -> list[EventSequence]:
     """The sessions' counters under their row locks, taken in one order; a session's first event creates its."""
     locked = EventSequence.objects.select_for_update().filter(session_id__in=sessions).order_by("session_id")

@@ -30,13 +30,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from tarsy.models import Event
-from tarsy.services.events import events_number, events_store
+from tarsy.services.events import events_number, events_store, events_unnumbered
 
 from .fanout import by_channel, encode_events, fanout_for_loop, redis_channel, seq_of_first
 
@@ -44,6 +46,7 @@ log = logging.getLogger(__name__)
 
 SESSIONS_CHANNEL = "sessions"
 SEND_TIMEOUT_S = 1.0  # a stuck Redis must not stall an iteration for long
+UNNUMBERED_AFTER_S = 10.0  # numbering follows a commit by milliseconds; older unnumbered rows are a crash's
 PAUSE_AFTER_FAILURE_S = 5.0  # after a failed send, skip live delivery for a while (catch-up recovers)
 
 Frame = tuple[str, int | None, str]  # channel, event id (None: transient), JSON text
@@ -193,6 +196,16 @@ def batched_events() -> Iterator[None]:
     if rows:
         events_store(rows=rows)
         _send_on_commit(rows)
+
+
+def publish_unnumbered(*, older_than_s: float = UNNUMBERED_AFTER_S) -> int:
+    """The sweeper's call: number and send the session events a process left unnumbered when it died right after
+    its commit (a later event of the session would number them; a session's last event has none). Returns how
+    many."""
+    rows = events_unnumbered(before=timezone.now() - timedelta(seconds=older_than_s))
+    if rows:
+        _number_and_send(rows)
+    return len(rows)
 
 
 def publish_transient(event_type: str, payload: dict[str, Any], *, session_id: Any) -> None:

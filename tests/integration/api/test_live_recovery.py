@@ -12,7 +12,7 @@ from django.db import connections, transaction
 from tarsy.models import Event
 from tarsy.services.events import events_number, events_store
 from tarsy.streaming.fanout import fanout_for_loop
-from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
+from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, publish_unnumbered, session_channel
 from tests.integration.api.test_websocket_consumer import connect, new_session
 from tests.support.processes import free_port, start_redis
 
@@ -129,4 +129,17 @@ async def test_catch_ups_that_meet_send_each_event_once():
     events = await received(watcher, 3, 5)
     assert [e["event_id"] for e in events] == unsent
     assert await watcher.receive_nothing(timeout=1.0)  # and not again
+    await watcher.disconnect()
+
+
+async def test_a_sessions_last_events_left_unnumbered_by_a_crash_go_out_with_the_sweep():
+    """No later event of the session will number them: the sweeper's pass does, and sends them."""
+    session_id = await new_session()
+    watcher = await subscribed(session_channel(session_id))
+    unsent = await store_unsent(session_id, 2)
+    assert await sync_to_async(publish_unnumbered)(older_than_s=0) == 2
+    events = await received(watcher, 2, 5)
+    assert [e["event_id"] for e in events] == unsent
+    assert events[1]["seq"] == events[0]["seq"] + 1
+    assert await sync_to_async(publish_unnumbered)(older_than_s=0) == 0
     await watcher.disconnect()
