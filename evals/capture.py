@@ -28,6 +28,7 @@ from tarsy.models import (
     Rating,
     SessionReview,
 )
+from tarsy.selectors.conversations import llm_conversations
 from tarsy.services.errors import Conflict, NotFound
 from tarsy.services.sessions import session_get
 
@@ -94,7 +95,7 @@ def _tools(session: AlertSession, notes: list[str]) -> dict[str, list[dict[str, 
 
 
 def _servers(session: AlertSession) -> list[str]:
-    from tarsy.pipeline.execution_context import resolve_for_execution
+    from tarsy.pipeline.agent_setup import resolve_for_execution
 
     servers: dict[str, None] = {}
     for execution in session.executions.exclude(stage__kind="chat"):
@@ -135,8 +136,9 @@ def _by_iteration(calls: list[LLMInteraction]) -> list[dict[str, Any]]:
 
 
 def _script(session: AlertSession, notes: list[str]) -> dict[str, list[dict[str, Any]]]:
-    calls = list(LLMInteraction.objects.filter(session=session).exclude(execution__stage__kind="chat")
-                 .select_related("execution__stage").order_by("created_at", "id"))
+    calls = llm_conversations(list(LLMInteraction.objects.filter(session=session)
+                                   .exclude(execution__stage__kind="chat")
+                                   .select_related("execution__stage").order_by("created_at", "id")))
     keyed: dict[str, list[LLMInteraction]] = defaultdict(list)
     stages: dict[str, set[int]] = defaultdict(set)
     for call in calls:

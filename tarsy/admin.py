@@ -6,9 +6,13 @@ would break its invariants.
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
+
+from tarsy.selectors.conversations import llm_conversations
 
 from .models import (
     AgentExecution,
@@ -206,7 +210,13 @@ class LLMInteractionAdmin(ReadOnlyMixin, admin.ModelAdmin):
                     "created_at"]
     list_filter = ["interaction_type", "success", "provider", "model"]
     search_fields = ["session__id", "error_message"]
-    readonly_fields = [f.name for f in LLMInteraction._meta.fields]
+    exclude = ["conversation"]
+    readonly_fields = [f.name for f in LLMInteraction._meta.fields if f.name != "conversation"] + ["conversation_sent"]
+
+    @admin.display(description="conversation")
+    def conversation_sent(self, obj: LLMInteraction) -> str:
+        """As it was sent: the long texts the session stores once are put back in place."""
+        return json.dumps(llm_conversations([obj])[0].conversation, indent=1, ensure_ascii=False)
 
 
 @admin.register(MCPInteraction)

@@ -10,12 +10,14 @@ os.environ["TARSY_ASGI"] = "1"  # read by settings: the web process borrows DB c
 django.setup(set_prefix=False)  # what django.core.asgi.get_asgi_application does before building its handler
 
 from tarsy.api.handler import JsonErrorsASGIHandler  # noqa: E402
+from tarsy.celery import start_outbox_relay  # noqa: E402
 from tarsy.config import get_config  # noqa: E402
 from tarsy.streaming.routing import build_application  # noqa: E402
 
 django_asgi_app = JsonErrorsASGIHandler()
 get_config()
 application = build_application(django_asgi_app)
+start_outbox_relay()  # tasks decided here or elsewhere that the broker did not take then: tarsy/outbox.py
 
 # What is loaded by now (Django, DRF, the config, the masking rules) lives as long as the process: keep it out
 # of the collector's scans, as the workers do. Each full collection had walked all of it while holding the GIL,

@@ -93,16 +93,60 @@ def _fail_fast_on_bad_config(**kwargs) -> None:
     _preload()
 
 
+def start_outbox_relay() -> None:
+    """This process's outbox relay (tarsy/outbox.py), sending through `tarsy.tasks.send`: web processes start it
+    from tarsy.asgi (so does `manage.py serve`), workers on worker_ready."""
+    from tarsy.outbox import start_relay
+    from tarsy.tasks import send
+
+    start_relay(send)
+
+
 @worker_ready.connect
-def _serve_metrics(sender=None, **kwargs) -> None:
-    """The worker's metrics endpoint, a thread of the parent process, started once its pool has forked."""
+def _start_worker_relay(**kwargs) -> None:
+    """One relay per worker, a thread of its parent process (prefork children and pool threads send on commit
+    themselves)."""
+    start_outbox_relay()
+
+
+def _forking_pool(pool_cls: Any) -> bool:
     from celery.concurrency import get_implementation
     from celery.concurrency.prefork import TaskPool as PreforkPool
 
+    return issubclass(get_implementation(pool_cls or "prefork"), PreforkPool)
+
+
+@worker_ready.connect
+def _serve_metrics(sender=None, **kwargs) -> None:
+    """The worker's metrics endpoint, a thread of the parent process, started once its pool has forked."""
     from tarsy.metrics import serve_worker_metrics
 
-    pool = get_implementation(getattr(getattr(sender, "controller", None), "pool_cls", None) or "prefork")
-    serve_worker_metrics(forking_pool=issubclass(pool, PreforkPool))
+    serve_worker_metrics(forking_pool=_forking_pool(getattr(getattr(sender, "controller", None), "pool_cls", None)))
+
+
+@worker_init.connect
+def _hold_time_limits(sender=None, **kwargs) -> None:
+    """Pools other than prefork drop Celery's time limits: TARSy's watchdog holds them (tarsy.watchdog)."""
+    if not _forking_pool(getattr(sender, "pool_cls", None)):
+        hold_time_limits(stops_process=True)
+
+
+def hold_time_limits(*, stops_process: bool) -> None:
+    """Watch every task this process runs (see tarsy.watchdog; embedded mode's worker does not stop the process)."""
+    from tarsy.watchdog import Watchdog
+
+    watchdog = Watchdog(stops_process=stops_process)
+    watchdog.start()
+
+    def started(task_id=None, task=None, **kwargs) -> None:
+        hard, soft = task.request.timelimit or (None, None)
+        watchdog.task_started(task_id, task.name, soft=soft, hard=hard)
+
+    def ended(task_id=None, **kwargs) -> None:
+        watchdog.task_ended(task_id)
+
+    task_prerun.connect(started, weak=False)
+    task_postrun.connect(ended, weak=False)
 
 
 def _preload() -> None:
@@ -159,3 +203,11 @@ def _count_task(task=None, state=None, **kwargs) -> None:
     from tarsy.metrics import observe_task_end
 
     observe_task_end(task=task.name, state=state)
+
+
+@task_postrun.connect
+def _give_connections_back(**kwargs) -> None:
+    """A pooled connection is not kept by an idle thread between tasks (tarsy.db_connections)."""
+    from tarsy.db_connections import connections_give_back
+
+    connections_give_back()

@@ -1,9 +1,10 @@
 """What happens next, as values: the pipeline and the services decide, `tarsy.tasks` enqueues.
 
 A decision is a small frozen value. Those that become a Celery task (`Enqueued`)
-go through `enact_on_commit`, which hands them to the enactor `tarsy.tasks`
-registers at startup (`tarsy.celery.install_enactor`, called from the app's
-`ready()`), after the writing transaction commits — so nothing outside
+go through `enact_on_commit`, which hands them, inside the deciding transaction,
+to the enactor `tarsy.tasks` registers at startup (`tarsy.celery.install_enactor`,
+called from the app's `ready()`): it writes them to the transactional outbox and
+queues them once the transaction commits (tarsy/outbox.py) — so nothing outside
 `tarsy.tasks` imports it, and the import graph has no cycle. The others are
 carried out by the pipeline inside the transaction that decided them (a new
 stage is created with the join that ended the previous one).
@@ -13,8 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-
-from django.db import transaction
 
 
 @dataclass(frozen=True)
@@ -98,7 +97,8 @@ _enactor: Enactor | None = None
 
 
 def register_enactor(enactor: Enactor | None) -> None:
-    """Install what turns decisions into tasks (tarsy.tasks.enact); None uninstalls it."""
+    """Install what turns decisions into tasks (tarsy.tasks.enact: called in the deciding transaction, it queues
+    them once that commits); None uninstalls it."""
     global _enactor
     _enactor = enactor
 
@@ -110,8 +110,10 @@ def enactor_registered() -> bool:
 def enact_on_commit(decisions: Iterable[Enqueued | Nothing]) -> None:
     """Enqueue the decisions once the current transaction commits (at once outside a transaction), in order.
 
-    Fails loudly, before the commit, when no enactor is registered or a decision is not one to enqueue: work
-    decided and never enqueued would be lost silently."""
+    The enactor records them in the same transaction (the outbox): a rollback leaves neither record nor task, and
+    a send that fails after the commit is retried by the outbox relay. Fails loudly, before the commit, when no
+    enactor is registered or a decision is not one to enqueue: work decided and never enqueued would be lost
+    silently."""
     work = [d for d in decisions if not isinstance(d, Nothing)]
     if not work:
         return
@@ -121,4 +123,4 @@ def enact_on_commit(decisions: Iterable[Enqueued | Nothing]) -> None:
     enactor = _enactor
     if enactor is None:
         raise RuntimeError("no enactor registered: tarsy.celery.install_enactor() runs in the tarsy app's ready()")
-    transaction.on_commit(lambda: enactor(work))
+    enactor(work)

@@ -15,7 +15,7 @@ import time
 
 from celery.worker import WorkController
 
-from tarsy.celery import app
+from tarsy.celery import app, hold_time_limits
 from tarsy.streaming import publisher
 
 log = logging.getLogger(__name__)
@@ -27,6 +27,7 @@ class EmbeddedWorker:
     """A Celery WorkController in a background thread (no signal handlers: not the main thread)."""
 
     def __init__(self, concurrency: int = EMBEDDED_WORKER_THREADS):
+        hold_time_limits(stops_process=False)  # the threads pool drops Celery's; the web process must not exit
         self.controller = WorkController(app=app, pool_cls="threads", concurrency=concurrency, loglevel="WARNING",
                                          without_heartbeat=True, without_mingle=True, without_gossip=True,
                                          queues=[app.conf.task_default_queue], hostname=f"embedded@{os.getpid()}")

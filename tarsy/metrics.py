@@ -6,8 +6,8 @@ worker container runs several processes (uvicorn workers, Celery's prefork child
 values through PROMETHEUS_MULTIPROC_DIR (prometheus_client's multiprocess mode: one mmap file per process,
 summed at scrape). Web serves them at /metrics; a worker's parent process serves its children's at
 TARSY_METRICS_PORT (`serve_worker_metrics`), because containers share no directory and a child
-cannot own a port — children come and go. The session gauges (active, queued, by status) are read from
-the database at scrape time by web only, so they are right cluster-wide and counted once.
+cannot own a port — children come and go. The session gauges (active, queued, by status) and the outbox
+backlog are read from the database at scrape time by web only, so they are right cluster-wide and counted once.
 
 /metrics needs no login — like /health it is for scrapers and probes, which carry no user
 credentials, and it holds no alert or session content (only counts, provider/model/server/tool names).
@@ -118,6 +118,17 @@ class SessionStateCollector:
                                 value=counts.get(SessionStatus.PENDING, 0))
 
 
+class OutboxCollector:
+    """Decided tasks the broker has not taken yet (tarsy/relay.py), from the database at scrape time: above zero
+    for more than a few seconds, the broker is unreachable."""
+
+    def collect(self):
+        from tarsy.services.outbox import outbox_backlog
+
+        yield GaugeMetricFamily("tarsy_outbox_tasks", "Decided tasks waiting in the outbox for the broker",
+                                value=outbox_backlog())
+
+
 def process_registry():
     """This container's process metrics: all its processes' in multiprocess mode, else this process's."""
     if not MULTIPROC_DIR:
@@ -133,6 +144,7 @@ def render() -> tuple[bytes, str]:
     """The exposition text: process (or multiprocess) metrics, then the database-backed gauges."""
     state = CollectorRegistry(auto_describe=False)
     state.register(SessionStateCollector())
+    state.register(OutboxCollector())
     return generate_latest(process_registry()) + generate_latest(state), CONTENT_TYPE_LATEST
 
 

@@ -139,9 +139,15 @@ if DATABASE_URL:
     # clients, and a new connection per request costs more than the request itself: the web process borrows
     # connections from Django's per-process pool (psycopg 3) and gives them back when the request ends; with
     # CONN_HEALTH_CHECKS the pool checks each borrowed connection, so one the server ended is never lent.
+    #
+    # A threads-pool worker (TARSY_WORKER_POOL=threads) runs many iterations per process: persistent connections
+    # would be one per thread. It pools them too, and a thread gives its connection back while it waits on an LLM
+    # or a tool (tarsy.db_connections), so a few connections carry hundreds of iterations in flight. A prefork
+    # child runs one task at a time and keeps its one connection.
     web_process = os.environ.get("TARSY_ASGI") == "1"
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0 if web_process else 60,
-                                                  conn_health_checks=True)}
+    threads_worker = not web_process and os.environ.get("TARSY_WORKER_POOL") == "threads"
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0 if web_process or threads_worker
+                                                  else 60, conn_health_checks=True)}
     DATABASES["default"].setdefault("OPTIONS", {})
     # A blocking libpq call ignores Celery's soft time limit: bound every statement.
     DATABASES["default"]["OPTIONS"].setdefault("options", "-c statement_timeout=30000")
@@ -152,6 +158,13 @@ if DATABASE_URL:
             "min_size": _env_number("TARSY_WEB_DB_POOL_MIN", 2),
             "max_size": _env_number("TARSY_WEB_DB_POOL_MAX", 10),
             "timeout": _env_number("TARSY_WEB_DB_POOL_TIMEOUT", 10.0, float),
+        }
+    elif threads_worker:
+        # max_size bounds the worker's connections whatever its concurrency; a thread finding none free waits.
+        DATABASES["default"]["OPTIONS"]["pool"] = {
+            "min_size": 2,
+            "max_size": _env_number("TARSY_WORKER_DB_POOL_MAX", 20),
+            "timeout": _env_number("TARSY_WORKER_DB_POOL_TIMEOUT", 30.0, float),
         }
     # Named explicitly (django/channels#2176), after the database in DATABASE_URL, so test runs against
     # different databases on one server never share (and drop) each other's test database.

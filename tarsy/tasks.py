@@ -1,7 +1,8 @@
 """Celery tasks: thin adapters — ids in, one pipeline call — and `enact`, the one place a decision becomes a task.
 
 The pipeline and the services decide what happens next as values (tarsy.decisions) and hand them to
-`enact_on_commit`; `enact`, registered at startup (tarsy.celery.install_enactor), queues them after the commit.
+`enact_on_commit`; `enact`, registered at startup (tarsy.celery.install_enactor), writes them to the outbox and
+queues them after the commit (tarsy/outbox.py relays those the broker did not take then).
 Nothing else under tarsy/ imports this module. All tasks are idempotent by state guard (`acks_late` +
 `reject_on_worker_lost` make redelivery safe). Results are ignored: the database is the result.
 
@@ -40,24 +41,31 @@ MAX_DB_RETRY_DELAY_S = 30
 
 
 def enact(decisions: list[Enqueued]) -> None:
-    """Queue each decision as its task, in order (called after the deciding transaction committed)."""
+    """The enactor, called in the deciding transaction: the decisions are written to the outbox there and their
+    tasks queued once it commits; what the broker does not take then, the outbox relay sends (tarsy/outbox.py)."""
+    from tarsy.outbox import enqueue_on_commit
+
+    enqueue_on_commit(decisions, send)
+
+
+def send(decision: Enqueued) -> None:
+    """Queue the decision's task now."""
     from tarsy.pipeline.dispatch import request_dispatch
 
-    for decision in decisions:
-        if isinstance(decision, RunIteration):
-            enqueue_iteration(decision.execution_id, decision.iteration, decision.timeout)
-        elif isinstance(decision, FinishSession):
-            finish_session.delay(decision.session_id)
-        elif isinstance(decision, ReapSession):
-            reap_session.delay(decision.session_id)
-        elif isinstance(decision, DispatchSessions):
-            request_dispatch(send=dispatch_sessions.delay)
-        elif isinstance(decision, ScoreSession):
-            enqueue_scoring(decision.session_id)
-        elif isinstance(decision, SlackDeliver):
-            slack_deliver.delay(decision.session_id)
-        else:
-            raise TypeError(f"cannot enqueue {decision!r}")
+    if isinstance(decision, RunIteration):
+        enqueue_iteration(decision.execution_id, decision.iteration, decision.timeout)
+    elif isinstance(decision, FinishSession):
+        finish_session.delay(decision.session_id)
+    elif isinstance(decision, ReapSession):
+        reap_session.delay(decision.session_id)
+    elif isinstance(decision, DispatchSessions):
+        request_dispatch(send=dispatch_sessions.delay)
+    elif isinstance(decision, ScoreSession):
+        enqueue_scoring(decision.session_id)
+    elif isinstance(decision, SlackDeliver):
+        slack_deliver.delay(decision.session_id)
+    else:
+        raise TypeError(f"cannot enqueue {decision!r}")
 
 
 def _retry_after_db_error(task, exc: Exception, cleanup: Callable[[], object] | None = None):

@@ -184,6 +184,10 @@ class SummarizationConfig(_Strict):
     summary_max_token_limit: int = Field(default=1000, gt=0)
 
 
+STDIO_CALL_SLOTS = 4
+NETWORK_CALL_SLOTS = 32
+
+
 class TransportConfig(_Strict):
     type: Literal["stdio", "http", "sse"]
     command: str = ""
@@ -211,6 +215,14 @@ class MCPServerConfig(_Strict):
     data_masking: MaskingConfig = Field(default_factory=MaskingConfig)
     summarization: SummarizationConfig = Field(default_factory=SummarizationConfig)
     call_timeout: Duration = 60.0
+    # Calls in flight to this server from one worker process; more wait for a slot within their call_timeout.
+    # None: 4 for a stdio server (one local process answers them), 32 over HTTP/SSE.
+    max_concurrent_calls: int | None = Field(default=None, gt=0)
+
+    def call_slots(self) -> int:
+        if self.max_concurrent_calls is not None:
+            return self.max_concurrent_calls
+        return STDIO_CALL_SLOTS if self.transport.type == "stdio" else NETWORK_CALL_SLOTS
 
 
 class AgentConfig(_Strict):

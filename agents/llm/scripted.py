@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -67,6 +68,18 @@ class ScriptError(_Strict):
     retryable: bool = False
 
 
+class ScriptStall(_Strict):
+    """Hold the call without heeding its deadline, as a wedged SDK or parser would (the time-limit fault tests).
+
+    `spin`: a Python busy loop (a soft time limit stops it); `swallow`: a busy loop that catches every exception,
+    the soft limit's too (only the hard limit stops it). With `once_file`, only the call that creates the file
+    stalls, so the iteration re-run after it answers at once."""
+
+    seconds: float = Field(gt=0)
+    mode: Literal["spin", "swallow"] = "spin"
+    once_file: str = ""
+
+
 class ScriptTurn(_Strict):
     """One scripted LLM answer."""
 
@@ -77,6 +90,7 @@ class ScriptTurn(_Strict):
     error: ScriptError | None = None
     latency_ms: int | None = Field(default=None, ge=0)
     provider_state: dict[str, Any] | None = None
+    stall: ScriptStall | None = None
 
 
 class ScriptProblem(ValueError):
@@ -159,6 +173,8 @@ class ScriptedProvider:
         if request.deadline is not None and time.time() >= request.deadline:
             yield _deadline_error()
             return
+        if turn.stall is not None:
+            _stall(turn.stall)
         chunks = self._chunks(turn, request)
         latency_ms = turn.latency_ms if turn.latency_ms is not None else self._cfg.latency_ms
         visible = sum(isinstance(c, (TextChunk, ThinkingChunk, ToolCallChunk, ErrorChunk)) for c in chunks)
@@ -237,6 +253,22 @@ def _call_id(request: LLMRequest, index: int) -> str:
     """Deterministic, and unique within an execution's conversation."""
     seed = f"{request.execution_id}|{request.agent_name}|{request.interaction_type}|{request.iteration}|{index}"
     return "call_" + hashlib.sha1(seed.encode()).hexdigest()[:16]
+
+
+def _stall(stall: ScriptStall) -> None:
+    if stall.once_file:
+        try:
+            os.close(os.open(stall.once_file, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+    end = time.monotonic() + stall.seconds
+    while time.monotonic() < end:
+        if stall.mode == "spin":
+            continue
+        try:
+            sum(range(1000))
+        except Exception:  # noqa: S112 — a wedged retry loop that eats everything, the soft time limit included
+            continue
 
 
 def _deadline_error() -> ErrorChunk:

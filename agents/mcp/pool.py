@@ -49,6 +49,8 @@ class ServerStatus:
     failures: int = 0
     last_error: str = ""
     tool_count: int | None = None
+    in_flight: int = 0  # operations holding one of the server's call slots
+    waiting: int = 0  # operations waiting for a slot (see MCPServerConfig.max_concurrent_calls)
 
 
 class MCPPool:
@@ -65,6 +67,7 @@ class MCPPool:
         self._start_locks: dict[str, asyncio.Lock] = {}
         self._tools: dict[str, tuple[float, MCPServerConfig, list[ToolDefinition]]] = {}
         self._status: dict[str, ServerStatus] = {}
+        self._slots: dict[str, tuple[int, asyncio.Semaphore]] = {}
 
     # ---- public sync API ---------------------------------------------------------------------------
 
@@ -182,11 +185,41 @@ class MCPPool:
 
     async def _with_session(self, name: str, cfg: MCPServerConfig, budget: float, start: float, op: Any,
                             tool: str = "", arguments: dict[str, Any] | None = None) -> Any:
-        """Run one operation; after a crash restart the server and retry it once.
+        """Run one operation in one of the server's call slots; after a crash restart the server and retry it once.
 
-        Each server start is bounded by `start`; the operation (both attempts together) by `budget`,
-        counted from the first attempt.
+        Waiting for a slot counts against `budget`. Each server start is bounded by `start`; the operation (both
+        attempts together) by what is left of `budget`, counted from the first attempt.
         """
+        slots = self._call_slots(name, cfg)
+        status = self._state(name, cfg)
+        waited_from = time.monotonic()
+        status.waiting += 1
+        try:
+            async with asyncio.timeout(budget):
+                await slots.acquire()
+        except TimeoutError:
+            raise MCPError(name, f"all {cfg.call_slots()} call slots stayed busy for {budget:.0f}s",
+                           "timeout") from None
+        finally:
+            status.waiting -= 1
+        status.in_flight += 1
+        try:
+            return await self._attempts(name, cfg, budget - (time.monotonic() - waited_from), start, op, tool,
+                                        arguments)
+        finally:
+            status.in_flight -= 1
+            slots.release()
+
+    def _call_slots(self, name: str, cfg: MCPServerConfig) -> asyncio.Semaphore:
+        """The server's slots; a changed cap takes effect for new operations (running ones keep theirs)."""
+        cap = cfg.call_slots()
+        current = self._slots.get(name)
+        if current is None or current[0] != cap:
+            current = self._slots[name] = (cap, asyncio.Semaphore(cap))
+        return current[1]
+
+    async def _attempts(self, name: str, cfg: MCPServerConfig, budget: float, start: float, op: Any, tool: str,
+                        arguments: dict[str, Any] | None) -> Any:
         call_deadline: float | None = None
         first_error: ServerCrashed | None = None
         for _attempt in range(2):

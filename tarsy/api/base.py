@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from tarsy.web.inputs import json_problem, query_problems
 
-from .serializers import ErrorSerializer
+from .serializers.common import ErrorSerializer
 
 
 class StorableJSONParser(JSONParser):

@@ -14,7 +14,7 @@ from tarsy.services import quality
 from tarsy.services import sessions as session_service
 
 from .base import AUTH_ERRORS, JsonAPIView, errors
-from .quality_serializers import (
+from .serializers.quality import (
     QualityOverviewSerializer,
     ReviewInSerializer,
     ReviewSerializer,

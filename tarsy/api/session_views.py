@@ -16,19 +16,17 @@ from tarsy.streaming.publisher import session_channel
 
 from .base import AUTH_ERRORS, JsonAPIView, errors
 from .pagination import SessionPagination
-from .serializers import (
+from .serializers.chats import ChatAcceptedSerializer, ChatMessageInSerializer, ChatMessagesSerializer
+from .serializers.interactions import InteractionsSerializer
+from .serializers.sessions import (
     ActiveSessionsSerializer,
-    ChatAcceptedSerializer,
-    ChatMessageInSerializer,
-    ChatMessagesSerializer,
     FilterOptionsSerializer,
-    InteractionsSerializer,
     SessionDetailSerializer,
     SessionListItemSerializer,
     SessionStatusSerializer,
     SessionSummarySerializer,
-    TimelineSerializer,
 )
+from .serializers.timeline import TimelineSerializer
 
 
 class SessionListView(JsonAPIView, generics.ListAPIView):
@@ -67,10 +65,11 @@ class SessionDetailView(JsonAPIView):
     @extend_schema(responses={200: SessionDetailSerializer, **errors(404, *AUTH_ERRORS)})
     def get(self, request, session_id):
         """A session with its alert, stages and executions, score, review and token totals."""
-        session = session_service.session_get(session_id=session_id)
-        cursor = event_cursor(session_channel(session.id))
-        return Response(SessionDetailSerializer(selectors.session_detail(session),
-                                                context={"last_event_id": cursor, "request": request}).data)
+        cursor = event_cursor(session_channel(session_id))  # first: events after the read come again, none lost
+        session = selectors.session_detail(session_id=session_id)
+        context = {"request": request, "last_event_id": cursor,
+                   "chat_available": chat_service.chat_available(session)}
+        return Response(SessionDetailSerializer(session, context=context).data)
 
     @extend_schema(responses={204: None, **errors(404, 409, *AUTH_ERRORS)})
     def delete(self, request, session_id):

@@ -17,15 +17,9 @@ from tarsy.services import spend as spend_service
 from tarsy.web.health import worker_status
 
 from .base import AUTH_ERRORS, JsonAPIView, errors
-from .serializers import (
-    AlertAcceptedSerializer,
-    AlertSubmitSerializer,
-    AlertTypesSerializer,
-    MCPServersSerializer,
-    SpendQuerySerializer,
-    SpendSerializer,
-    WarningsSerializer,
-)
+from .serializers.alerts import AlertAcceptedSerializer, AlertSubmitSerializer, AlertTypesSerializer
+from .serializers.spend import SpendQuerySerializer, SpendSerializer
+from .serializers.system import MCPServersSerializer, WarningsSerializer
 from .throttles import IntakeThrottle
 
 

@@ -32,6 +32,7 @@ from tarsy.models import (
     StageKind,
     TimelineEvent,
 )
+from tarsy.selectors.conversations import llm_conversations
 
 from .citations import evidence_in, link_answer
 from .markdown import pretty_data, render_markdown
@@ -341,7 +342,7 @@ class TraceExecution:
 def session_trace(session: AlertSession) -> dict[str, Any]:
     """Per stage → execution: LLM and MCP interactions in time order; session-level calls apart."""
     entries: dict[str, list[TraceEntry]] = defaultdict(list)
-    for row in LLMInteraction.objects.filter(session=session).order_by("created_at", "id"):
+    for row in llm_conversations(list(LLMInteraction.objects.filter(session=session).order_by("created_at", "id"))):
         entries[str(row.execution_id or "")].append(_llm_entry(row))
     for row in MCPInteraction.objects.filter(session=session).order_by("created_at", "id"):
         entries[str(row.execution_id or "")].append(_mcp_entry(row))

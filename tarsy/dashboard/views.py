@@ -20,10 +20,9 @@ from tarsy.config import get_config
 from tarsy.models import AlertSession, OccurrenceKind, Rating, SessionStatus, Stage, StageKind, TimelineEvent
 from tarsy.selectors.events import event_cursor, event_position
 from tarsy.selectors.filters import CREATED_WITHIN
-from tarsy.selectors.sessions import session_filter_options, sessions_active
+from tarsy.selectors.queue import queue_position
+from tarsy.selectors.sessions import RECENT_OCCURRENCES, session_filter_options, session_occurrences, sessions_active
 from tarsy.services.chats import chat_available
-from tarsy.services.occurrences import RECENT_OCCURRENCES, occurrences_of
-from tarsy.services.sessions import session_queue_position
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, session_channel
 from tarsy.web.health import checks
 from tarsy.web.inputs import ascii_int
@@ -89,8 +88,9 @@ def _session_context(request, session: AlertSession, cursor: tuple[int, int | No
     cited = citations_view(session.citations)
     return page_context(
         request, session=session, cursor=cursor[0], cursor_seq=cursor[1], cancellable=session.status in CANCELLABLE,
-        position=session_queue_position(session), chat_available=chat_available(session),
-        related_alerts=occurrences_of(session_id=session.id, kind=OccurrenceKind.RELATED, limit=RECENT_OCCURRENCES),
+        position=queue_position(session), chat_available=chat_available(session),
+        related_alerts=session_occurrences(session_id=session.id, kind=OccurrenceKind.RELATED,
+                                           limit=RECENT_OCCURRENCES),
         chat_running=Stage.objects.filter(session=session, kind=StageKind.CHAT,
                                           status__in=["pending", "active"]).exists(),
         alert_text=presenters.pretty_data(session.alert_data),

@@ -1,8 +1,10 @@
 """TARSy's data model (DESIGN §3)."""
 
 from .events import Chat, ChatUserMessage, Event, EventSequence
+from .outbox import OutboxTask
 from .quality import FAILURE_TAGS, SUPPORT_BANDS, Rating, ScoreStatus, SessionReview, SessionScore, Support
 from .records import (
+    InteractionText,
     InteractionType,
     LLMInteraction,
     MCPInteraction,
@@ -34,9 +36,10 @@ __all__ = [
     "FAILURE_TAGS", "SUPPORT_BANDS",
     "ACTIVE_SESSION_STATUSES", "TERMINAL_EXEC_STATUSES", "TERMINAL_SESSION_STATUSES", "AgentExecution", "APIToken",
     "AlertOccurrence", "AlertSession", "Chat", "ChatUserMessage", "Event", "EventSequence", "ExecStatus",
+    "InteractionText",
     "InteractionType",
-    "LLMInteraction", "MCPInteraction", "Message", "MessageRole", "OccurrenceKind", "ParallelType", "Rating",
-    "ScoreStatus", "SessionReview", "SessionScore", "SessionStatus", "Severity", "SlackPost", "SlackPostKind",
+    "LLMInteraction", "MCPInteraction", "Message", "MessageRole", "OccurrenceKind", "OutboxTask", "ParallelType",
+    "Rating", "ScoreStatus", "SessionReview", "SessionScore", "SessionStatus", "Severity", "SlackPost", "SlackPostKind",
     "SlackThread", "Stage", "StageKind", "Support",
     "TimelineEvent", "TimelineEventType", "TimelineStatus",
 ]

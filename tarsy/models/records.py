@@ -146,6 +146,25 @@ class LLMInteraction(models.Model):
         return f"{self.interaction_type} {self.provider}/{self.model}"
 
 
+class InteractionText(models.Model):
+    """A long message text of a session's LLM calls, stored once for all of them.
+
+    Every call of an execution sends the whole conversation so far, so the alert and each tool result recur in
+    every later call's record; a message longer than `services.interactions.SHARED_TEXT_OVER` is stored here and
+    the record's conversation names it by digest (`content_ref`). Readers see the text back in place
+    (selectors.conversations)."""
+
+    session = models.ForeignKey(AlertSession, on_delete=models.CASCADE, related_name="interaction_texts")
+    digest = models.CharField(max_length=64, help_text="SHA-256 of the text, hex")
+    text = models.TextField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "digest"], name="interaction_text_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.digest[:12]} ({len(self.text)} chars)"
+
+
 class MCPInteraction(models.Model):
     """One MCP tool call: arguments, the masked result, timing (debug view)."""
 

@@ -235,6 +235,9 @@ class AgentExecution(TokenTotals):
     lease_expires_at = models.DateTimeField(
         null=True, blank=True, help_text="While in the future, the current iteration belongs to a running task"
     )
+    attempt = models.PositiveIntegerField(
+        default=0, help_text="Claims so far: the fencing token of the task that holds the lease; a task's writes "
+                             "land only while it is still the current attempt")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)

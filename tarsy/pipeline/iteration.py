@@ -24,7 +24,7 @@ from tarsy.decisions import EndExecution, RunIteration, enact_on_commit
 from tarsy.metrics import ITERATION_SECONDS
 from tarsy.models import AgentExecution, ExecStatus, SessionStatus, StageKind
 from tarsy.services import executions
-from tarsy.services.recorder import DbRecorder
+from tarsy.services.recorder import AttemptSuperseded, DbRecorder
 
 from .execution_context import build_execution_context, session_deadline
 from .stages import execution_end
@@ -86,7 +86,14 @@ def _claim(execution: AgentExecution, iteration: int) -> None:
     """Take the lease; an interrupted attempt's rows go first."""
     if execution.current_iteration == iteration:
         executions.iteration_discard(execution_id=execution.id, iteration=iteration)
+        execution.last_event_sequence = None  # the discarded events' numbers are free again: looked up anew
     executions.execution_claim_iteration(execution=execution, iteration=iteration, now=timezone.now())
+
+
+def _next_event_sequence(execution: AgentExecution) -> int | None:
+    """The claim read the execution's last timeline number (None after a discard: the recorder looks it up)."""
+    last = execution.last_event_sequence
+    return None if last is None else last + 1
 
 
 def iteration_release(execution_id: Any, iteration: int) -> None:
@@ -99,7 +106,22 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
     if execution is None:
         return None
     recorder = DbRecorder(session_id=execution.session_id, stage_id=execution.stage_id, execution_id=execution.id,
-                          iteration=iteration)
+                          iteration=iteration, attempt=execution.attempt,
+                          next_event_sequence=_next_event_sequence(execution))
+    try:
+        outcome = _step(execution, iteration, recorder)
+        iteration_finish(execution_id, iteration, outcome, execution.iteration_timeout_s, recorder)
+    except AttemptSuperseded:
+        # This task outlived its lease and another attempt took the iteration over: the fence kept every write
+        # of this one out (services.recorder.batch); the other attempt carries on.
+        log.warning("execution %s iteration %s: attempt %s was taken over; its writes are dropped", execution_id,
+                    iteration, execution.attempt)
+        return None
+    return outcome
+
+
+def _step(execution: AgentExecution, iteration: int, recorder: DbRecorder) -> StepOutcome:
+    """Run the claimed iteration's step; a timeout or a crash becomes its outcome."""
     started = time.monotonic()
     try:
         ctx = build_execution_context(execution, iteration, recorder, stop_checked=True)
@@ -109,15 +131,14 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
                                                      f"({execution.iteration_timeout_s:.0f}s)")
         recorder.flush_after_failure()
         recorder.add_event("error", outcome.error, {"timeout": True}, status="timed_out")
-    except (OperationalError, InterfaceError):
-        raise  # the database went away: the task retries the iteration (tarsy.tasks)
+    except (OperationalError, InterfaceError, AttemptSuperseded):
+        raise  # the database went away (the task retries the iteration), or another attempt holds it
     except Exception as exc:  # a bug or an unexpected outside failure: record it, never leave the step hanging
-        log.exception("execution %s iteration %s crashed", execution_id, iteration)
+        log.exception("execution %s iteration %s crashed", execution.id, iteration)
         outcome = StepOutcome(StepStatus.FAILED, error=mask_text(f"Internal error: {type(exc).__name__}: {exc}"))
         recorder.flush_after_failure()
         recorder.add_event("error", outcome.error, {"internal": True}, status="failed")
     ITERATION_SECONDS.labels(execution.iteration_strategy).observe(time.monotonic() - started)
-    iteration_finish(execution_id, iteration, outcome, execution.iteration_timeout_s, recorder)
     return outcome
 
 

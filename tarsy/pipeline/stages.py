@@ -38,8 +38,9 @@ def next_after_stage(stage: Stage, session: AlertSession) -> StartStage | StartS
 
 def execution_end(*, execution_id: Any, status: str, error: str = "", final_analysis: str = "") -> bool:
     """End the execution (compare-and-set) and, when it was the stage's last, close the stage and carry out
-    what follows. False if the execution had already ended."""
-    with transaction.atomic():
+    what follows. False if the execution had already ended. Inside a caller's transaction (the iteration's
+    completion) this joins it: no savepoint, as nothing here is retried on its own."""
+    with transaction.atomic(savepoint=False):
         stage_id = executions.execution_mark_terminal(execution_id=execution_id, status=status, error=error,
                                                       final_analysis=final_analysis)
         if stage_id is None:

@@ -2,10 +2,11 @@
 
 A worker killed mid-iteration (SIGKILL, OOM, node loss) leaves its iteration
 leased; once the lease expires the iteration is re-enqueued (and the retry
-discards the half-written attempt). A lost queued message (Redis restart) shows
-as an execution without a lease and without a heartbeat for the orphan
-threshold, and is re-enqueued too. Duplicates are harmless:
-every task is guarded by state.
+discards the half-written attempt). A queued message lost inside the broker (a
+Redis that restarted without its data) shows as an execution without a lease
+and without a heartbeat for the orphan threshold, and is re-enqueued too; work
+decided while the broker was unreachable never gets here, the outbox relay sends
+it (tarsy/outbox.py). Duplicates are harmless: every task is guarded by state.
 
 This module decides what to resume, time out, reap or finish; the writes go
 through tarsy.services, the re-enqueues through the enactor.

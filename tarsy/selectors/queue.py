@@ -42,3 +42,10 @@ def queue_ahead_count(session: AlertSession) -> int:
     ahead = (Q(queue_key__lt=key) | Q(queue_key=key, created_at__lt=session.created_at)
              | Q(queue_key=key, created_at=session.created_at, id__lt=session.id))
     return in_queue_order(AlertSession.objects.all()).filter(ahead).count()
+
+
+def queue_position(session: AlertSession) -> int | None:
+    """1-based place in the order dispatch claims pending sessions, None when the session is not pending."""
+    if session.status != SessionStatus.PENDING:
+        return None
+    return queue_ahead_count(session) + 1

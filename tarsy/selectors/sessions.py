@@ -5,26 +5,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet
 
 from tarsy.models import (
     ACTIVE_SESSION_STATUSES,
     FAILURE_TAGS,
     SUPPORT_BANDS,
     TERMINAL_EXEC_STATUSES,
+    AlertOccurrence,
     AlertSession,
     ChatUserMessage,
     LLMInteraction,
     MCPInteraction,
+    OccurrenceKind,
     Rating,
     SessionStatus,
     Stage,
     StageKind,
     TimelineEvent,
 )
+from tarsy.services.errors import NotFound
 
+from .conversations import llm_conversations
 from .filters import ORDERING_FIELDS, REVIEW_STATES, SCORE_STATES, with_duration
-from .queue import in_queue_order
+from .queue import in_queue_order, queue_position
+
+RECENT_OCCURRENCES = 20  # repeats shown with a session: a storm of thousands must not make its page megabytes
 
 
 def sessions_list() -> QuerySet:
@@ -68,9 +74,30 @@ def session_filter_options() -> dict[str, list[str]]:
     }
 
 
-def session_detail(session: AlertSession) -> AlertSession:
-    """The session with stages and executions prefetched in one go."""
-    return AlertSession.objects.prefetch_related("stages__executions").get(id=session.id)
+def session_detail(*, session_id: Any) -> AlertSession:
+    """A session as its detail shows it, read in the same few queries however many stages, executions and alerts
+    it has: its score and review joined; its stages with their executions, the alerts of the group it leads
+    (`related_alerts`, oldest first) and its latest repeats (`recent_occurrences`, newest first) prefetched; its
+    place in the queue (`queue_position`, None unless pending). NotFound when there is none."""
+    occurrences = AlertOccurrence.objects.order_by("id")
+    try:
+        session = (AlertSession.objects.select_related("score", "review").prefetch_related(
+            "stages__executions",
+            Prefetch("occurrences", occurrences.filter(kind=OccurrenceKind.RELATED), to_attr="related_alerts"),
+            Prefetch("occurrences", occurrences.filter(kind=OccurrenceKind.OCCURRENCE).reverse()[:RECENT_OCCURRENCES],
+                     to_attr="recent_occurrences"),
+        ).get(id=session_id))
+    except (AlertSession.DoesNotExist, ValueError, TypeError) as exc:
+        raise NotFound(f"session {session_id} not found") from exc
+    session.queue_position = queue_position(session)  # type: ignore[attr-defined]  # as sessions_active sets it
+    return session
+
+
+def session_occurrences(*, session_id: Any, kind: str, limit: int | None = None) -> list[AlertOccurrence]:
+    """The alerts of `kind` that joined the session: all of them oldest first, or the latest `limit` newest
+    first."""
+    rows = AlertOccurrence.objects.filter(session_id=session_id, kind=kind)
+    return list(rows.order_by("-id")[:limit] if limit else rows.order_by("id"))
 
 
 def timeline_events(session: AlertSession) -> list[TimelineEvent]:
@@ -79,8 +106,8 @@ def timeline_events(session: AlertSession) -> list[TimelineEvent]:
 
 def interactions(session: AlertSession) -> dict[str, list[Any]]:
     return {
-        "llm_interactions": list(LLMInteraction.objects.filter(session=session).select_related("execution")
-                                 .order_by("created_at", "id")),
+        "llm_interactions": llm_conversations(list(LLMInteraction.objects.filter(session=session)
+                                                   .select_related("execution").order_by("created_at", "id"))),
         "mcp_interactions": list(MCPInteraction.objects.filter(session=session).select_related("execution")
                                  .order_by("created_at", "id")),
     }

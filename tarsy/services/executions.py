@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from tarsy.models import (
@@ -23,6 +24,7 @@ from tarsy.models import (
     OccurrenceKind,
     SessionStatus,
     StageKind,
+    TimelineEvent,
 )
 
 from . import interactions, messages, timeline
@@ -32,13 +34,18 @@ from .recorder import HEARTBEAT_INTERVAL_S, WriteBatch
 _LATEST_RELATED_ALERT = Subquery(AlertOccurrence.objects.filter(session_id=OuterRef("session_id"),
                                                                 kind=OccurrenceKind.RELATED)
                                  .order_by("-id").values("id")[:1])
+# And the execution's last timeline sequence number: the iteration's recorder numbers its events on from it
+# (this task is the one writer of the execution's timeline while it holds the lease), so it needs no lookup.
+_LAST_EVENT_SEQUENCE = Coalesce(Subquery(TimelineEvent.objects.filter(execution_id=OuterRef("id"))
+                                         .order_by("-sequence_number").values("sequence_number")[:1]), 0)
 
 
 def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
-    """The execution under its row lock (call inside a transaction), with its stage and session and its session's
-    latest related alert (`latest_related_alert`, None when there is none); None when there is no such execution."""
+    """The execution under its row lock (call inside a transaction), with its stage and session, its session's
+    latest related alert (`latest_related_alert`, None when there is none) and its last timeline sequence number
+    (`last_event_sequence`, 0 before its first event); None when there is no such execution."""
     return (AgentExecution.objects.select_for_update(of=("self",)).select_related("stage", "session")
-            .annotate(latest_related_alert=_LATEST_RELATED_ALERT)
+            .annotate(latest_related_alert=_LATEST_RELATED_ALERT, last_event_sequence=_LAST_EVENT_SEQUENCE)
             .filter(id=execution_id).first())
 
 
@@ -55,11 +62,12 @@ def execution_claim_iteration(*, execution: AgentExecution, iteration: int, now:
     `execution` comes from execution_lock_for_iteration, in the same transaction."""
     lease = execution.iteration_timeout_s + settings.ITERATION_HARD_LIMIT_GRACE_S
     execution.current_iteration = iteration
+    execution.attempt += 1  # under the row lock: the claimer's fencing token
     execution.status = ExecStatus.ACTIVE
     execution.started_at = execution.started_at or now
     execution.last_heartbeat_at = now
     execution.lease_expires_at = now + timedelta(seconds=lease)
-    execution.save(update_fields=["current_iteration", "status", "started_at", "last_heartbeat_at",
+    execution.save(update_fields=["current_iteration", "attempt", "status", "started_at", "last_heartbeat_at",
                                   "lease_expires_at"])
     _session_heartbeat(execution, now)
 
@@ -71,26 +79,33 @@ def _session_heartbeat(execution: AgentExecution, now: datetime) -> None:
         AlertSession.all_objects.filter(id=execution.session_id).update(last_heartbeat_at=now)
 
 
-def execution_lease_release(*, execution_id: Any, iteration: int) -> None:
-    """Give up the lease of an unfinished iteration so a retried task can claim it at once."""
-    AgentExecution.objects.filter(id=execution_id, current_iteration=iteration,
-                                  iterations_completed__lt=iteration).update(lease_expires_at=None)
+def execution_lease_release(*, execution_id: Any, iteration: int, attempt: int | None = None) -> None:
+    """Give up the lease of an unfinished iteration so a retried task can claim it at once (only while `attempt`,
+    when given, still holds it)."""
+    held = AgentExecution.objects.filter(id=execution_id, current_iteration=iteration,
+                                         iterations_completed__lt=iteration)
+    if attempt is not None:
+        held = held.filter(attempt=attempt)
+    held.update(lease_expires_at=None)
 
 
 def iteration_complete(*, execution_id: Any, iteration: int, consecutive_timeouts: int,
                        last_interaction_failed: bool, recorded: WriteBatch | None = None) -> bool:
     """Compare-and-set: iteration `iteration` is done (once), its lease released. Call inside a transaction:
     with the completion go the step's last `recorded` rows and its usage — the one place usage is applied, to
-    the execution and its session alike. False when another task already completed it (then nothing is
-    written)."""
+    the execution and its session alike. False when another task already completed it, or a later attempt has
+    claimed the iteration since `recorded`'s (then nothing is written)."""
     usage = recorded.usage if recorded is not None else interactions.UsageTally()
-    done = bool(AgentExecution.objects.filter(id=execution_id, iterations_completed=iteration - 1).update(
+    current = AgentExecution.objects.filter(id=execution_id, iterations_completed=iteration - 1)
+    if recorded is not None and recorded.attempt is not None:
+        current = current.filter(attempt=recorded.attempt)
+    done = bool(current.update(
         iterations_completed=iteration, consecutive_timeouts=consecutive_timeouts,
         last_interaction_failed=last_interaction_failed, last_heartbeat_at=timezone.now(), lease_expires_at=None,
         **usage.changes()))
     if done and recorded is not None:
         interactions.usage_apply_session(session_id=recorded.session_id, usage=usage)
-        recorded.write()
+        recorded.write(fenced=True)  # the compare-and-set above holds the row for this attempt
     return done
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -15,9 +16,10 @@ from agents.llm.pricing import call_cost, price_for
 from agents.llm.types import Usage
 from tarsy.config import get_config
 from tarsy.metrics import observe_llm_call, observe_mcp_call
-from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction
+from tarsy.models import AgentExecution, AlertSession, InteractionText, LLMInteraction, MCPInteraction
 
 MCP_RESULT_STORE_CAP = 512 * 1024  # chars of masked result kept for the debug view
+SHARED_TEXT_OVER = 4096  # longer message texts of LLM records are stored once per session (InteractionText)
 
 
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "thinking_tokens", "total_tokens", "cached_tokens")
@@ -82,6 +84,7 @@ def llm_interaction_record(
     if add_to_totals and execution_id is not None:
         raise ValueError("an execution's calls count towards the totals when their iteration completes")
     row = llm_interaction_row(session_id=session_id, execution_id=execution_id, iteration=iteration, record=record)
+    interaction_texts_store(session_id=session_id, texts=llm_texts_share(row))
     row.save(force_insert=True)
     if add_to_totals:
         usage_apply_session(session_id=session_id, usage=UsageTally(totals=call_totals(record)))
@@ -115,6 +118,34 @@ def llm_interaction_row(*, session_id: Any, execution_id: Any, iteration: int,
     )
 
 
+def llm_texts_share(row: LLMInteraction) -> dict[str, str]:
+    """Name the long message texts of an unsaved LLM record by digest (`content_ref`) in its conversation, and
+    return them by digest for `interaction_texts_store`: one large alert or tool result is then stored once for
+    the session, not again with every later call that resends it."""
+    texts: dict[str, str] = {}
+    shared = []
+    for message in row.conversation:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str) and len(content) > SHARED_TEXT_OVER:
+            digest = hashlib.sha256(content.encode()).hexdigest()
+            texts[digest] = content
+            message = {**message, "content": "", "content_ref": digest}
+        shared.append(message)
+    row.conversation = shared
+    return texts
+
+
+def interaction_texts_store(*, session_id: Any, texts: dict[str, str]) -> None:
+    """Store the texts the session does not hold yet (nothing, and no statement, when there are none)."""
+    if not texts:
+        return
+    stored = set(InteractionText.objects.filter(session_id=session_id, digest__in=texts)
+                 .values_list("digest", flat=True))
+    InteractionText.objects.bulk_create(  # a concurrent writer of the same text (a re-run attempt) is no conflict
+        [InteractionText(session_id=session_id, digest=d, text=t) for d, t in texts.items() if d not in stored],
+        ignore_conflicts=True)
+
+
 def llm_interaction_observe(record: LLMInteractionRecord, row: LLMInteraction) -> None:
     """Count a stored call in the metrics (once its row is written)."""
     observe_llm_call(provider=record.provider, model=record.model, success=record.success,
@@ -146,6 +177,30 @@ def mcp_interaction_row(*, session_id: Any, execution_id: Any, iteration: int,
 
 def mcp_interaction_observe(record: MCPInteractionRecord) -> None:
     observe_mcp_call(server=record.server, tool=record.tool, success=record.success, duration_ms=record.duration_ms)
+
+
+def interactions_keep_superseded(*, session_id: Any, execution_id: Any, rows: list[Any],
+                                  texts: dict[str, str]) -> None:
+    """The unsaved LLM and MCP records of an attempt fenced out by a later one (services.recorder.batch): they are
+    stored marked superseded and their tokens and cost added to the execution's and the session's totals — the
+    calls were made and paid for — while nothing else of the attempt lands."""
+    llm = [row for row in rows if isinstance(row, LLMInteraction)]
+    mcp = [row for row in rows if isinstance(row, MCPInteraction)]
+    for call in llm:
+        call.superseded = True
+    for tool_call in mcp:
+        tool_call.superseded = True
+    interaction_texts_store(session_id=session_id, texts=texts)
+    LLMInteraction.objects.bulk_create(llm)
+    MCPInteraction.objects.bulk_create(mcp)
+    usage = UsageTally()
+    for call in llm:
+        usage.add({**{f: getattr(call, f) for f in TOKEN_FIELDS}, "cost_usd": call.cost_usd or Decimal(0),
+                   "unpriced_calls": int(call.cost_usd is None)})
+    changes = usage.changes()
+    if changes:
+        AgentExecution.objects.filter(id=execution_id).update(**changes)
+        AlertSession.all_objects.filter(id=session_id).update(**changes)
 
 
 def interactions_supersede_iteration(*, execution_id: Any, iteration: int) -> None:

@@ -22,7 +22,6 @@ from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 
 _FINGERPRINT_LOCK = 7_100_002  # advisory lock class of one fingerprint (second key: its hash)
 _GROUP_LOCK = 7_100_003  # advisory lock class of one correlation group
-RECENT_OCCURRENCES = 20  # repeats shown with a session: a storm of thousands must not make its page megabytes
 
 
 def _lock_key(text: str) -> int:
@@ -82,13 +81,6 @@ def occurrence_payload(session: AlertSession, kind: str) -> dict[str, Any]:
     return {"session_id": str(session.id), "kind": kind, "status": session.status,
             "occurrence_count": session.occurrence_count, "related_count": session.related_count,
             "last_seen_at": session.last_seen_at.isoformat() if session.last_seen_at else None}
-
-
-def occurrences_of(*, session_id: Any, kind: str | None = None, limit: int | None = None) -> list[AlertOccurrence]:
-    rows = AlertOccurrence.objects.filter(session_id=session_id)
-    if kind:
-        rows = rows.filter(kind=kind)
-    return list(rows.order_by("-id")[:limit] if limit else rows.order_by("id"))
 
 
 def related_after(*, session_id: Any, delivered: set[int]) -> list[AlertOccurrence]:

@@ -319,14 +319,6 @@ def session_soft_delete(*, session_id: Any) -> None:
     AlertSession.all_objects.filter(id=session.id).update(deleted_at=timezone.now())
 
 
-def session_queue_position(session: AlertSession) -> int | None:
-    """1-based position in the order dispatch claims pending sessions (tarsy.selectors.queue), None when not
-    pending."""
-    if session.status != SessionStatus.PENDING:
-        return None
-    return queue.queue_ahead_count(session) + 1
-
-
 def session_find(*, session_id: Any) -> AlertSession | None:
     """The session, soft-deleted or not; None when there is none."""
     return AlertSession.all_objects.filter(id=session_id).first()

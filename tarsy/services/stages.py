@@ -150,7 +150,8 @@ def stage_join(*, stage_id: int) -> Stage | None:
     """Call inside a transaction, after one of the stage's executions ended: the last one to end closes the
     stage (status by its success policy) and gets it back; None while others run or when already closed.
     A chat stage's close is the chat's answer: published as such."""
-    stage = Stage.objects.select_for_update().get(id=stage_id)
+    # The executions are read once, for the join and for the `stage.completed` event's payload.
+    stage = Stage.objects.select_for_update().prefetch_related("executions").get(id=stage_id)
     if stage.status in TERMINAL_EXEC_STATUSES:
         return None
     executions = list(stage.executions.all())

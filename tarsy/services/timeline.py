@@ -55,19 +55,29 @@ def timeline_event_create(
 ) -> TimelineEvent:
     """`sequence_number`: the caller's known next number (the one writer of an execution's timeline during
     its iteration); looked up when not given. The unique constraint still guards it."""
-    event = TimelineEvent(
-        session_id=session_id,
-        stage_id=stage_id,
-        execution_id=execution_id,
-        iteration=iteration,
+    event = timeline_event_row(
+        session_id=session_id, stage_id=stage_id, execution_id=execution_id, iteration=iteration,
         sequence_number=sequence_number or next_sequence(session_id=session_id, execution_id=execution_id),
-        event_type=event_type,
-        status=status,
-        content=content,
-        metadata=event_metadata(event_type, **(metadata or {})),
+        event_type=event_type, status=status, content=content, metadata=metadata,
     )
     _save_and_publish(event, "timeline_event.created")
     return event
+
+
+def timeline_event_row(*, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int,
+                       sequence_number: int, event_type: str, status: str, content: str,
+                       metadata: dict[str, Any] | None) -> TimelineEvent:
+    """An unsaved event, for a writer that stores several in one INSERT (then `timeline_event_created`)."""
+    return TimelineEvent(
+        session_id=session_id, stage_id=stage_id, execution_id=execution_id, iteration=iteration,
+        sequence_number=sequence_number, event_type=event_type, status=status, content=content,
+        metadata=event_metadata(event_type, **(metadata or {})),
+    )
+
+
+def timeline_event_created(event: TimelineEvent) -> None:
+    """Publish an event stored by a bulk INSERT (a `timeline_event_row`), from the stored row."""
+    publish("timeline_event.created", timeline_event_payload(event), session_id=event.session_id)
 
 
 @transaction.atomic(savepoint=False)

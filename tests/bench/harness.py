@@ -153,7 +153,7 @@ class Bench:
 
     # ---- processes ------------------------------------------------------------------
     def start_worker(self, name: str, *, concurrency: int, pool: str = "prefork", trace: bool = True) -> Child:
-        env = dict(self.env)
+        env = {**self.env, "TARSY_WORKER_POOL": pool}
         if trace:
             env["TARSY_BENCH_TRACE_DIR"] = str(self.trace_dir)
         args = [PYTHON, "-m", "tests.bench._worker", "worker", "-P", pool, "-c", str(concurrency),

@@ -11,6 +11,7 @@ from django.db import connection
 from django.utils import timezone
 
 from tarsy.models import AlertOccurrence, AlertSession, Event
+from tarsy.selectors.queue import queue_position
 from tarsy.services import sessions as session_service
 from tarsy.signals import alert_attached
 from tests.support.configdir import write_config
@@ -258,7 +259,7 @@ def test_queue_order_is_severity_then_age_and_positions_follow_it():
     with transaction.atomic():
         order = [str(s.id) for s in session_service.sessions_pending_next(limit=10)]
     assert order == [critical, high, warning, info]
-    positions = {str(s.id): session_service.session_queue_position(s) for s in AlertSession.objects.all()}
+    positions = {str(s.id): queue_position(s) for s in AlertSession.objects.all()}
     assert [positions[i] for i in order] == [1, 2, 3, 4]
 
 

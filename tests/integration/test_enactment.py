@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 import redis
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from tarsy import decisions, tasks
 from tarsy.decisions import FinishSession, Nothing, ReapSession, RunIteration, StartStage, enact_on_commit
+from tarsy.models import OutboxTask
+from tarsy.outbox import relay_pending
+from tarsy.services import outbox
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
@@ -85,3 +91,82 @@ def test_a_queued_task_carries_the_plain_repr_of_its_arguments(queue, monkeypatc
     tasks.enqueue_iteration("e-1", 3, 0)
     headers = json.loads(client.lrange(settings.CELERY_TASK_DEFAULT_QUEUE, 0, -1)[0])["headers"]
     assert (headers["argsrepr"], headers["kwargsrepr"]) == ("('e-1', 3)", "{}")
+
+
+# ---- the transactional outbox (tarsy/outbox.py) -----------------------------------------------------------------
+
+def _outbox() -> list[tuple[str, dict]]:
+    return list(OutboxTask.objects.order_by("id").values_list("kind", "fields"))
+
+
+def test_decided_tasks_are_written_in_their_transaction_and_deleted_once_queued(queue):
+    with CaptureQueriesContext(connection) as queries, transaction.atomic():
+        enact_on_commit([RunIteration("e-1", 3, 0), FinishSession("s-1")])
+        assert _outbox() == [("RunIteration", {"execution_id": "e-1", "iteration": 3, "timeout": 0}),
+                             ("FinishSession", {"session_id": "s-1"})]
+        assert queue() == []
+    assert queue() == [("tarsy.tasks.run_iteration", ["e-1", 3]), ("tarsy.tasks.finish_session", ["s-1"])]
+    assert _outbox() == []
+    writes = [q["sql"].split()[0] for q in queries if "tarsy_outboxtask" in q["sql"]]
+    assert writes.count("INSERT") == 1 and writes.count("DELETE") == 1  # one statement each, whatever the count
+
+
+def test_a_rolled_back_decision_leaves_no_outbox_row(queue):
+    with pytest.raises(RuntimeError, match="boom"), transaction.atomic():
+        enact_on_commit([FinishSession("s-1"), ReapSession("s-2")])
+        raise RuntimeError("boom")
+    assert _outbox() == []
+    assert queue() == []
+
+
+def test_outside_a_transaction_the_task_is_queued_and_its_row_deleted_at_once(queue):
+    enact_on_commit([ReapSession("s-2")])
+    assert queue() == [("tarsy.tasks.reap_session", ["s-2"])]
+    assert _outbox() == []
+
+
+def test_the_relay_leaves_fresh_rows_to_the_commit_path(queue):
+    outbox.outbox_add(entries=[("FinishSession", {"session_id": "s-1"})])
+    assert relay_pending(tasks.send) == 0
+    assert queue() == []
+    assert relay_pending(tasks.send, age=0) == 1
+    assert queue() == [("tarsy.tasks.finish_session", ["s-1"])]
+    assert _outbox() == []
+
+
+def test_relays_skip_the_rows_another_relay_holds(queue):
+    """Several processes relay at once: a row claimed by one (SKIP LOCKED) is never sent by another."""
+    outbox.outbox_add(entries=[("FinishSession", {"session_id": "s-1"}), ("ReapSession", {"session_id": "s-2"})])
+    claimed, release = threading.Event(), threading.Event()
+
+    def other_relay() -> None:
+        try:
+            with transaction.atomic():
+                outbox.outbox_claim(before=timezone.now(), limit=1)
+                claimed.set()
+                release.wait(10)
+                raise RuntimeError("this relay dies holding its row")
+        except RuntimeError:
+            pass
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=other_relay)
+    holder.start()
+    try:
+        assert claimed.wait(10)
+        assert relay_pending(tasks.send, age=0) == 1
+        assert queue() == [("tarsy.tasks.reap_session", ["s-2"])]
+    finally:
+        release.set()
+        holder.join()
+    assert relay_pending(tasks.send, age=0) == 1  # its holder rolled back: the row is claimable again
+    assert queue() == [("tarsy.tasks.reap_session", ["s-2"]), ("tarsy.tasks.finish_session", ["s-1"])]
+    assert _outbox() == []
+
+
+def test_the_outbox_backlog_is_a_metric(queue):
+    from tarsy.metrics import render
+
+    outbox.outbox_add(entries=[("FinishSession", {"session_id": "s-1"}), ("ReapSession", {"session_id": "s-2"})])
+    assert "tarsy_outbox_tasks 2.0" in render()[0].decode()

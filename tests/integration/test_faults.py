@@ -5,14 +5,16 @@ Servers a test kills are its own instances on their own ports; the machine's sha
 
 from __future__ import annotations
 
+import base64
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
+import redis
+from django.conf import settings
 from django.db import connection
 from rest_framework.test import APIClient
 
@@ -23,12 +25,13 @@ from tarsy.models import (
     LLMInteraction,
     MCPInteraction,
     Message,
+    OutboxTask,
     TimelineEvent,
 )
 from tarsy.services.sessions import session_submit
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.support.configdir import scripted_provider, write_config
-from tests.support.processes import Proc, free_port, start_server, wait_for
+from tests.support.processes import Proc, child_env, free_port, start_redis, start_server, wait_for
 from tests.support.sessions import PeakActiveSessions, assert_no_duplicates, wait_terminal
 
 pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -36,28 +39,25 @@ pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(tran
 STEP = {"text": "Thought: gathering evidence.\nAction: none.none\nAction Input: {}", "latency_ms": 700}
 SCRIPT = {"KubernetesAgent": [STEP, STEP, {"text": "Thought: enough.\nFinal Answer: the pod lacks memory."}],
           "executive_summary": ["The pod lacks memory."]}
+# The deploy default runs iterations on threads (TARSy holds their time limits); prefork stays supported.
+POOLS = ["prefork", "threads"]
 RESILIENT = {"queue": {"orphan_threshold": "3s", "max_resumes": 5}, "defaults": {"iteration_timeout": "10s"}}
 
 
 def _own_redis(tmp_path, port: int) -> Proc:
-    if not shutil.which("redis-server"):
-        pytest.fail("redis-server is required for this test")
-    args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    proc = Proc(args, {"PATH": "/usr/bin:/bin:/usr/local/bin"}, tmp_path / f"redis-{port}.log")
-    wait_for(lambda: b"Ready to accept" in (tmp_path / f"redis-{port}.log").read_bytes(), timeout=10,
-             message="redis to start")
-    return proc
+    return start_redis(tmp_path, port)
 
 
 @pytest.mark.timeout(180)
-def test_redis_restart_with_sessions_pending_and_running(tmp_path, scripted_config, config_dir, worker, beat):
+@pytest.mark.parametrize("pool", POOLS)
+def test_redis_restart_with_sessions_pending_and_running(tmp_path, scripted_config, config_dir, worker, beat, pool):
     scripted_config(SCRIPT, tarsy={**RESILIENT, "queue": {**RESILIENT["queue"], "max_concurrent_sessions": 2}},
                     chunk_size=20)
     port = free_port()
     redis_proc = _own_redis(tmp_path, port)
     env = {"REDIS_URL": f"redis://127.0.0.1:{port}/0", "TARSY_HARD_LIMIT_GRACE": "1"}
     server, base = start_server(tmp_path, config_dir, **env)
-    procs = [server, worker(concurrency=2, **env), beat(interval=1.0, **env)]
+    procs = [server, worker(concurrency=2, pool=pool, **env), beat(interval=1.0, **env)]
     try:
         ids = [httpx.post(f"{base}/api/v1/alerts", json={"data": f"alert {i}"}, timeout=10).json()["session_id"]
                for i in range(4)]
@@ -73,12 +73,116 @@ def test_redis_restart_with_sessions_pending_and_running(tmp_path, scripted_conf
             # mid-reconnect: "Unrecoverable error"); its supervisor (compose's restart policy, the Deployment)
             # starts it again, and so does this test. Sessions must survive either way.
             if procs[1].popen.poll() is not None:
-                procs[1] = worker(concurrency=2, **env)
+                procs[1] = worker(concurrency=2, pool=pool, **env)
             return not AlertSession.objects.filter(id__in=ids).exclude(status__in=TERMINAL_SESSION_STATUSES).exists()
 
         wait_for(supervised, timeout=120, interval=0.5, message="sessions to finish")
         rows = wait_terminal(ids, 5, procs[1])
         assert [r.status for r in rows] == ["completed"] * 4, [r.error_message for r in rows]
+    finally:
+        server.stop()
+        redis_proc.stop()
+
+
+def _queued(port: int) -> list[tuple[str, list]]:
+    """The tasks waiting in the test's queue on its own Redis, oldest first."""
+    client = redis.Redis(host="127.0.0.1", port=port)
+    messages = [json.loads(raw) for raw in reversed(client.lrange(settings.CELERY_TASK_DEFAULT_QUEUE, 0, -1))]
+    return [(m["headers"]["task"], json.loads(base64.b64decode(m["body"]))[0]) for m in messages]
+
+
+DECIDE = ("from django.db import transaction\n"
+          "from tarsy.decisions import FinishSession, RunIteration, enact_on_commit\n"
+          "with transaction.atomic():\n"
+          "    enact_on_commit([RunIteration('e-1', 2, 5.0), FinishSession('s-1')])\n")
+
+
+@pytest.mark.timeout(120)
+def test_tasks_decided_while_the_broker_is_down_wait_in_the_outbox_until_a_relay_sends_them(tmp_path,
+                                                                                               scripted_config,
+                                                                                               config_dir):
+    scripted_config(SCRIPT)
+    port = free_port()
+    broker = {"REDIS_URL": f"redis://127.0.0.1:{port}/0"}  # nothing listens there yet
+    decide = Proc([sys.executable, "manage.py", "shell", "-c", DECIDE], child_env(config_dir, **broker),
+                  tmp_path / "decide.log")
+    assert decide.popen.wait(60) == 0, decide.log()
+    decide.stop()
+    assert "could not queue 2 task(s), left to the outbox relay" in decide.log()
+    assert list(OutboxTask.objects.order_by("id").values_list("kind", flat=True)) == ["RunIteration", "FinishSession"]
+
+    server, _ = start_server(tmp_path, config_dir, **broker)  # the web process's relay keeps trying, backing off
+    redis_proc = None
+    try:
+        wait_for(lambda: "outbox relay cannot send yet" in server.log(), timeout=20, message="the relay to try")
+        time.sleep(6)  # a few more attempts while the broker stays away
+        assert OutboxTask.objects.count() == 2
+        redis_proc = start_redis(tmp_path, port)
+        wait_for(lambda: not OutboxTask.objects.exists(), timeout=15, message="the outbox to drain")
+        assert _queued(port) == [("tarsy.tasks.run_iteration", ["e-1", 2]), ("tarsy.tasks.finish_session", ["s-1"])]
+        log = server.log()
+        assert log.count("outbox relay cannot send yet") == 1, log  # one line per outage, no traceback per try
+        assert log.count("outbox relay sent 2 task(s) left behind") == 1, log
+        assert "Traceback" not in log, log
+    finally:
+        server.stop()
+        if redis_proc:
+            redis_proc.stop()
+
+
+PRODUCTION_STEP = {"text": "Thought: gathering evidence.\nAction: none.none\nAction Input: {}", "latency_ms": 1500}
+PRODUCTION_SCRIPT = {"KubernetesAgent": [PRODUCTION_STEP, PRODUCTION_STEP,
+                                         {"text": "Thought: enough.\nFinal Answer: the pod lacks memory.",
+                                          "latency_ms": 1500}],
+                     "executive_summary": ["The pod lacks memory."]}
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("pool", ["prefork", "threads"])
+def test_a_redis_restart_under_default_settings_delays_no_session_past_a_minute(tmp_path, scripted_config,
+                                                                                 config_dir, worker, beat, pool):
+    """Production topology (web, two workers, beat; Redis persisting to its append-only file, as
+    deploy/compose.yaml runs it) with the default queue settings (orphan_threshold 300 s, sweep every 10 s):
+    Redis is killed for 5 s mid-run. Work decided while it is down waits in the outbox and goes out when it is
+    back, so every session completes within a minute of its return, not after the orphan threshold."""
+    scripted_config(PRODUCTION_SCRIPT)
+    port = free_port()
+    redis_options = ("--appendonly", "yes", "--dir", str(tmp_path))
+    redis_proc = start_redis(tmp_path, port, *redis_options)
+    env = {"REDIS_URL": f"redis://127.0.0.1:{port}/0"}
+    server, base = start_server(tmp_path, config_dir, **env)
+    procs = [server, worker(pool=pool, concurrency=2, **env), worker(pool=pool, concurrency=2, **env),
+             beat(interval=10.0, **env)]
+    try:
+        ids = [httpx.post(f"{base}/api/v1/alerts", json={"data": f"alert {i}"}, timeout=10).json()["session_id"]
+               for i in range(10)]
+        wait_for(lambda: AlertSession.objects.filter(id__in=ids, status="completed").exists()
+                 and AlertSession.objects.filter(id__in=ids, status="in_progress").count() >= 3, timeout=90,
+                 message="sessions completed and in progress")
+        redis_proc.kill()
+        redis_proc.stop()
+        time.sleep(5)
+        redis_proc = start_redis(tmp_path, port, *redis_options)
+
+        def supervised() -> bool:
+            for i in (1, 2):  # a worker that died of the broker loss is started again, as its supervisor would
+                if procs[i].popen.poll() is not None:
+                    procs[i] = worker(pool=pool, concurrency=2, **env)
+            return not AlertSession.objects.filter(id__in=ids).exclude(status__in=TERMINAL_SESSION_STATUSES).exists()
+
+        try:
+            wait_for(supervised, timeout=60, interval=0.5, message="sessions to finish")
+        except AssertionError:
+            states = sorted(AlertSession.objects.filter(id__in=ids).values_list("status", flat=True))
+            raise AssertionError(f"not all terminal 60 s after Redis's return: {states}") from None
+        rows = list(AlertSession.objects.filter(id__in=ids))
+        assert [r.status for r in rows] == ["completed"] * 10, [r.error_message for r in rows]
+        for row in rows:
+            assert_no_duplicates(row.id)
+            assert row.final_analysis == "the pod lacks memory."
+        assert not OutboxTask.objects.exists()
+        logs = "".join(p.log() for p in procs)
+        assert "left to the outbox relay" in logs  # the outage did catch work between commit and broker
     finally:
         server.stop()
         redis_proc.stop()
@@ -106,7 +210,8 @@ def _final(text: str) -> dict:
 
 
 @pytest.mark.timeout(150)
-def test_worker_killed_during_a_tool_call_resumes_the_iteration(scripted_config, config_dir, worker, beat):
+@pytest.mark.parametrize("pool", POOLS)
+def test_worker_killed_during_a_tool_call_resumes_the_iteration(scripted_config, config_dir, worker, beat, pool):
     # The resumed attempt starts the tools server in a fresh worker process and waits out the 4 s hang again: on a
     # host at load 8 that took more than 8 s, and the attempt ended by its time limit instead of the tool's answer.
     write_config(config_dir, tarsy=_tools_config({"defaults": {"llm_provider": "scripted", "iteration_timeout": "20s"},
@@ -114,13 +219,13 @@ def test_worker_killed_during_a_tool_call_resumes_the_iteration(scripted_config,
                  providers={"scripted": scripted_provider({
                      "KubernetesAgent": [_react("tools.hang", {"seconds": 4}), _final("the backend was stuck.")],
                      "executive_summary": ["stuck backend"]})})
-    first = worker(concurrency=1, TARSY_HARD_LIMIT_GRACE="1")
+    first = worker(concurrency=1, pool=pool, TARSY_HARD_LIMIT_GRACE="1")
     beat(interval=1.0)
     session = session_submit(alert_type="kubernetes", data="backend stuck")
     wait_for(lambda: TimelineEvent.objects.filter(session=session, event_type="mcp_tool_call",
                                                   status="streaming").exists(), timeout=60, message="a tool call")
     first.kill()
-    survivor = worker(concurrency=1, TARSY_HARD_LIMIT_GRACE="1")
+    survivor = worker(concurrency=1, pool=pool, TARSY_HARD_LIMIT_GRACE="1")
     (done,) = wait_terminal([session.id], 90, survivor)
     assert done.status == "completed", done.error_message
     assert done.final_analysis == "the backend was stuck."
@@ -130,13 +235,14 @@ def test_worker_killed_during_a_tool_call_resumes_the_iteration(scripted_config,
 
 
 @pytest.mark.timeout(150)
-def test_database_connections_terminated_mid_run(scripted_config, worker, beat):
+@pytest.mark.parametrize("pool", POOLS)
+def test_database_connections_terminated_mid_run(scripted_config, worker, beat, pool):
     step = {"text": "Thought: looking.\nAction: none.none\nAction Input: {}", "latency_ms": 400}
     scripted_config({"KubernetesAgent": [step, step, step, step, _final("all good.")],
                      "executive_summary": ["all good"]},
                     tarsy={"queue": {"orphan_threshold": "5s"}, "defaults": {"iteration_timeout": "10s"}},
                     chunk_size=10)
-    proc = worker(concurrency=2, TARSY_HARD_LIMIT_GRACE="1")
+    procs = [worker(concurrency=2, pool=pool, TARSY_HARD_LIMIT_GRACE="1")]
     beat(interval=1.0)
     ids = [session_submit(alert_type="kubernetes", data=f"alert {i}").id for i in range(3)]
     wait_for(lambda: TimelineEvent.objects.filter(session_id__in=ids, iteration__gte=2).exists(), timeout=60,
@@ -149,7 +255,16 @@ def test_database_connections_terminated_mid_run(scripted_config, worker, beat):
             terminated += cursor.fetchone()[0]
             time.sleep(0.7)
     assert terminated >= 1  # the workers really lost their connections
-    rows = wait_terminal(ids, 120, proc)
+
+    def supervised() -> bool:
+        # A threads worker waiting for its pool to replace the dead connections (psycopg's pool backs off between
+        # failed checks) can pass an iteration's hard limit, and then exits; its supervisor starts it again.
+        if procs[0].popen.poll() is not None:
+            procs[0] = worker(concurrency=2, pool=pool, TARSY_HARD_LIMIT_GRACE="1")
+        return not AlertSession.objects.filter(id__in=ids).exclude(status__in=TERMINAL_SESSION_STATUSES).exists()
+
+    wait_for(supervised, timeout=120, interval=0.5, message="sessions to finish")
+    rows = wait_terminal(ids, 5, procs[0])
     assert [r.status for r in rows] == ["completed"] * 3, [r.error_message for r in rows]
     for row in rows:
         assert_no_duplicates(row.id)
@@ -256,10 +371,11 @@ def test_rate_limit_storm_and_broken_stream_are_survived(config_dir, worker):
 
 
 @pytest.mark.timeout(240)
-def test_burst_of_500_alerts_respects_the_concurrency_cap(scripted_config, worker):
+@pytest.mark.parametrize("pool", POOLS)
+def test_burst_of_500_alerts_respects_the_concurrency_cap(scripted_config, worker, pool):
     scripted_config({"KubernetesAgent": [_final("fine.")], "executive_summary": ["fine"]},
                     tarsy={"queue": {"max_concurrent_sessions": 5}})
-    procs = [worker(concurrency=4), worker(concurrency=4)]
+    procs = [worker(concurrency=4, pool=pool), worker(concurrency=4, pool=pool)]
     ids = [session_submit(alert_type="kubernetes", data=f"burst {i}").id for i in range(500)]
     with PeakActiveSessions() as sampled:
         rows = wait_terminal(ids, 200, procs[0])

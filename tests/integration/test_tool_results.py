@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tarsy.models import Event, LLMInteraction, MCPInteraction, Message, TimelineEvent
+from tarsy.selectors.conversations import llm_conversations
 from tarsy.services.sessions import session_submit
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.fakes.mcp_servers.tools_server import AWS_KEY
@@ -95,6 +96,7 @@ def test_large_tool_result_is_summarized_and_kept_raw_for_debugging(config_dir, 
     assert "SUMMARY: 20000 characters of routine request logs" in observation.content
     assert "request served in 12ms" not in observation.content
     assert TimelineEvent.objects.filter(session=done, event_type="mcp_tool_summary").exists()
-    summary_call = LLMInteraction.objects.get(session=done, interaction_type="summarization")
+    [summary_call] = llm_conversations(list(LLMInteraction.objects.filter(session=done,
+                                                                          interaction_type="summarization")))
     assert summary_call.success
     assert any("request served" in m["content"] for m in summary_call.conversation)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -89,18 +88,7 @@ def worker_command(*, concurrency: int = 2, name: str = "w1", pool: str = "prefo
 def start_worker(tmp_path: Path, config_dir: Path | None = None, *, concurrency: int = 2, name: str = "w1",
                  pool: str = "prefork", **env: str) -> Proc:
     args = worker_command(concurrency=concurrency, name=name, pool=pool)
-    return Proc(args, child_env(config_dir, **env), tmp_path / f"worker-{name}.log")
-
-
-def start_redis(tmp_path: Path, port: int) -> Proc:
-    """A Redis server of the test's own on `port` (no persistence): one a test may kill and start again."""
-    if not shutil.which("redis-server"):
-        raise RuntimeError("redis-server is required for this test")
-    log_path = tmp_path / f"redis-{port}.log"
-    args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    proc = Proc(args, {"PATH": "/usr/bin:/bin:/usr/local/bin"}, log_path)
-    wait_for(lambda: b"Ready to accept" in log_path.read_bytes(), timeout=10, message="redis to start")
-    return proc
+    return Proc(args, child_env(config_dir, TARSY_WORKER_POOL=pool, **env), tmp_path / f"worker-{name}.log")
 
 
 def wait_for(predicate, timeout: float, interval: float = 0.1, message: str = "condition"):
@@ -111,6 +99,20 @@ def wait_for(predicate, timeout: float, interval: float = 0.1, message: str = "c
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+
+
+def start_redis(tmp_path: Path, port: int, *options: str) -> Proc:
+    """A redis-server of the test's own on `port` (never the machine's shared one), once it accepts clients;
+    `options` are added to its command line (later ones win)."""
+    import shutil
+
+    if not shutil.which("redis-server"):
+        raise AssertionError("redis-server is required for this test")
+    log_path = tmp_path / f"redis-{port}.log"
+    args = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", *options]
+    proc = Proc(args, {"PATH": "/usr/bin:/bin:/usr/local/bin"}, log_path)  # (a restart starts a fresh log)
+    wait_for(lambda: b"Ready to accept" in log_path.read_bytes(), timeout=10, message="redis to start")
+    return proc
 
 
 def start_beat(tmp_path: Path, config_dir: Path | None = None, *, interval: float = 1.0, **env: str) -> Proc:

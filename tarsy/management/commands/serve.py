@@ -77,7 +77,8 @@ class Command(BaseCommand):
         for warning in config.warnings():
             lines.append(f"  warning: {warning}")
         if not run_worker:
-            lines.append("  worker:    not in this process (run `celery -A tarsy worker`)")
+            lines.append("  worker:    not in this process (run `TARSY_WORKER_POOL=threads celery -A tarsy worker "
+                         "-P threads -c 64`)")
         self.stdout.write("\n".join(lines))
 
     def _admin_login(self) -> list[str]:

@@ -22,27 +22,31 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 
 from agents.context import LLMInteractionRecord, MCPInteractionRecord
 from agents.llm.types import ConversationMessage
+from tarsy.db_connections import connection_give_back
 from tarsy.models import TimelineStatus
 
 from .. import citations
-from .batch import WriteBatch
+from .batch import AttemptSuperseded, WriteBatch
 from .liveness import HEARTBEAT_INTERVAL_S, Liveness
 from .stream import LiveStream
 
-__all__ = ["HEARTBEAT_INTERVAL_S", "DbRecorder", "Liveness", "WriteBatch"]
+__all__ = ["HEARTBEAT_INTERVAL_S", "AttemptSuperseded", "DbRecorder", "Liveness", "WriteBatch"]
 
 log = logging.getLogger(__name__)
 
 
 class DbRecorder:
-    def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int):
+    def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int,
+                 attempt: int | None = None, next_event_sequence: int | None = None):
         self.batch = WriteBatch(session_id=session_id, stage_id=stage_id, execution_id=execution_id,
-                                iteration=iteration)
+                                iteration=iteration, attempt=attempt, next_event_sequence=next_event_sequence)
         self.stream = LiveStream(session_id=session_id)
 
     def flush(self) -> None:
-        """Make everything recorded so far visible (called before every LLM call and summary)."""
+        """Make everything recorded so far visible (called before every LLM call and summary); a pooled
+        connection goes back to its pool for the wait."""
         self.batch.write()
+        connection_give_back()
 
     def flush_after_failure(self) -> None:
         """After a crash in the step: keep what the attempt recorded if it can be written; a batch that cannot
@@ -64,10 +68,9 @@ class DbRecorder:
 
     def start_event(self, event_type: str, metadata: dict[str, Any] | None = None, content: str = "") -> int:
         """A streaming event shows at once: it is written now, with whatever was pending, in one transaction."""
-        sequence = self.batch.next_sequence()
-        event = self.batch.write_with(lambda: self.batch.event_create(
-            event_type, content, metadata, TimelineStatus.STREAMING, sequence))
+        event = self.batch.write_with_event(event_type, content, metadata, TimelineStatus.STREAMING)
         self.stream.open(event)
+        connection_give_back()  # what is started now (a tool call, a summary) is a wait
         return event.id
 
     def stream_event(self, event_id: int, delta: str, kind: str = "text") -> None:

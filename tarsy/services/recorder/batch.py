@@ -6,7 +6,8 @@ summary), with an event that must show at once (the recorder's `start_event`), a
 that completes the iteration (services.executions.iteration_complete). One commit (one WAL flush) for a handful
 of rows instead of one each. Nothing is weakened: a worker that dies before the batch is written re-runs the
 iteration, which discards the attempt anyway; and the user never waits on a batch, because it is written before
-anything slow starts.
+anything slow starts. New rows go in one INSERT per model (messages, timeline events, LLM and MCP records,
+catch-up events), and the catch-up events are published in the order the step recorded things in.
 
 The batch also numbers the execution's timeline events and messages (this task is their one writer during its
 iteration, under the lease; unique constraints still guard the numbers) and tallies the tokens of the
@@ -16,21 +17,23 @@ iteration's LLM calls, which are applied once, when the iteration completes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from django.db import transaction
 from django.db.models import Model
+from django.utils import timezone
 
 from agents.context import LLMInteractionRecord, MCPInteractionRecord
 from agents.llm.types import ConversationMessage
-from tarsy.models import TimelineEvent
+from tarsy.models import AgentExecution, TimelineEvent
 from tarsy.streaming.publisher import batched_events
 
 from .. import interactions, messages, timeline
 
 
 def _rows_create(rows: list[Model]) -> None:
-    """New rows of several models (messages, LLM and MCP records): one INSERT per model, in their order."""
+    """New rows of several models (messages, timeline events, LLM and MCP records): one INSERT per model, in
+    their order."""
     by_model: dict[type[Model], list[Model]] = {}
     for row in rows:
         by_model.setdefault(type(row), []).append(row)
@@ -38,28 +41,64 @@ def _rows_create(rows: list[Model]) -> None:
         model.objects.bulk_create(group)
 
 
+class AttemptSuperseded(Exception):
+    """A later attempt has claimed this iteration (this task's lease ran out): nothing of this one may land."""
+
+
 class WriteBatch:
-    def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int):
+    """`attempt`: the fencing token of the claim this step runs under (AgentExecution.attempt); every write checks
+    it, so a step that wakes up after its lease was taken over can write nothing. None: no claim to check."""
+
+    def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int,
+                 attempt: int | None = None, next_event_sequence: int | None = None):
+        """`next_event_sequence`: the number the execution's next timeline event takes, when the caller read it
+        with the claim; None: looked up at the first event."""
         self.session_id = session_id
         self.stage_id = stage_id
         self.execution_id = execution_id
         self.iteration = iteration
+        self.attempt = attempt
         self.usage = interactions.UsageTally()  # the whole iteration's, not cleared by a write
-        self._next_event_sequence: int | None = None  # looked up at the first timeline event
+        self._next_event_sequence = next_event_sequence
         self._conversation: list[ConversationMessage] | None = None  # read at first use, with the next number
         self._next_message_sequence = 1
         self._writes: list[Callable[[], Any]] = []
         self._rows: list[tuple[Model, Callable[[Model], None] | None]] = []  # plain new rows, written together
+        self._texts: dict[str, str] = {}  # long texts of the LLM records in _rows, by digest (InteractionText)
         self._messages: list[ConversationMessage] = []
         self._messages_start = 1
 
     # ---- the flush rule ---------------------------------------------------------
-    def write(self) -> None:
-        """Write what is pending in one transaction (joins the caller's when there is one)."""
+    def write(self, *, fenced: bool = False) -> None:
+        """Write what is pending in one transaction (joins the caller's when there is one). `fenced`: the caller
+        has already checked the attempt in this transaction (the iteration's completion)."""
         if not self._writes and not self._messages and not self._rows:
             return
         with transaction.atomic(savepoint=False):
-            self._write_pending()
+            held = fenced or self._attempt_holds()
+            if held:
+                self._write_pending()
+        if not held:
+            self._superseded()
+
+    def _attempt_holds(self) -> bool:
+        """The fence: an UPDATE of the execution row while this attempt is the current one. Its row lock, held to
+        the commit, orders the write after or before a takeover's claim, never across it (PostgreSQL's FOR UPDATE
+        and SQLite's single writer alike); it also stamps the heartbeat. When a later attempt holds the row, this
+        one's LLM and MCP records are still kept, marked superseded (the calls were made); nothing else is."""
+        if self.attempt is None or not self.execution_id:
+            return True
+        if AgentExecution.objects.filter(id=self.execution_id, attempt=self.attempt).update(
+                last_heartbeat_at=timezone.now()):
+            return True
+        interactions.interactions_keep_superseded(session_id=self.session_id, execution_id=self.execution_id,
+                                                  rows=[row for row, _ in self._rows], texts=self._texts)
+        return False
+
+    def _superseded(self) -> NoReturn:
+        self.discard()
+        raise AttemptSuperseded(f"execution {self.execution_id} iteration {self.iteration}: attempt {self.attempt} "
+                                "was taken over by a later one")
 
     def _write_pending(self) -> None:
         rows = [row for row, _ in self._rows]
@@ -67,6 +106,7 @@ class WriteBatch:
             rows[:0] = messages.message_rows(session_id=self.session_id, execution_id=self.execution_id,
                                              iteration=self.iteration, messages=self._messages,
                                              start=self._messages_start)
+        interactions.interaction_texts_store(session_id=self.session_id, texts=self._texts)
         _rows_create(rows)
         with batched_events():
             for write in self._writes:
@@ -78,13 +118,20 @@ class WriteBatch:
 
     def discard(self) -> None:
         """Forget what is pending (a batch that cannot be written); the usage tally stays with its calls' rows."""
-        self._messages, self._writes, self._rows = [], [], []
+        self._messages, self._writes, self._rows, self._texts = [], [], [], {}
 
-    def write_with(self, create: Callable[[], TimelineEvent]) -> TimelineEvent:
-        """Write what is pending and, in the same transaction, the row `create` writes (an event shown at once)."""
+    def write_with_event(self, event_type: str, content: str, metadata: dict[str, Any] | None,
+                         status: str) -> TimelineEvent:
+        """Write what is pending and a new event with it (an event shown at once), in one transaction: the
+        new events go in one INSERT, their catch-up events in another."""
+        event = self._event_row(event_type, content, metadata, status)
         with transaction.atomic(savepoint=False):
-            self._write_pending()
-            return create()
+            held = self._attempt_holds()
+            if held:
+                self._write_pending()
+        if not held:
+            self._superseded()
+        return event
 
     # ---- conversation ---------------------------------------------------------
     def conversation(self) -> list[ConversationMessage]:
@@ -104,9 +151,7 @@ class WriteBatch:
         self._next_message_sequence += len(msgs)
 
     # ---- timeline -------------------------------------------------------------
-    def next_sequence(self) -> int | None:
-        if not self.execution_id:
-            return None  # session-level events: looked up under the session's own rows
+    def next_sequence(self) -> int:
         if self._next_event_sequence is None:
             self._next_event_sequence = timeline.next_sequence(session_id=self.session_id,
                                                                execution_id=self.execution_id)
@@ -114,18 +159,20 @@ class WriteBatch:
         self._next_event_sequence += 1
         return sequence
 
-    def event_create(self, event_type: str, content: str, metadata: dict[str, Any] | None, status: str,
-                     sequence_number: int | None) -> TimelineEvent:
-        """Write one event now (inside the caller's transaction)."""
-        return timeline.timeline_event_create(
+    def _event_row(self, event_type: str, content: str, metadata: dict[str, Any] | None,
+                   status: str) -> TimelineEvent:
+        """A new event: stored with the batch's other new rows (one INSERT per model), published in its turn
+        among the batch's writes, so the catch-up order is the order the step recorded things in."""
+        row = timeline.timeline_event_row(
             session_id=self.session_id, stage_id=self.stage_id, execution_id=self.execution_id,
-            iteration=self.iteration, event_type=event_type, content=content, metadata=metadata, status=status,
-            sequence_number=sequence_number,
-        )
+            iteration=self.iteration, sequence_number=self.next_sequence(), event_type=event_type, status=status,
+            content=content, metadata=metadata)
+        self._rows.append((row, None))
+        self._writes.append(lambda: timeline.timeline_event_created(row))
+        return row
 
     def add_event(self, event_type: str, content: str, metadata: dict[str, Any] | None, status: str) -> None:
-        sequence = self.next_sequence()
-        self._writes.append(lambda: self.event_create(event_type, content, metadata, status, sequence))
+        self._event_row(event_type, content, metadata, status)
 
     def finish_event(self, event: TimelineEvent | None, event_id: int, content: str, status: str,
                      metadata: dict[str, Any] | None, event_type: str | None) -> None:
@@ -141,6 +188,7 @@ class WriteBatch:
     def add_llm_interaction(self, record: LLMInteractionRecord) -> None:
         row = interactions.llm_interaction_row(session_id=self.session_id, execution_id=self.execution_id,
                                                iteration=self.iteration, record=record)
+        self._texts.update(interactions.llm_texts_share(row))
         self._rows.append((row, lambda row: interactions.llm_interaction_observe(record, row)))
         self.usage.add(interactions.call_totals(record))
 

@@ -11,6 +11,7 @@ import os
 import time
 from pathlib import Path
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -72,6 +73,19 @@ def build_server(name: str = "test-tools") -> MCPServer:
         """Block the server's event loop for `seconds`: the server cannot even answer a ping (a wedged process)."""
         time.sleep(seconds)
         return "thawed"
+
+    in_flight = {"now": 0, "peak": 0}
+
+    @server.tool()
+    async def overlap(seconds: float) -> int:
+        """Wait `seconds` without blocking the server; return the most calls of this tool seen running at once."""
+        in_flight["now"] += 1
+        in_flight["peak"] = max(in_flight["peak"], in_flight["now"])
+        try:
+            await anyio.sleep(seconds)
+        finally:
+            in_flight["now"] -= 1
+        return in_flight["peak"]
 
     @server.tool()
     def fail(message: str = "backend refused") -> str:

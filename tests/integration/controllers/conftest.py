@@ -20,6 +20,7 @@ from controllers.base import StepOutcome
 from tarsy.models import AgentExecution, AlertSession, LLMInteraction, Message, Stage, TimelineEvent
 from tarsy.pipeline.dispatch import dispatch_pending
 from tarsy.pipeline.iteration import iteration_run
+from tarsy.selectors.conversations import llm_conversations
 from tarsy.services.sessions import session_submit
 from tests.fakes.fake_gemini import FakeGemini
 from tests.fakes.fake_openai import FakeOpenAI
@@ -193,7 +194,8 @@ def roles(execution_id: Any) -> list[str]:
 
 
 def interactions(execution_id: Any) -> list[LLMInteraction]:
-    return list(LLMInteraction.objects.filter(execution_id=execution_id).order_by("iteration", "id"))
+    """The execution's LLM records as they were sent (long texts put back, as every reader of them does)."""
+    return llm_conversations(list(LLMInteraction.objects.filter(execution_id=execution_id).order_by("iteration", "id")))
 
 
 def sent_roles(interaction: LLMInteraction) -> list[str]:

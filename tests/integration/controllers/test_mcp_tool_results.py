@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from controllers.base import StepStatus
-from tarsy.models import AgentExecution, LLMInteraction, MCPInteraction, Message, TimelineEvent
+from tarsy.models import AgentExecution, InteractionText, LLMInteraction, MCPInteraction, Message, TimelineEvent
+from tarsy.selectors.conversations import llm_conversations
 from tests.fakes.mcp_servers.k8s_server import BATCH_LOGS, LEAKED_AWS_KEY, LEAKED_PASSWORD
 
 from .conftest import (
@@ -65,6 +66,7 @@ def everything_stored(execution_id: Any) -> list[str]:
         *(f"{r.result} {r.error_message} {json.dumps(r.arguments)}"
           for r in MCPInteraction.objects.filter(execution_id=execution_id)),
         *(json.dumps(i.conversation) for i in LLMInteraction.objects.filter(execution_id=execution_id)),
+        *(t.text for t in InteractionText.objects.filter(session__executions__id=execution_id)),
     ]
 
 
@@ -123,7 +125,8 @@ def test_a_large_tool_result_reaches_the_llm_as_a_summary_and_is_kept_whole_for_
             .order_by("iteration")] == [("get_pods", False), ("get_logs", True)]
     raw = MCPInteraction.objects.get(execution_id=execution.id, tool="get_logs")
     assert (raw.result, raw.raw_size) == (masked_logs, len(BATCH_LOGS))
-    (summarizing,) = LLMInteraction.objects.filter(execution_id=execution.id, interaction_type="summarization")
+    (summarizing,) = llm_conversations(list(LLMInteraction.objects.filter(execution_id=execution.id,
+                                                                          interaction_type="summarization")))
     assert (summarizing.iteration, summarizing.success) == (2, True)
     asked = json.dumps(summarizing.conversation)
     assert "record 0219" in asked and "__MASKED_PASSWORD__" in asked  # the whole result, masked before it left

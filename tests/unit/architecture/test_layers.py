@@ -146,3 +146,39 @@ def test_only_services_write_models():
               if path.relative_to(TARSY).parts[0] not in ("services", "migrations")
               for w in model_writes(path)]
     assert writes == []
+
+
+# Exceptions are the one part of the service layer every layer raises or maps (a selector's bad filter is a 400).
+SHARED_ERRORS = "tarsy.services.errors"
+
+
+def _imports(graph: dict[str, dict[str, int]], importers: tuple[str, ...], targets: tuple[str, ...]) -> list[str]:
+    return sorted(f"{m} → {t} (line {line})" for m, edges in graph.items() if m.startswith(importers)
+                  for t, line in edges.items() if t.startswith(targets) and t != SHARED_ERRORS)
+
+
+def test_selectors_import_no_service(tarsy_graph):
+    """Reads stand on models alone; services may read through selectors, never the other way round."""
+    assert any(m.startswith("tarsy.selectors.") for m in tarsy_graph)
+    assert _imports(tarsy_graph, ("tarsy.selectors",), ("tarsy.services",)) == []
+
+
+def test_serializers_shape_and_import_no_service(tarsy_graph):
+    """A serializer shapes what a selector read and the view handed it; a service call in one is a hidden query."""
+    assert "tarsy.api.serializers.sessions" in tarsy_graph
+    assert _imports(tarsy_graph, ("tarsy.api.serializers",), ("tarsy.services",)) == []
+
+
+def test_the_dashboard_imports_nothing_of_the_api(tarsy_graph):
+    """The dashboard and the API are siblings: what both need lives in a neutral module (tarsy.web, selectors)."""
+    assert any(m.startswith("tarsy.dashboard.") for m in tarsy_graph)
+    assert _imports(tarsy_graph, ("tarsy.dashboard",), ("tarsy.api",)) == []
+
+
+def test_the_rules_above_catch_a_violation():
+    graph = {"tarsy.selectors.sessions": {"tarsy.services.chats": 7, SHARED_ERRORS: 9},
+             "tarsy.dashboard.views": {"tarsy.api.base": 3}, "tarsy.api.views": {"tarsy.services.sessions": 2}}
+    assert _imports(graph, ("tarsy.selectors",), ("tarsy.services",)) == [
+        "tarsy.selectors.sessions → tarsy.services.chats (line 7)"]
+    assert _imports(graph, ("tarsy.dashboard",), ("tarsy.api",)) == ["tarsy.dashboard.views → tarsy.api.base (line 3)"]
+    assert _imports(graph, ("tarsy.api.serializers",), ("tarsy.services",)) == []

@@ -115,6 +115,10 @@ def test_compose_commands_start_the_right_process(compose):
     assert services["web"]["command"][:1] == ["uvicorn"] and "tarsy.asgi:application" in services["web"]["command"]
     assert "--no-proxy-headers" in services["web"]["command"]  # a client must not claim a trusted address
     assert "celery -A tarsy worker" in " ".join(services["worker"]["command"])
+    # The worker runs the pool its settings size database connections for, threads unless told otherwise.
+    assert "-P ${TARSY_WORKER_POOL}" in " ".join(services["worker"]["command"]).replace("$$", "$")
+    assert services["worker"]["environment"]["TARSY_WORKER_POOL"] == "${TARSY_WORKER_POOL:-threads}"
+    assert services["worker"]["environment"]["DATABASE_URL"] == services["web"]["environment"]["DATABASE_URL"]
     assert services["beat"]["command"][:4] == ["celery", "-A", "tarsy", "beat"]
     assert services["migrate"]["command"] == ["python", "manage.py", "migrate", "--noinput"]
     assert "deploy" not in services["beat"] or services["beat"]["deploy"].get("replicas", 1) == 1
@@ -258,6 +262,9 @@ def test_worker_is_sized_by_env_and_beat_is_a_single_replica():
     worker = _container(_by_kind("Deployment")["tarsy-worker"])
     assert "$(TARSY_WORKER_CONCURRENCY)" in worker["args"]
     assert int(env["TARSY_WORKER_CONCURRENCY"]) >= 1
+    # The pool the settings size database connections for is the one the worker runs.
+    assert worker["args"][worker["args"].index("-P") + 1] == "$(TARSY_WORKER_POOL)"
+    assert env["TARSY_WORKER_POOL"] == "threads"
     assert "livenessProbe" in worker
     beat = _by_kind("Deployment")["tarsy-beat"]
     assert beat["spec"]["replicas"] == 1 and beat["spec"]["strategy"]["type"] == "Recreate"

@@ -20,7 +20,7 @@ def number_stored_events(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tarsy', '0014_interaction_superseded'),
+        ('tarsy', '0017_outbox'),
     ]
 
     operations = [

@@ -1,0 +1,88 @@
+"""Alerts: the submission body with its MCP selection, intake's answer, the alert types, and the alerts that joined
+a session (repeats and related alerts)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from .common import StoredAlertField
+
+
+class MCPServerSelectionSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    tools = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class NativeToolsSerializer(serializers.Serializer):
+    google_search = serializers.BooleanField(required=False)
+    code_execution = serializers.BooleanField(required=False)
+    url_context = serializers.BooleanField(required=False)
+
+
+class MCPSelectionSerializer(serializers.Serializer):
+    servers = MCPServerSelectionSerializer(many=True, required=False)
+    native_tools = NativeToolsSerializer(required=False)
+
+    def validate_servers(self, servers: list[dict]) -> list[dict]:
+        from agents.mcp.selection import merge_repeated_servers
+
+        return merge_repeated_servers(servers)
+
+
+class SharedFieldsSerializer(serializers.Serializer):
+    """A request body whose bound fields are built once per class, not per request: DRF deep-copies every declared
+    field for each instance, most of what validating an alert cost. Sound only for fields that validation reads
+    and never writes, with no per-request state: their root is a data-less prototype (no context, never partial)."""
+
+    @property
+    def fields(self):
+        cls = type(self)
+        shared = cls.__dict__.get("_shared_fields")
+        if shared is None:  # two threads may both build it: the same fields, one kept
+            shared = super(SharedFieldsSerializer, cls()).fields
+            cls._shared_fields = shared
+        return shared
+
+
+class AlertSubmitSerializer(SharedFieldsSerializer):
+    alert_type = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    data = serializers.JSONField(help_text="Alert payload: any JSON value or text; stored as text")
+    runbook = serializers.CharField(required=False, allow_blank=True, max_length=2048)
+    mcp = MCPSelectionSerializer(required=False, allow_null=True)
+    fingerprint = serializers.CharField(required=False, allow_blank=True, max_length=128,
+                                        help_text="The sender's identity of the alert; repeats join one session")
+    severity = serializers.CharField(required=False, allow_blank=True, max_length=16,
+                                     help_text="critical, high, warning or info; orders the queue")
+    group_key = serializers.CharField(required=False, allow_blank=True, max_length=200,
+                                      help_text="Alerts sharing it join the group's first investigation")
+
+
+class AlertAcceptedSerializer(serializers.Serializer):
+    session_id = serializers.UUIDField()
+    session_url = serializers.URLField()
+    status = serializers.CharField(help_text="queued: a new session; attached: the alert joined an existing one")
+    deduplicated = serializers.BooleanField(help_text="A repeat of the session's alert (same fingerprint)")
+    related = serializers.BooleanField(help_text="Another alert of the group the session investigates")
+    occurrence_count = serializers.IntegerField()
+
+
+class AlertTypeSerializer(serializers.Serializer):
+    alert_type = serializers.CharField()
+    chain_id = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+
+
+class AlertTypesSerializer(serializers.Serializer):
+    default_alert_type = serializers.CharField()
+    alert_types = AlertTypeSerializer(many=True)
+
+
+class AlertOccurrenceSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    alert_type = serializers.CharField()
+    fingerprint = serializers.CharField()
+    severity = serializers.CharField()
+    author = serializers.CharField()
+    received_at = serializers.DateTimeField()
+    alert_data = StoredAlertField()

@@ -1,0 +1,29 @@
+"""Pooled database connections given back while a thread waits.
+
+Web processes and threads-pool workers borrow connections from Django's per-process pool (settings.DATABASES);
+`close()` returns a borrowed connection to the pool and the next query borrows one again. A worker thread waits
+seconds on an LLM or a tool between short bursts of queries, so it gives its connection back before each wait and
+after each task: connections then follow the queries in flight, not the iterations.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import connection, connections, transaction
+
+
+def pooled() -> bool:
+    return "pool" in settings.DATABASES["default"].get("OPTIONS", {})
+
+
+def connection_give_back() -> None:
+    """Before a wait: return this thread's connection to the pool (nothing without a pool or inside a
+    transaction)."""
+    if pooled() and transaction.get_autocommit():
+        connection.close()
+
+
+def connections_give_back() -> None:
+    """After a task: every connection this thread holds goes back to the pool (nothing without a pool)."""
+    if pooled():
+        connections.close_all()

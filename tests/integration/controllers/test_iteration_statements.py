@@ -1,0 +1,159 @@
+"""What one iteration costs the database, statement by statement, so it cannot silently grow back.
+
+Each statement is a round trip and each COMMIT waits for a WAL flush; an iteration's overhead besides the LLM
+call is mostly these (tests/bench/iteration_overhead.py measures it). A change that adds one must say why here.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tarsy.pipeline.iteration import iteration_run
+
+from .conftest import only_execution, react_action, run_next, start_session
+
+pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
+
+UNSURE = "Thought: step {n}: the evidence so far is inconclusive, look again.\nAction: none.none\nAction Input: {{}}"
+PODS = react_action("Check the pods.", "k8s.get_pods", '{"namespace": "prod"}')
+
+
+def _statements(queries: CaptureQueriesContext) -> list[str]:
+    """Each statement as `VERB table` (BEGIN and COMMIT as they are)."""
+    out = []
+    for query in queries:
+        sql = query["sql"]
+        table = re.search(r'"(tarsy_\w+)"', sql)
+        out.append(f"{sql.split()[0]} {table.group(1)}" if table else sql)
+    return out
+
+
+def _second_iteration(execution_id) -> list[str]:
+    run_next(execution_id)
+    with CaptureQueriesContext(connection) as queries:
+        iteration_run(execution_id, 2)
+    return _statements(queries)
+
+
+def test_an_iteration_that_continues_without_a_tool(configure):
+    """The benchmark's iteration: one streamed LLM call, its reply kept, feedback for the model, next one queued."""
+    configure({"SreAgent": [UNSURE.format(n=n) for n in range(1, 4)]}, agents={"SreAgent": {"mcp_servers": []}})
+    execution = only_execution(start_session())
+
+    assert _second_iteration(execution.id) == [
+        # The claim: the row under its lock, with stage, session, whether the session has related alerts and
+        # the execution's last timeline number; then the lease.
+        "BEGIN",
+        "SELECT tarsy_agentexecution",
+        "UPDATE tarsy_agentexecution",
+        "COMMIT",
+        # The stored conversation, with the next message number.
+        "SELECT tarsy_message",
+        # Before the LLM call: the streamed event shows at once, with its catch-up event. Every batch of the step
+        # first checks that its attempt still holds the claim (the fence; it stamps the heartbeat too).
+        "BEGIN",
+        "UPDATE tarsy_agentexecution",
+        "INSERT tarsy_timelineevent",
+        "INSERT tarsy_event",
+        "COMMIT",
+        # The completion: compare-and-set (on the iteration and the attempt, so the fence needs no statement of its
+        # own here) with the iteration's tokens, the session's totals, then the recorder's
+        # last batch (one INSERT per model: messages, the LLM record, the new feedback event; the streamed
+        # event completed; the catch-up events of both). The next iteration is queued after this commit.
+        "BEGIN",
+        "UPDATE tarsy_agentexecution",
+        "UPDATE tarsy_alertsession",
+        "INSERT tarsy_message",
+        "INSERT tarsy_llminteraction",
+        "INSERT tarsy_timelineevent",
+        "UPDATE tarsy_timelineevent",
+        "INSERT tarsy_event",
+        "COMMIT",
+    ]
+
+
+def test_an_iteration_with_a_tool_call(configure):
+    configure({"SreAgent": [PODS, PODS, "Thought: enough.\nFinal Answer: web-1 lacks its config map."]})
+    execution = only_execution(start_session())
+
+    assert _second_iteration(execution.id) == [
+        "BEGIN",  # the claim, as above
+        "SELECT tarsy_agentexecution",
+        "UPDATE tarsy_agentexecution",
+        "COMMIT",
+        "SELECT tarsy_message",  # the conversation
+        "BEGIN",  # the streamed thinking event, before the LLM call, behind the fence
+        "UPDATE tarsy_agentexecution",
+        "INSERT tarsy_timelineevent",
+        "INSERT tarsy_event",
+        "COMMIT",
+        # Before the tool call: what the step recorded (the reply, the LLM record, the tool-call event shown at
+        # once with the pending ones in one INSERT, the thinking event completed, their catch-up events).
+        "BEGIN",
+        "UPDATE tarsy_agentexecution",
+        "INSERT tarsy_message",
+        "INSERT tarsy_llminteraction",
+        "INSERT tarsy_timelineevent",
+        "UPDATE tarsy_timelineevent",
+        "INSERT tarsy_event",
+        "COMMIT",
+        # The result's evidence id, issued under the session row's lock (parallel agents share the counter).
+        "BEGIN",
+        "UPDATE tarsy_alertsession",
+        "SELECT tarsy_alertsession",
+        "COMMIT",
+        # The completion, as above, with the tool's MCP record and the observation.
+        "BEGIN",
+        "UPDATE tarsy_agentexecution",
+        "UPDATE tarsy_alertsession",
+        "INSERT tarsy_message",
+        "INSERT tarsy_mcpinteraction",
+        "INSERT tarsy_timelineevent",
+        "UPDATE tarsy_timelineevent",
+        "INSERT tarsy_event",
+        "COMMIT",
+    ]
+
+
+def test_the_last_iteration_of_a_one_agent_stage(configure):
+    """The answer ends the execution, closes its stage and finishes the session, in the completing transaction."""
+    configure({"SreAgent": [UNSURE.format(n=1), "Thought: enough.\nFinal Answer: web-1 lacks its config map."],
+               "executive_summary": ["web-1 is down."]}, agents={"SreAgent": {"mcp_servers": []}})
+    execution = only_execution(start_session())
+
+    assert _second_iteration(execution.id) == [
+        "BEGIN",  # the claim, the conversation and the streamed event, as above
+        "SELECT tarsy_agentexecution",
+        "UPDATE tarsy_agentexecution",
+        "COMMIT",
+        "SELECT tarsy_message",
+        "BEGIN",
+        "UPDATE tarsy_agentexecution",
+        "INSERT tarsy_timelineevent",
+        "INSERT tarsy_event",
+        "COMMIT",
+        "BEGIN",  # the completion and the batch's last rows, as above
+        "UPDATE tarsy_agentexecution",
+        "UPDATE tarsy_alertsession",
+        "INSERT tarsy_message",
+        "INSERT tarsy_llminteraction",
+        "INSERT tarsy_timelineevent",
+        "UPDATE tarsy_timelineevent",
+        "INSERT tarsy_event",
+        # execution_end joins this transaction (no savepoint): the terminal compare-and-set and the stage it
+        # belongs to; the stage under its lock with its executions (read once, for the join and the event);
+        # the stage closed and its event; the session under its lock to decide what follows (its finish,
+        # queued after the commit).
+        "UPDATE tarsy_agentexecution",
+        "SELECT tarsy_agentexecution",
+        "SELECT tarsy_stage",
+        "SELECT tarsy_agentexecution",
+        "UPDATE tarsy_stage",
+        "INSERT tarsy_event",
+        "SELECT tarsy_alertsession",
+        "COMMIT",
+    ]
