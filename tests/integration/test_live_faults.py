@@ -23,8 +23,6 @@ STEP = {"text": "Thought: gathering evidence.\nAction: none.none\nAction Input: 
 SCRIPT = {"KubernetesAgent": [STEP, STEP, STEP, {"text": "Thought: enough.\nFinal Answer: the pod lacks memory.",
                                                  "latency_ms": 1500}],
           "executive_summary": [{"text": "The pod lacks memory.", "latency_ms": 1500}]}
-# A short orphan threshold lets the sweeper re-enqueue work whose enqueue failed while Redis was down.
-RESILIENT = {"queue": {"orphan_threshold": "3s", "max_resumes": 5}, "defaults": {"iteration_timeout": "10s"}}
 WATCHED = 3
 
 
@@ -67,7 +65,7 @@ def stored(channel: str) -> list[int]:
 @pytest.mark.timeout(300)
 def test_a_websocket_client_gets_every_stored_event_through_a_redis_restart(tmp_path, scripted_config, config_dir,
                                                                             worker, beat):
-    scripted_config(SCRIPT, tarsy=RESILIENT, chunk_size=20)
+    scripted_config(SCRIPT, chunk_size=20)  # default settings: the outbox, not the sweeper, brings the work back
     port = free_port()
     redis_procs = [start_redis(tmp_path, port)]
     env = {"REDIS_URL": f"redis://127.0.0.1:{port}/0", "TARSY_HARD_LIMIT_GRACE": "1"}
