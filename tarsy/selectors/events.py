@@ -23,9 +23,8 @@ def event_position(channel: str) -> tuple[int, int | None]:
     latest numbered one: rows whose numbers are still to come follow it (by id, if none has a number yet)."""
     rows = Event.objects.filter(channel=channel)
     if is_numbered(channel):
-        latest = rows.filter(seq__isnull=False).order_by("-seq").values_list("id", "seq").first()
-        if latest:
-            return latest[0], latest[1]
+        latest = rows.order_by(F("seq").desc(nulls_last=True), "-id").values_list("id", "seq").first()
+        return (latest[0], latest[1]) if latest else (0, None)
     return rows.order_by("-id").values_list("id", flat=True).first() or 0, None
 
 
