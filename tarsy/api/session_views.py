@@ -8,10 +8,10 @@ from rest_framework.response import Response
 
 from tarsy.identity import request_author
 from tarsy.selectors import sessions as selectors
+from tarsy.selectors.events import event_cursor
 from tarsy.selectors.filters import SessionFilter, search_deadline
 from tarsy.services import chats as chat_service
 from tarsy.services import sessions as session_service
-from tarsy.streaming.cursor import event_cursor
 from tarsy.streaming.publisher import session_channel
 
 from .base import AUTH_ERRORS, JsonAPIView, errors

@@ -18,11 +18,11 @@ from django.views.decorators.http import require_GET
 
 from tarsy.config import get_config
 from tarsy.models import AlertSession, OccurrenceKind, Rating, SessionStatus, Stage, StageKind, TimelineEvent
+from tarsy.selectors.events import event_cursor, event_position
 from tarsy.selectors.filters import CREATED_WITHIN
 from tarsy.selectors.queue import queue_position
 from tarsy.selectors.sessions import RECENT_OCCURRENCES, session_filter_options, session_occurrences, sessions_active
 from tarsy.services.chats import chat_available
-from tarsy.streaming.cursor import event_cursor
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, session_channel
 from tarsy.web.health import checks
 from tarsy.web.inputs import ascii_int
@@ -83,11 +83,11 @@ def _query_without_page(request) -> str:
 # ---- one session -------------------------------------------------------------------------------------------------
 
 
-def _session_context(request, session: AlertSession, cursor: int) -> dict:
+def _session_context(request, session: AlertSession, cursor: tuple[int, int | None]) -> dict:
     stages = presenters.session_stage_groups(session)
     cited = citations_view(session.citations)
     return page_context(
-        request, session=session, cursor=cursor, cancellable=session.status in CANCELLABLE,
+        request, session=session, cursor=cursor[0], cursor_seq=cursor[1], cancellable=session.status in CANCELLABLE,
         position=queue_position(session), chat_available=chat_available(session),
         related_alerts=session_occurrences(session_id=session.id, kind=OccurrenceKind.RELATED,
                                            limit=RECENT_OCCURRENCES),
@@ -104,7 +104,7 @@ def _session_context(request, session: AlertSession, cursor: int) -> dict:
 @require_GET
 @dashboard_view
 def session_page(request, session_id):
-    cursor = event_cursor(session_channel(session_id))
+    cursor = event_position(session_channel(session_id))  # the id and number of the latest event
     session = _session(session_id)
     return render(request, "dashboard/session.html", _session_context(request, session, cursor))
 
@@ -120,7 +120,7 @@ def session_fragment(request, session_id, name):
     if name not in SESSION_FRAGMENTS:
         raise Http404("unknown fragment")
     session = _session(session_id)
-    return render(request, SESSION_FRAGMENTS[name], _session_context(request, session, 0))
+    return render(request, SESSION_FRAGMENTS[name], _session_context(request, session, (0, None)))
 
 
 @require_GET

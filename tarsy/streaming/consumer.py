@@ -4,7 +4,12 @@ Transport only: authorisation in `connect`, subscriptions, forwarding. Live even
 channel layer: the process's fan-out (fanout.py) writes each one to the subscribed sockets. Client messages are JSON
 objects with an `action` (`subscribe`, `unsubscribe`, `catchup`, `ping`), a `channel` and optionally
 `last_event_id`. A catch-up replays at most CATCHUP_LIMIT stored events; further behind, the client gets
-`catchup.overflow` and reloads over REST (whose responses carry the `last_event_id` to continue from).
+`catchup.overflow` and reloads over REST (whose responses carry the `last_event_id` to continue from). A `catchup`
+the client asked for ends with `catchup.done`.
+
+Each socket gets each stored event of a channel once and in order. The socket remembers what it was sent on each
+channel (`_Stream`); while a catch-up reads the database, live events wait for it, then pass the same check: on a
+session channel by number (`seq`: an old one is dropped, a hole starts a catch-up), on `sessions` by id.
 
 A message that is not such an object (binary, not JSON, too large, wrong types) gets an `error` frame naming the
 problem, and the socket stays open: one bad message must not cost a dashboard its live updates.
@@ -12,20 +17,29 @@ problem, and the socket stays open: one bad message must not cost a dashboard it
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from tarsy.models import AlertSession, Event
+from tarsy.selectors.events import (
+    event_cursor,
+    event_position,
+    event_seq,
+    events_after,
+    events_after_seq,
+    is_numbered,
+    session_exists,
+)
 
 from .auth import websocket_allowed
-from .cursor import event_cursor
-from .fanout import fanout_for_loop
+from .fanout import Event, fanout_for_loop
 from .publisher import SESSIONS_CHANNEL, event_message
 
 CATCHUP_LIMIT = 200  # beyond this the client reloads over REST (catchup.overflow)
@@ -61,12 +75,37 @@ def _client_message(content: Any) -> tuple[ClientMessage | None, str]:
     return message, ""
 
 
-def _catchup(channel: str, last_event_id: int) -> tuple[list[dict[str, Any]], bool, int]:
-    """Events after the cursor, or overflow; the third value is the channel's latest event id."""
-    rows = list(Event.objects.filter(channel=channel, id__gt=last_event_id).order_by("id")[: CATCHUP_LIMIT + 1])
+Item = tuple[int | None, int | None, str]  # event id (None: transient), number (None: unnumbered), JSON text
+
+
+@dataclass
+class _Stream:
+    """What one socket was sent on one channel."""
+
+    last_id: int = 0  # the id of the last stored event sent (on `sessions`: the highest)
+    last_seq: int | None = None  # session channels: its number (None: the next event sets it)
+    held: list[Item] | None = None  # live events waiting for a catch-up under way
+    catchups: int = 0  # catch-ups running or waiting (the last one to end releases the held events)
+    replayed: set[int] = field(default_factory=set)  # `sessions`: ids a catch-up sent whose live copies may come
+    hole_seen: int = 0  # the highest number that started a catch-up for a hole
+    reading: asyncio.Lock = field(default_factory=asyncio.Lock)  # one catch-up at a time, each from the last end
+
+
+def _catchup(channel: str, *, last_event_id: int = 0, after_seq: int | None = None) -> tuple[
+        list[Item], bool, int, int | None]:
+    """Stored events after a client's cursor or after a number, or overflow; then the channel's latest event id
+    and the number the events follow (None if unknown)."""
+    if after_seq is None and is_numbered(channel):
+        after_seq = event_seq(channel, last_event_id) if last_event_id else 0
+    if after_seq is not None:
+        rows = events_after_seq(channel, seq=after_seq, limit=CATCHUP_LIMIT + 1)
+    else:
+        rows = events_after(channel, last_event_id=last_event_id, limit=CATCHUP_LIMIT + 1)
     if len(rows) > CATCHUP_LIMIT:
-        return [], True, event_cursor(channel)
-    return [event_message(r) for r in rows], False, rows[-1].id if rows else last_event_id
+        return [], True, event_cursor(channel), after_seq
+    items: list[Item] = [(row.id, row.seq, json.dumps(event_message(row), ensure_ascii=False, default=str))
+                         for row in rows]
+    return items, False, rows[-1].id if rows else 0, after_seq
 
 
 def _channel_problem(channel: str) -> str | None:
@@ -77,15 +116,15 @@ def _channel_problem(channel: str) -> str | None:
             session_id = uuid.UUID(channel.split(":", 1)[1])
         except ValueError:
             return "malformed session id"
-        if not AlertSession.objects.filter(id=session_id).exists():
+        if not session_exists(session_id):
             return "session not found"
     return None
 
 
 class EventsConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
-        self.channels_joined: set[str] = set()
-        self._replayed: dict[str, set[int]] = {}  # ids a catch-up sent, so queued live copies are not repeated
+        self.streams: dict[str, _Stream] = {}  # the joined channels
+        self._tasks: set[asyncio.Task] = set()  # catch-ups started by a hole (held here so they are not collected)
         self._counted = False
         if not await database_sync_to_async(websocket_allowed)(self.scope):
             await self.close(code=REFUSED_CODE)
@@ -98,7 +137,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         self._counted = True
 
     async def disconnect(self, code: int) -> None:
-        for channel in getattr(self, "channels_joined", set()):
+        for channel in tuple(getattr(self, "streams", {})):
             await fanout_for_loop().leave(channel, self)
         if getattr(self, "_counted", False):
             from tarsy.metrics import WS_CONNECTIONS
@@ -129,43 +168,130 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         if action == "ping":
             await self.send_json({"type": "pong"})
         elif action == "unsubscribe":
-            if channel in self.channels_joined:  # only validated channels were joined
+            if self.streams.pop(channel, None) is not None:  # only validated channels were joined
                 await fanout_for_loop().leave(channel, self)
-                self.channels_joined.discard(channel)
             await self.send_json({"type": "subscription.removed", "channel": channel})
         elif problem := await database_sync_to_async(_channel_problem)(channel):
             await self.send_json({"type": "subscription.error", "channel": channel, "detail": problem})
         elif action == "subscribe":
             await self._subscribe(channel, message.last_event_id)
         else:
-            await self._send_catchup(channel, message.last_event_id or 0)
+            await self._catch_up(channel, self.streams.get(channel), message.last_event_id or 0, answer=True)
 
     async def _error(self, detail: str) -> None:
         await self.send_json({"type": "error", "detail": detail})
 
     async def _subscribe(self, channel: str, last_event_id: int | None) -> None:
-        # Join first, then replay: nothing published in between is lost (duplicates are dropped in deliver).
-        await fanout_for_loop().join(channel, self)
-        self.channels_joined.add(channel)
-        await self.send_json({"type": "subscription.confirmed", "channel": channel})
-        if last_event_id is not None:
-            await self._send_catchup(channel, last_event_id)
+        # Join first, holding live events, then read where to start: nothing published in between is lost,
+        # nothing is sent twice or out of order.
+        stream = self.streams.get(channel)
+        if stream is None:
+            stream = self.streams[channel] = _Stream(held=[], catchups=1)
+            await fanout_for_loop().join(channel, self)
+            if last_event_id is None:  # from now on: the channel's latest event is where this socket stands
+                stream.last_id, stream.last_seq = await database_sync_to_async(event_position)(channel)
+            await self.send_json({"type": "subscription.confirmed", "channel": channel})
+            await self._catch_up(channel, stream, last_event_id, joining=True)
+        else:
+            await self.send_json({"type": "subscription.confirmed", "channel": channel})
+            if last_event_id is not None:
+                await self._catch_up(channel, stream, last_event_id)
 
-    async def _send_catchup(self, channel: str, last: int) -> None:
-        events, overflow, latest = await database_sync_to_async(_catchup)(channel, last)
-        if overflow:
-            await self.send_json({"type": "catchup.overflow", "channel": channel, "last_event_id": last,
-                                  "latest_event_id": latest, "limit": CATCHUP_LIMIT})
+    # ---- catch-up ------------------------------------------------------------------------------------------
+
+    async def resync(self, channel: str) -> None:
+        """The fan-out's call after live events may have been lost: send what is stored after the last one sent."""
+        stream = self.streams.get(channel)
+        if stream is not None:
+            await self._catch_up(channel, stream, None)
+
+    async def _catch_up(self, channel: str, stream: _Stream | None, last_event_id: int | None, *,
+                        answer: bool = False, joining: bool = False) -> None:
+        """Send the stored events after the client's `last_event_id`, or (None) after the last one this socket
+        was sent. Live events wait meanwhile, then pass the usual check."""
+        if stream is None:  # a catch-up on a channel not joined: a plain replay
+            await self._replay(channel, _Stream(), last_event_id or 0, answer)
             return
-        self._replayed[channel] = {e["event_id"] for e in events}
-        for event in events:
-            await self.send_json(event)
+        if not joining:
+            stream.catchups += 1
+            if stream.held is None:
+                stream.held = []
+        try:
+            if not joining or last_event_id is not None:
+                async with stream.reading:
+                    await self._replay(channel, stream, last_event_id, answer)
+        finally:
+            stream.catchups -= 1
+        if stream.catchups == 0 and stream.held is not None:
+            held, stream.held = stream.held, None
+            await self._pass(channel, stream, held)
 
-    async def deliver(self, channel: str, events: list[tuple[int | None, str]]) -> None:
-        """Live events from the fan-out, already encoded: each sent as it is, unless catch-up sent it already."""
-        replayed = self._replayed.get(channel)
-        for event_id, text in events:
-            if replayed and event_id in replayed:
-                replayed.discard(event_id)
-            else:
+    async def _replay(self, channel: str, stream: _Stream, last_event_id: int | None, answer: bool) -> None:
+        if last_event_id is None and stream.last_seq is not None:
+            read = await database_sync_to_async(_catchup)(channel, after_seq=stream.last_seq)
+        else:
+            cursor = stream.last_id if last_event_id is None else last_event_id
+            read = await database_sync_to_async(_catchup)(channel, last_event_id=cursor)
+        items, overflow, latest, after_seq = read
+        if stream.last_seq is None and after_seq is not None:  # a fresh stream from the client's cursor
+            stream.last_id, stream.last_seq = last_event_id or 0, after_seq
+        if overflow:
+            cursor = stream.last_id if last_event_id is None else last_event_id
+            await self.send_json({"type": "catchup.overflow", "channel": channel, "last_event_id": cursor,
+                                  "latest_event_id": latest, "limit": CATCHUP_LIMIT})
+            stream.last_id, stream.last_seq = await database_sync_to_async(event_position)(channel)
+            return
+        for event_id, seq, text in items:
+            if seq is not None:
+                if stream.last_seq is None or seq > stream.last_seq:
+                    stream.last_id, stream.last_seq = event_id or 0, seq
+            elif event_id is not None:  # `sessions`: a live copy of it may still be on its way
+                stream.last_id = max(stream.last_id, event_id)
+                stream.replayed.add(event_id)
+                if len(stream.replayed) > 2 * CATCHUP_LIMIT:
+                    stream.replayed.discard(min(stream.replayed))
+            await self.send(text_data=text)
+        if answer:
+            await self.send_json({"type": "catchup.done", "channel": channel, "last_event_id": stream.last_id})
+
+    # ---- live events -----------------------------------------------------------------------------------------
+
+    async def deliver(self, channel: str, events: list[Event], first_seq: int | None = None) -> None:
+        """Live events from the fan-out, already encoded: each sent as it is unless it was sent already."""
+        stream = self.streams.get(channel)
+        if stream is None:
+            return
+        items: list[Item] = [(event_id, None if first_seq is None or event_id is None else first_seq + n, text)
+                             for n, (event_id, text) in enumerate(events)]
+        if stream.held is not None:
+            stream.held.extend(items)
+        else:
+            await self._pass(channel, stream, items)
+
+    async def _pass(self, channel: str, stream: _Stream, items: list[Item]) -> None:
+        """Send what this socket has not had. A hole in a session channel's numbers holds this and later events
+        for a catch-up; a hole still there after a catch-up that began once its far side was seen is rows gone
+        (retention), and is passed over."""
+        for n, (event_id, seq, text) in enumerate(items):
+            if event_id is None:
                 await self.send(text_data=text)
+            elif seq is not None:
+                if stream.last_seq is not None and seq <= stream.last_seq:
+                    continue  # sent already
+                if stream.last_seq is not None and seq > stream.last_seq + 1 and seq > stream.hole_seen:
+                    stream.hole_seen = seq  # every event numbered below it is committed: the database has it
+                    stream.held = list(items[n:])
+                    self._background(self.resync(channel))
+                    return
+                stream.last_id, stream.last_seq = event_id, seq
+                await self.send(text_data=text)
+            elif event_id in stream.replayed:
+                stream.replayed.discard(event_id)
+            else:
+                stream.last_id = max(stream.last_id, event_id)
+                await self.send(text_data=text)
+
+    def _background(self, coroutine: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

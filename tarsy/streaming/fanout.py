@@ -9,8 +9,13 @@ Channels still runs the protocol, the consumers and the auth.
 
 A Redis message carries the events of one commit on one channel, as `<event_id>\\n<json>` lines (the id is
 empty for transient events; JSON text has no raw newline): the consumer needs the id to drop a live copy of an
-event its catch-up already sent, without parsing the JSON.
+event its catch-up already sent, without parsing the JSON. On a session channel the message starts with a
+`#<seq>` line, the number of its first event (the others follow on): the consumer sees a hole by it.
 A one-event message reads the same in the earlier one-event format, so web processes roll out before workers.
+
+Live delivery recovers by itself. When the subscription comes back after a Redis error, and when a worker says
+(with a message of no events) that it could not publish some of a channel's events, every local socket of the
+channel is caught up from the database from the last event it was sent (`Sink.resync`).
 
 One `Fanout` per event loop (`fanout_for_loop`): uvicorn runs one loop per process; tests run one per test.
 """
@@ -42,7 +47,10 @@ Event = tuple[int | None, str]  # event id (None: transient), JSON text
 class Sink(Protocol):
     """A local subscriber (the WebSocket consumer)."""
 
-    async def deliver(self, channel: str, events: list[Event]) -> None: ...
+    async def deliver(self, channel: str, events: list[Event], first_seq: int | None = None) -> None: ...
+
+    async def resync(self, channel: str) -> None:
+        """Send what the database holds after the last event sent on `channel` (live events may have been lost)."""
 
 
 def redis_channel(channel: str) -> str:
@@ -55,13 +63,31 @@ def by_channel(frames: Iterable[tuple[str, int | None, str]]) -> Iterator[tuple[
         yield channel, [(event_id, text) for _, event_id, text in group]
 
 
-def encode_events(events: list[Event]) -> bytes:
-    return "\n".join(f"{'' if event_id is None else event_id}\n{text}" for event_id, text in events).encode()
+def seq_of_first(events: list[Event], seqs: dict[int, int]) -> int | None:
+    """The number of the first of a channel's events, from the numbers of the stored ones by id."""
+    event_id = events[0][0] if events else None
+    return None if event_id is None else seqs.get(event_id)
+
+
+def encode_events(events: list[Event], first_seq: int | None = None) -> bytes:
+    """One message; `first_seq` is the number of the first event on a session channel. No events: a notice that
+    some of the channel's events were not published."""
+    body = "\n".join(f"{'' if event_id is None else event_id}\n{text}" for event_id, text in events)
+    return (body if first_seq is None else f"#{first_seq}\n{body}").encode()
+
+
+def decode_message(message: bytes) -> tuple[int | None, list[Event]]:
+    """The number of the first event (None if unnumbered) and the events."""
+    if not message:
+        return None, []
+    lines = message.decode().split("\n")
+    first_seq = int(lines.pop(0)[1:]) if lines[0].startswith("#") else None
+    events = [(int(head) if head else None, text) for head, text in zip(lines[::2], lines[1::2], strict=True)]
+    return first_seq, events
 
 
 def decode_events(message: bytes) -> list[Event]:
-    lines = message.decode().split("\n")
-    return [(int(head) if head else None, text) for head, text in zip(lines[::2], lines[1::2], strict=True)]
+    return decode_message(message)[1]
 
 
 class Fanout:
@@ -75,6 +101,7 @@ class Fanout:
         self._reader: asyncio.Task | None = None
         self._lock = asyncio.Lock()  # subscribe/unsubscribe commands one at a time
         self._local: asyncio.Queue | None = None  # embedded mode: frames handed over by the in-process worker
+        self._resyncs: set[asyncio.Task] = set()  # catch-ups under way (held here so they are not collected)
 
     async def join(self, channel: str, sink: Sink) -> None:
         """Deliver `channel`'s events to `sink` from now on (subscribed on Redis before this returns)."""
@@ -96,7 +123,7 @@ class Fanout:
                     if channel in self._subscribed and not self._sinks.get(channel):
                         await self._redis_unsubscribe(channel)
 
-    async def deliver(self, channel: str, events: list[Event]) -> None:
+    async def deliver(self, channel: str, events: list[Event], first_seq: int | None = None) -> None:
         """Write events (in order) to every local subscriber of `channel`, in subscription-independent order. A
         socket that fails is dropped; the others still get the events."""
         sinks = self._sinks.get(channel)
@@ -104,24 +131,38 @@ class Fanout:
             return
         for sink in tuple(sinks):
             try:
-                await sink.deliver(channel, events)
+                if first_seq is None:
+                    await sink.deliver(channel, events)
+                else:
+                    await sink.deliver(channel, events, first_seq)
             except Exception:  # a socket closing under us; its consumer's disconnect leaves properly
                 log.debug("dropping a subscriber of %s after a failed write", channel, exc_info=True)
                 self._sinks.get(channel, set()).discard(sink)
 
     # ---- embedded mode: frames from a thread of this process ---------------------------------------------
 
-    def hand_over(self, frames: list[tuple[str, int | None, str]]) -> None:
-        """Called on this loop (via call_soon_threadsafe): queue frames for delivery, in order."""
+    def resync(self, channels: Iterable[str]) -> None:
+        """Catch every local socket of `channels` up from the database, each in a task of its own (a socket's
+        live events wait for its catch-up; the reader and the other sockets do not)."""
+        for channel in channels:
+            for sink in tuple(self._sinks.get(channel, ())):
+                task = asyncio.get_running_loop().create_task(sink.resync(channel))
+                self._resyncs.add(task)
+                task.add_done_callback(self._resyncs.discard)
+
+    def hand_over(self, frames: list[tuple[str, int | None, str]], seqs: dict[int, int] | None = None) -> None:
+        """Called on this loop (via call_soon_threadsafe): queue frames for delivery, in order. `seqs` numbers
+        the events of session channels by id."""
         if self._local is None:
             self._local = asyncio.Queue()
             asyncio.get_running_loop().create_task(self._drain_local(self._local))
-        self._local.put_nowait(frames)
+        self._local.put_nowait((frames, seqs or {}))
 
     async def _drain_local(self, queue: asyncio.Queue) -> None:
         while True:
-            for channel, events in by_channel(await queue.get()):
-                await self.deliver(channel, events)
+            frames, seqs = await queue.get()
+            for channel, events in by_channel(frames):
+                await self.deliver(channel, events, seq_of_first(events, seqs))
 
     # ---- Redis --------------------------------------------------------------------------------------------
 
@@ -153,20 +194,34 @@ class Fanout:
     async def _read(self) -> None:
         """The one reader of this process: each frame is decoded once, then written to the local sockets."""
         prefix = redis_channel("")
+        lost = False  # the subscription broke: events published meanwhile never reached this process
         while self._pubsub is not None:  # cancelled when the last channel is unsubscribed
             pubsub = self._pubsub
             try:
+                if lost:
+                    # redis-py reconnects and re-subscribes before the PING: once it answers, every event
+                    # published from now on arrives, and the database holds every earlier one.
+                    await pubsub.ping()
+                    lost = False
+                    log.info("live event subscription restored; catching sockets up from the database")
+                    self.resync(tuple(self._sinks))
                 message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=READ_TIMEOUT_S)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # Redis restarting: catch-up on reconnect recovers stored events
-                log.warning("live event subscription failed; retrying", exc_info=True)
+            except Exception:  # Redis restarting: retried until it answers, then every socket catches up
+                if not lost:
+                    log.warning("live event subscription failed; retrying until Redis answers", exc_info=True)
+                lost = True
                 await asyncio.sleep(RETRY_DELAY_S)
                 continue
             if message is None or message.get("type") != "message":
                 continue
-            name = message["channel"].decode()
-            await self.deliver(name[len(prefix):], decode_events(message["data"]))
+            channel = message["channel"].decode()[len(prefix):]
+            seq, events = decode_message(message["data"])
+            if events:
+                await self.deliver(channel, events, seq)
+            else:  # a worker could not publish some of this channel's events
+                self.resync((channel,))
 
 
 _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Fanout] = weakref.WeakKeyDictionary()

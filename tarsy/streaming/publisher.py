@@ -12,6 +12,12 @@ busy worker thread (up to the 5 ms switch interval). Web processes subscribe
 once per channel and write the frame to their sockets (fanout.py). Without
 Redis (embedded mode) the in-process worker hands the frames to the ASGI
 server's loop (`use_event_loop`).
+
+A send that fails (Redis down, or skipped in the pause after a failure) leaves the web processes short of some
+stored events. The publisher remembers the channels concerned and, once Redis answers again, publishes a notice
+with no events on each: the web processes catch their sockets up from the database (fanout.py). A session
+channel's events are numbered right after the commit, before they are sent (`events_number`), so a gap also
+shows at the next event.
 """
 
 from __future__ import annotations
@@ -24,28 +30,34 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from tarsy.models import Event
-from tarsy.services.events import events_store
+from tarsy.services.events import events_number, events_store, events_unnumbered
 
-from .fanout import by_channel, encode_events, fanout_for_loop, redis_channel
+from .fanout import by_channel, encode_events, fanout_for_loop, redis_channel, seq_of_first
 
 log = logging.getLogger(__name__)
 
 SESSIONS_CHANNEL = "sessions"
 SEND_TIMEOUT_S = 1.0  # a stuck Redis must not stall an iteration for long
+UNNUMBERED_AFTER_S = 10.0  # numbering follows a commit by milliseconds; older unnumbered rows are a crash's
 PAUSE_AFTER_FAILURE_S = 5.0  # after a failed send, skip live delivery for a while (catch-up recovers)
 
 Frame = tuple[str, int | None, str]  # channel, event id (None: transient), JSON text
 
 _loop: asyncio.AbstractEventLoop | None = None
 _redis = None
+_redis_url = ""
 _redis_lock = threading.Lock()
 _paused_until = 0.0
+_unsent: set[str] = set()  # channels with stored events that no web process was sent (guarded by _redis_lock)
+_notice_timer: threading.Timer | None = None
 _batch: ContextVar[list[Event] | None] = ContextVar("tarsy_event_batch", default=None)
 
 
@@ -60,33 +72,73 @@ def use_event_loop(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def _redis_client():
-    global _redis
+    global _redis, _redis_url
     with _redis_lock:
-        if _redis is None:
+        if _redis is None or _redis_url != settings.REDIS_URL:
             import redis
 
+            _redis_url = settings.REDIS_URL
             _redis = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=SEND_TIMEOUT_S,
                                           socket_connect_timeout=SEND_TIMEOUT_S)
         return _redis
 
 
-def _send(frames: list[Frame]) -> None:
-    """Hand frames to the live transport, in order. Never raises: stored events are recovered by catch-up."""
+def _send(frames: list[Frame], seqs: dict[int, int] | None = None) -> None:
+    """Hand frames to the live transport, in order (`seqs` numbers stored events of session channels by id).
+    Never raises: what Redis did not take is announced to the web processes once it is back (`_unsent`)."""
     global _paused_until
+    seqs = seqs or {}
     if _loop is not None:
         if not _loop.is_closed():
-            _loop.call_soon_threadsafe(fanout_for_loop(_loop).hand_over, frames)
+            _loop.call_soon_threadsafe(fanout_for_loop(_loop).hand_over, frames, seqs)
         return
-    if not settings.REDIS_URL or time.monotonic() < _paused_until:
+    if not settings.REDIS_URL:
+        return
+    if time.monotonic() < _paused_until:
+        _remember_unsent(frames)
         return
     try:
         pipe = _redis_client().pipeline(transaction=False)
         for channel, events in by_channel(frames):
-            pipe.publish(redis_channel(channel), encode_events(events))
+            pipe.publish(redis_channel(channel), encode_events(events, seq_of_first(events, seqs)))
         pipe.execute()
     except Exception:
         _paused_until = time.monotonic() + PAUSE_AFTER_FAILURE_S
         log.warning("live event delivery failed; pausing it for %.0f s", PAUSE_AFTER_FAILURE_S, exc_info=True)
+        _remember_unsent(frames)
+
+
+def _remember_unsent(frames: list[Frame]) -> None:
+    """Note the channels of stored events that were not sent, and make sure a notice goes out for them."""
+    global _notice_timer
+    channels = {channel for channel, event_id, _ in frames if event_id is not None}
+    if not channels:
+        return  # transient events only: nothing to catch up
+    with _redis_lock:
+        _unsent.update(channels)
+        if _notice_timer is None:
+            _notice_timer = threading.Timer(max(0.0, _paused_until - time.monotonic()), _send_notices)
+            _notice_timer.daemon = True
+            _notice_timer.start()
+
+
+def _send_notices() -> None:
+    """Tell the web processes which channels to catch up from the database; retried until Redis takes it."""
+    global _notice_timer, _paused_until
+    with _redis_lock:
+        channels, _notice_timer = sorted(_unsent), None
+        _unsent.clear()
+    try:
+        pipe = _redis_client().pipeline(transaction=False)
+        for channel in channels:
+            pipe.publish(redis_channel(channel), encode_events([]))
+        pipe.execute()
+        _paused_until = 0.0
+        log.info("live event delivery restored; %d channels told to catch up", len(channels))
+    except Exception:
+        _paused_until = time.monotonic() + PAUSE_AFTER_FAILURE_S
+        log.warning("live event delivery still failing; retrying in %.0f s", PAUSE_AFTER_FAILURE_S)
+        _remember_unsent([(channel, 0, "") for channel in channels])
 
 
 def _frame(event: dict[str, Any]) -> Frame:
@@ -94,7 +146,10 @@ def _frame(event: dict[str, Any]) -> Frame:
 
 
 def event_message(event: Event) -> dict[str, Any]:
-    return {"type": event.type, "event_id": event.id, "channel": event.channel, **event.payload}
+    message = {"type": event.type, "event_id": event.id, "channel": event.channel, **event.payload}
+    if event.seq is not None:
+        message["seq"] = event.seq
+    return message
 
 
 def publish(event_type: str, payload: dict[str, Any], *, session_id: Any = None,
@@ -115,7 +170,17 @@ def publish(event_type: str, payload: dict[str, Any], *, session_id: Any = None,
 
 
 def _send_on_commit(rows: list[Event]) -> None:
-    transaction.on_commit(lambda: _send([_frame(event_message(row)) for row in rows]))
+    transaction.on_commit(lambda: _number_and_send(rows))
+
+
+def _number_and_send(rows: list[Event]) -> None:
+    """After the commit: number the session channels' rows, then send them. Never raises: rows left unnumbered
+    are numbered with the channel's next event, and their channel is caught up then."""
+    try:
+        events_number(rows=rows)
+    except Exception:
+        log.warning("numbering stored events failed; they go out unnumbered", exc_info=True)
+    _send([_frame(event_message(row)) for row in rows], {row.id: row.seq for row in rows if row.seq is not None})
 
 
 @contextmanager
@@ -131,6 +196,16 @@ def batched_events() -> Iterator[None]:
     if rows:
         events_store(rows=rows)
         _send_on_commit(rows)
+
+
+def publish_unnumbered(*, older_than_s: float = UNNUMBERED_AFTER_S) -> int:
+    """The sweeper's call: number and send the session events a process left unnumbered when it died right after
+    its commit (a later event of the session would number them; a session's last event has none). Returns how
+    many."""
+    rows = events_unnumbered(before=timezone.now() - timedelta(seconds=older_than_s))
+    if rows:
+        _number_and_send(rows)
+    return len(rows)
 
 
 def publish_transient(event_type: str, payload: dict[str, Any], *, session_id: Any) -> None:

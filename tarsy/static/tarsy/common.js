@@ -48,9 +48,19 @@ const Tarsy = (() => {
   const RETRY_MAX_MS = 3000;
 
   class LiveSocket {
-    /** channels: {name: cursor}; onEvent(event); onOverflow(channel) when catch-up is too long. */
-    constructor(channels, onEvent, onOverflow) {
+    /**
+     * channels: {name: cursor}; onEvent(event); onOverflow(channel) when catch-up is too long; seqs: {name:
+     * number of the event at the cursor}, where the page knows it.
+     *
+     * A channel's cursor is the id of the last event taken in order. A session channel numbers its events (`seq`:
+     * 1, 2, 3 … in commit order): after n, n+1 is taken, an old number is a copy, and a larger one means events
+     * were lost on the way, so the socket asks for what is stored after the cursor and takes nothing past the
+     * hole until it is filled. A hole the catch-up cannot fill (rows removed since) reloads, as an overflow does.
+     */
+    constructor(channels, onEvent, onOverflow, seqs) {
       this.cursors = Object.assign({}, channels);
+      this.seqs = Object.assign({}, seqs);  // channel → number of the event at the cursor (else set by the next)
+      this.holes = {};    // channel → the number that showed a hole, while its catch-up is under way
       this.onEvent = onEvent;
       this.onOverflow = onOverflow || (() => window.location.reload());
       this.attempt = 0;
@@ -62,6 +72,7 @@ const Tarsy = (() => {
       this.ws = new WebSocket(`${scheme}://${window.location.host}/ws`);
       this.ws.onopen = () => {
         this.attempt = 0;
+        this.holes = {};  // the subscriptions below catch up from the cursors
         setConnection(true);
         for (const [channel, cursor] of Object.entries(this.cursors)) {
           this.send({action: "subscribe", channel, last_event_id: cursor});
@@ -73,10 +84,8 @@ const Tarsy = (() => {
         let event;
         try { event = JSON.parse(message.data); } catch (e) { return; }
         if (event.type === "catchup.overflow") { this.onOverflow(event.channel); return; }
-        if (event.event_id && event.channel in this.cursors) {
-          if (event.event_id <= this.cursors[event.channel]) return;  // already seen (catch-up overlap)
-          this.cursors[event.channel] = event.event_id;
-        }
+        if (event.type === "catchup.done") { this.caughtUp(event.channel); return; }
+        if (event.event_id && event.channel in this.cursors && !this.take(event)) return;
         try { this.onEvent(event); } catch (e) { console.warn("event handler failed", e); }
       };
       this.ws.onclose = () => {
@@ -86,6 +95,34 @@ const Tarsy = (() => {
         this.attempt += 1;
         setTimeout(() => this.connect(), delay);
       };
+    }
+
+    /** Whether a stored event is next on its channel (and moves the cursor to it). */
+    take(event) {
+      const channel = event.channel;
+      if (event.seq === undefined || event.seq === null) {  // unnumbered channel: ids only grow
+        if (event.event_id <= this.cursors[channel]) return false;  // already seen (catch-up overlap)
+        this.cursors[channel] = event.event_id;
+        return true;
+      }
+      const last = this.seqs[channel];
+      if (last !== undefined && event.seq <= last) return false;  // already seen
+      if (last !== undefined && event.seq > last + 1) {  // a hole: fill it from the database first
+        if (!(channel in this.holes)) {
+          this.holes[channel] = event.seq;
+          this.send({action: "catchup", channel, last_event_id: this.cursors[channel]});
+        }
+        return false;
+      }
+      this.seqs[channel] = event.seq;
+      this.cursors[channel] = event.event_id;
+      return true;
+    }
+
+    caughtUp(channel) {
+      const hole = this.holes[channel];
+      delete this.holes[channel];
+      if (hole !== undefined && this.seqs[channel] < hole - 1) this.onOverflow(channel);  // not stored any more
     }
 
     send(message) {

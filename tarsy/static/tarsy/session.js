@@ -313,5 +313,6 @@
 
   const head = page.querySelector(".session-head");
   TarsySessionState.start(sessionId, head ? head.dataset.status : "pending");
-  window.tarsySocket = new Tarsy.LiveSocket({[channel]: Number(page.dataset.cursor) || 0}, onEvent);
+  const seqs = page.dataset.cursorSeq ? {[channel]: Number(page.dataset.cursorSeq)} : {};
+  window.tarsySocket = new Tarsy.LiveSocket({[channel]: Number(page.dataset.cursor) || 0}, onEvent, undefined, seqs);
 })();

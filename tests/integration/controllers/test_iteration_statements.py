@@ -31,6 +31,11 @@ def outbox_relay():
     relay.stop()
 
 UNSURE = "Thought: step {n}: the evidence so far is inconclusive, look again.\nAction: none.none\nAction Input: {{}}"
+# Right after a commit that stored session events, they are numbered on their channel (services.events.
+# events_number): a transaction of its own holding only the session's counter, so a client can tell a hole in the
+# numbers (events lost on the way) from events still to come, without a lock held by the writer until commit.
+NUMBERING = ["BEGIN", "SELECT tarsy_eventsequence", "SELECT tarsy_event", "UPDATE tarsy_event",
+             "UPDATE tarsy_eventsequence", "COMMIT"]
 PODS = react_action("Check the pods.", "k8s.get_pods", '{"namespace": "prod"}')
 
 
@@ -71,6 +76,7 @@ def test_an_iteration_that_continues_without_a_tool(configure):
         "INSERT tarsy_timelineevent",
         "INSERT tarsy_event",
         "COMMIT",
+        *NUMBERING,
         # The completion: compare-and-set (on the iteration and the attempt, so the fence needs no statement of its
         # own here) with the iteration's tokens, the session's totals, then the recorder's
         # last batch (one INSERT per model: messages, the LLM record, the new feedback event; the streamed
@@ -85,6 +91,7 @@ def test_an_iteration_that_continues_without_a_tool(configure):
         "INSERT tarsy_event",
         "INSERT tarsy_outboxtask",  # the next iteration's task, sent after the commit (tarsy/outbox.py)
         "COMMIT",
+        *NUMBERING,
     ]
 
 
@@ -102,6 +109,7 @@ def test_an_iteration_with_a_tool_call(configure):
         "INSERT tarsy_timelineevent",
         "INSERT tarsy_event",
         "COMMIT",
+        *NUMBERING,
         # Before the tool call: what the step recorded (the reply, the LLM record, the tool-call event shown at
         # once with the pending ones in one INSERT, the thinking event completed, their catch-up events).
         "BEGIN",
@@ -111,6 +119,7 @@ def test_an_iteration_with_a_tool_call(configure):
         "UPDATE tarsy_timelineevent",
         "INSERT tarsy_event",
         "COMMIT",
+        *NUMBERING,
         # The result's evidence id, issued under the session row's lock (parallel agents share the counter).
         "BEGIN",
         "UPDATE tarsy_alertsession",
@@ -127,6 +136,7 @@ def test_an_iteration_with_a_tool_call(configure):
         "INSERT tarsy_event",
         "INSERT tarsy_outboxtask",
         "COMMIT",
+        *NUMBERING,
     ]
 
 
@@ -146,6 +156,7 @@ def test_the_last_iteration_of_a_one_agent_stage(configure):
         "INSERT tarsy_timelineevent",
         "INSERT tarsy_event",
         "COMMIT",
+        *NUMBERING,
         "BEGIN",  # the completion and the batch's last rows, as above
         "UPDATE tarsy_agentexecution",
         "UPDATE tarsy_alertsession",

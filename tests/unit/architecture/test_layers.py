@@ -132,6 +132,15 @@ def test_services_do_not_import_the_pipeline(tarsy_graph):
     assert [t for t in tarsy_graph["tarsy.decisions"] if t.startswith(("tarsy.services", "tarsy.pipeline"))] == []
 
 
+def test_the_websocket_consumer_reads_through_the_selectors(tarsy_graph):
+    """The consumer is a transport like the API: its catch-up reads are the selectors', not the models'."""
+    consumer = tarsy_graph["tarsy.streaming.consumer"]
+    assert "tarsy.selectors.events" in consumer
+    assert [t for t in consumer if t.startswith("tarsy.models")] == []
+    readers = [m for m, edges in tarsy_graph.items() if "tarsy.selectors.events" in edges]
+    assert {"tarsy.api.session_views", "tarsy.dashboard.views", "tarsy.streaming.consumer"} <= set(readers)
+
+
 def test_only_services_write_models():
     writes = [str(w) for path in sorted(TARSY.rglob("*.py"))
               if path.relative_to(TARSY).parts[0] not in ("services", "migrations")
