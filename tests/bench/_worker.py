@@ -99,12 +99,12 @@ def _install_publish_timing() -> None:
 
     original = publisher._send
 
-    def _send(frames):
+    def _send(frames, *args, **kwargs):
         now = time.time()
         for _channel, event_id, _text in frames:
             if event_id is not None:
                 _write({"kind": "publish", "event_id": event_id, "t": now})
-        return original(frames)
+        return original(frames, *args, **kwargs)
 
     publisher._send = _send
 

@@ -178,4 +178,13 @@ def test_the_last_iteration_of_a_one_agent_stage(configure):
         "SELECT tarsy_alertsession",
         "INSERT tarsy_outboxtask",  # the session's finish
         "COMMIT",
+        *NUMBERING,
+        # The stage's events were a second commit hook: the first numbering took them too (it numbers every
+        # unnumbered row of the channel), so this one only reads back the numbers it finds given.
+        "BEGIN",
+        "SELECT tarsy_eventsequence",
+        "SELECT tarsy_event",
+        "UPDATE tarsy_eventsequence",
+        "COMMIT",
+        "SELECT tarsy_event",
     ]
