@@ -223,6 +223,10 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# One queue for every task. Iterations, summaries and scoring wait on LLMs; the control tasks (dispatch, finish,
+# sweep) are short database work that threads serve as well, so a threads worker (deploy/'s default, TARSy
+# holding the time limits: tarsy/watchdog.py) takes them all, and a second queue would only add a deployment to
+# size. A team that wants control tasks on prefork can route them with Celery's task_routes.
 # Tests get a queue of their own so a worker left over from another run cannot take their tasks.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("TARSY_QUEUE") or (f"tarsy-test-{os.getpid()}" if TESTING else "tarsy")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
