@@ -197,10 +197,16 @@ def interactions_keep_superseded(*, session_id: Any, execution_id: Any, rows: li
     for call in llm:
         usage.add({**{f: getattr(call, f) for f in TOKEN_FIELDS}, "cost_usd": call.cost_usd or Decimal(0),
                    "unpriced_calls": int(call.cost_usd is None)})
+    _add_spent(execution_id=execution_id, usage=usage)
+
+
+def _add_spent(*, execution_id: Any, usage: UsageTally) -> None:
+    """Add the tokens and cost of calls outside any completed iteration (superseded attempts) to the execution's
+    and its session's totals."""
     changes = usage.changes()
     if changes:
         AgentExecution.objects.filter(id=execution_id).update(**changes)
-        AlertSession.all_objects.filter(id=session_id).update(**changes)
+        AlertSession.all_objects.filter(executions__id=execution_id).update(**changes)
 
 
 def interactions_supersede_iteration(*, execution_id: Any, iteration: int) -> None:
@@ -217,7 +223,4 @@ def interactions_supersede_iteration(*, execution_id: Any, iteration: int) -> No
         superseded=True)
     usage = UsageTally(totals={**{f: sums[f"sum_{f}"] or 0 for f in (*TOKEN_FIELDS, "cost_usd")},
                                "unpriced_calls": sums["unpriced"]})
-    changes = usage.changes()
-    if changes:
-        AgentExecution.objects.filter(id=execution_id).update(**changes)
-        AlertSession.all_objects.filter(executions__id=execution_id).update(**changes)
+    _add_spent(execution_id=execution_id, usage=usage)

@@ -128,12 +128,7 @@ class WriteBatch:
         """Write what is pending and a new event with it (an event shown at once), in one transaction: the
         new events go in one INSERT, their catch-up events in another."""
         event = self._event_row(event_type, content, metadata, status)
-        with transaction.atomic(savepoint=False):
-            held = self._attempt_holds()
-            if held:
-                self._write_pending()
-        if not held:
-            self._superseded()
+        self.write()
         return event
 
     # ---- conversation ---------------------------------------------------------
