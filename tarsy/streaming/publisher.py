@@ -150,13 +150,15 @@ def event_message(event: Event) -> dict[str, Any]:
 
 
 def publish(event_type: str, payload: dict[str, Any], *, session_id: Any = None,
-            channels: list[str] | None = None) -> list[Event]:
+            channels: list[str] | None = None, seq: int | None = None) -> list[Event]:
     """Store a persistent event (one row per channel) and send it from the stored rows when the current
     transaction commits. Inside `batched_events` the rows are stored with the block's, in publication order (the
-    order of their ids, the catch-up cursor's)."""
+    order of their ids, the catch-up cursor's). `seq`: its number on the session's channel when the caller wrote
+    the counter itself (a session's first event, stored with the session row); otherwise it is numbered as stored."""
     if channels is None:
         channels = [session_channel(session_id)] if session_id else [SESSIONS_CHANNEL]
-    rows = [Event(session_id=session_id, channel=ch, type=event_type, payload=payload) for ch in channels]
+    rows = [Event(session_id=session_id, channel=ch, type=event_type, payload=payload,
+                  seq=seq if ch == session_channel(session_id) else None) for ch in channels]
     batch = _batch.get()
     if batch is not None:  # stored and sent with the rest of the block
         batch.extend(rows)
