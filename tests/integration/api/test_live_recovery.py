@@ -129,3 +129,21 @@ async def test_catch_ups_that_meet_send_each_event_once():
     assert [e["event_id"] for e in events] == unsent
     assert await watcher.receive_nothing(timeout=1.0)  # and not again
     await watcher.disconnect()
+
+
+async def test_a_sessions_last_events_left_unpublished_by_a_crash_reach_open_sockets(monkeypatch):
+    """No later event of the session will show the hole: the fan-out's reconciliation sees the stored counter
+    stand ahead of what the socket was sent, and catches it up."""
+    from tarsy.streaming import fanout
+
+    monkeypatch.setattr(fanout, "RECONCILE_S", 0.2)
+    session_id = await new_session()
+    watcher = await subscribed(session_channel(session_id))
+    live = [ids[0] for ids in await commit(session_id, 1)]
+    assert [e["event_id"] for e in await received(watcher, 1, 5)] == live
+    unsent = await store_unsent(session_id, 2)
+    events = await received(watcher, 2, 5)
+    assert [e["event_id"] for e in events] == unsent
+    assert events[1]["seq"] == events[0]["seq"] + 1
+    assert await watcher.receive_nothing(timeout=1.0)  # and not again
+    await watcher.disconnect()
