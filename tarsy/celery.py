@@ -103,18 +103,10 @@ def start_outbox_relay() -> None:
 
 
 @worker_ready.connect
-def _start_worker_relay(sender=None, **kwargs) -> None:
-    """A relay in every process that runs tasks, since that is where tasks are sent on commit and where the
-    relay batches the deletes of their rows: the worker process itself for threads and solo pools, each child
-    for prefork (`_start_child_relay`)."""
-    if not _forking_pool(getattr(getattr(sender, "controller", None), "pool_cls", None)):
-        start_outbox_relay()
-
-
-@worker_process_init.connect
-def _start_child_relay(**kwargs) -> None:
-    """A prefork child's relay, started after the fork (a thread does not survive one). Without it each sent
-    task's row is deleted in a transaction of its own: a commit, a WAL flush, per iteration."""
+def _start_worker_relay(**kwargs) -> None:
+    """One relay per worker, a thread of its parent process. Pool threads send on commit in this process and
+    leave the deletes of their rows to it; a prefork child sends on commit itself and deletes each sent row in a
+    transaction of its own (a relay per child would double the worker's database connections to save it)."""
     start_outbox_relay()
 
 
@@ -178,13 +170,6 @@ def _fresh_connections(**kwargs) -> None:
 
     for conn in connections.all(initialized_only=True):
         conn.close()
-
-
-@worker_process_shutdown.connect
-def _stop_child_relay(**kwargs) -> None:
-    from tarsy.outbox import stop_relay
-
-    stop_relay()
 
 
 @worker_process_shutdown.connect

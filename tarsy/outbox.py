@@ -195,9 +195,3 @@ def start_relay(send: Send) -> OutboxRelay:
     with _relay_lock:
         return _relay if _relay is not None and _relay.running() else OutboxRelay(send).start()
 
-
-def stop_relay() -> None:
-    """Stop this process's relay, deleting the rows of what it sent (a prefork child's exit)."""
-    relay = _relay
-    if relay is not None:
-        relay.stop()
