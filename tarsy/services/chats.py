@@ -36,7 +36,7 @@ def chat_submit(*, session_id: Any, content: str, author: str) -> tuple[ChatUser
     content = mask_text(content)
     with transaction.atomic():
         session = session_get(session_id=session_id)
-        session = AlertSession.objects.select_for_update().get(id=session.id)
+        session = AlertSession.objects.select_for_update(no_key=True).get(id=session.id)
         if not chat_available(session):
             raise Conflict(_chat_refusal(session), {"status": session.status})
         if stages.stage_running_chat_exists(session_id=session.id):

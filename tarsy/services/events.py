@@ -26,7 +26,9 @@ def events_number(*, rows: list[Event]) -> None:
     it commits, so a later writer of the session numbers after it and commits after it. A number n+1 therefore
     exists only once n is committed (a reader that sees a hole knows an event was lost, not still coming), and a
     rollback takes its numbers back with it. Writers of a session's events mostly hold its row already (token
-    totals, status, evidence ids); sessions are taken in one order.
+    totals, status, evidence ids); sessions are taken in one order. Row locks taken elsewhere before the
+    session's are FOR NO KEY UPDATE (stage join, claim), which the KEY SHARE locks of a numbering writer's
+    deferred foreign keys at its commit do not wait on: no lock cycle through the session row.
     """
     counts = Counter(str(row.session_id) for row in rows if _numbered(row))
     last: dict[str, int] = {}

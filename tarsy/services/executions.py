@@ -44,7 +44,7 @@ def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
     """The execution under its row lock (call inside a transaction), with its stage and session, its session's
     latest related alert (`latest_related_alert`, None when there is none) and its last timeline sequence number
     (`last_event_sequence`, 0 before its first event); None when there is no such execution."""
-    return (AgentExecution.objects.select_for_update(of=("self",)).select_related("stage", "session")
+    return (AgentExecution.objects.select_for_update(of=("self",), no_key=True).select_related("stage", "session")
             .annotate(latest_related_alert=_LATEST_RELATED_ALERT, last_event_sequence=_LAST_EVENT_SEQUENCE)
             .filter(id=execution_id).first())
 

@@ -329,8 +329,11 @@ def session_find(*, session_id: Any) -> AlertSession | None:
 
 
 def session_lock(*, session_id: Any) -> AlertSession:
-    """The session under its row lock (call inside a transaction)."""
-    return AlertSession.all_objects.select_for_update().get(id=session_id)
+    """The session under its row lock (call inside a transaction). FOR NO KEY UPDATE, as for every row lock
+    here: it excludes other lockers and writers but not the inserts of rows that refer to it (their foreign key
+    takes a KEY SHARE lock), so a writer that stored a session event before numbering it never waits on us
+    while we wait on it (services.events)."""
+    return AlertSession.all_objects.select_for_update(no_key=True).get(id=session_id)
 
 
 def session_touch(*, session_id: Any) -> None:

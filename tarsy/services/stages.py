@@ -151,7 +151,7 @@ def stage_join(*, stage_id: int) -> Stage | None:
     stage (status by its success policy) and gets it back; None while others run or when already closed.
     A chat stage's close is the chat's answer: published as such."""
     # The executions are read once, for the join and for the `stage.completed` event's payload.
-    stage = Stage.objects.select_for_update().prefetch_related("executions").get(id=stage_id)
+    stage = Stage.objects.select_for_update(no_key=True).prefetch_related("executions").get(id=stage_id)
     if stage.status in TERMINAL_EXEC_STATUSES:
         return None
     executions = list(stage.executions.all())

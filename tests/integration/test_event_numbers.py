@@ -93,3 +93,59 @@ def _waiting_on_a_lock() -> bool:
         cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = "
                        "current_database()")
         return cursor.fetchone()[0] > 0
+
+
+@pytest.mark.services
+@pytest.mark.timeout(30)
+def test_a_stage_join_and_a_writer_numbering_an_event_of_the_stage_never_deadlock(scripted_config):
+    """The sweeper ends an orphaned execution: it joins the stage under the stage's lock, then takes the session
+    row. Meanwhile a parallel agent stores a timeline event of that stage and numbers its catch-up event on the
+    session row; at its commit the deferred foreign keys take KEY SHARE locks on the stage. FOR NO KEY UPDATE
+    (the join's lock) does not block KEY SHARE, so that commit goes through and the sweeper gets the row after
+    it; FOR UPDATE would block it, and each would wait on the other."""
+    from tarsy.models import AgentExecution, Stage, TimelineEvent
+    from tarsy.pipeline.dispatch import dispatch_pending
+    from tarsy.services import sessions, stages, timeline
+
+    scripted_config({"KubernetesAgent": ["Final Answer: unused."]})
+    session = session_submit(data={"alert": "parallel agents"})
+    dispatch_pending()
+    stage = Stage.objects.get(session=session)
+    execution = AgentExecution.objects.get(stage=stage)
+    stage_held = threading.Event()
+    errors: list[BaseException] = []
+
+    def agent() -> None:
+        try:
+            stage_held.wait(10)
+            with transaction.atomic():
+                event = TimelineEvent.objects.create(session_id=session.id, stage_id=stage.id,
+                                                     execution_id=execution.id, event_type="llm_thinking",
+                                                     sequence_number=99, iteration=1)
+                timeline.timeline_event_created(event)
+        except BaseException as exc:  # noqa: BLE001 - reported below, a deadlock included
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    writer = threading.Thread(target=agent)
+
+    def sweeper() -> None:
+        try:
+            with transaction.atomic():
+                stages.stage_join(stage_id=stage.id)
+                stage_held.set()
+                writer.join(2)  # it commits at once, or waits on the stage for good
+                sessions.session_lock(session_id=session.id)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=sweeper), writer]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert errors == []
+    assert _numbers(session.id)[-1][0] == "timeline_event.created"
