@@ -46,10 +46,11 @@ LABELS = {
     "alert_resolved": "Alert resolved",
     "related_alerts": "Related alerts",
     "budget_reached": "Budget reached",
+    "memory.recalled": "Memories recalled",
 }
 MARKDOWN_TYPES = {"llm_thinking", "llm_response", "mcp_tool_summary", "user_question", "executive_summary",
                   "final_analysis", "google_search_result", "url_context_result"}
-COLLAPSED_TYPES = {"tool_result", "mcp_tool_call", "llm_tool_call", "related_alerts"}
+COLLAPSED_TYPES = {"tool_result", "mcp_tool_call", "llm_tool_call", "related_alerts", "memory.recalled"}
 
 
 def duration_text(ms: Any) -> str:
