@@ -27,7 +27,8 @@ REFLECTION = {"memories": [
     {"kind": "rumour", "text": "dropped: not a kind the rubric knows"},
 ]}
 VERDICT = {"support": "supported", "score": 80, "rationale": "Fine.", "tags": []}
-ANSWER = "Thought: The config map is gone.\nFinal Answer: checkout crashes because config map checkout-config is missing."
+ANSWER = ("Thought: The config map is gone.\n"
+          "Final Answer: checkout crashes because config map checkout-config is missing.")
 
 
 def _alert(message: str, service: str = "checkout") -> str:
