@@ -26,8 +26,13 @@ def _stem(word: str) -> str:
     if any(ch.isdigit() for ch in word) or "-" in word:
         return word
     for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
+        if not word.endswith(suffix) or len(word) - len(suffix) < 3:
+            continue
+        if suffix == "es" and not word[:-2].endswith(("s", "x", "z", "ch", "sh")):
+            continue  # `services` is `service` + s, `crashes` is `crash` + es
+        if suffix == "s" and word.endswith(("ss", "us", "is")):  # `status`, `class`, `analysis` stay whole
+            return word
+        return word[: -len(suffix)]
     return word
 
 

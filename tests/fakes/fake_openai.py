@@ -14,7 +14,7 @@
     {"events": [raw chunk dicts]}
 
 `POST /v1/embeddings` answers at once, without a queued reply, with `fake_embedding` of each input: a
-deterministic vector (hashed words and word trigrams), so texts sharing words are near and others are not.
+deterministic vector (tests/fakes/embedding.py).
 
 Run standalone: `python -m tests.fakes.fake_openai --port 8766 --script replies.json`.
 """
@@ -22,19 +22,16 @@ Run standalone: `python -m tests.fakes.fake_openai --port 8766 --script replies.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
-import math
-import re
 import struct
 from typing import Any
 
+from .embedding import fake_embedding
 from .sse_server import STALL_CAP_S, RecordedRequest, Reply, SSEFakeServer, run_cli
 
 COMPLETIONS_PATHS = ("/v1/chat/completions", "/chat/completions")
 EMBEDDINGS_PATHS = ("/v1/embeddings", "/embeddings")
-EMBEDDING_DIMS = 256
-_WORD = re.compile(r"[a-z0-9]+")
+
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_exceeded"}
 
 
@@ -90,27 +87,6 @@ class FakeOpenAI(SSEFakeServer):
         tokens = sum(len(t) // 4 + 1 for t in inputs)
         return Reply(body={"object": "list", "data": data, "model": body.get("model", "fake-embedding"),
                            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
-
-
-def _stem(word: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4 and not any(c.isdigit() for c in word):
-            return word[: -len(suffix)]
-    return word
-
-
-def fake_embedding(text: str, dims: int = EMBEDDING_DIMS) -> list[float]:
-    """A deterministic unit vector: each (lightly stemmed) word and each word's character trigrams add to hashed
-    dimensions, so texts sharing words and word stems point the same way."""
-    vector = [0.0] * dims
-    for word in {_stem(w) for w in _WORD.findall(text.lower()) if len(w) > 1}:
-        features = [(word, 1.0)] + [(f"#{word[i:i + 3]}", 0.3) for i in range(max(len(word) - 2, 0))]
-        for feature, weight in features:
-            digest = hashlib.sha256(feature.encode()).digest()
-            index = int.from_bytes(digest[:4], "little") % dims
-            vector[index] += weight if digest[4] & 1 else -weight
-    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
-    return [x / norm for x in vector]
 
 
 def _error_reply(status: int, message: str) -> Reply:
