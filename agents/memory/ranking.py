@@ -8,7 +8,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-RRF_K = 60  # the usual constant of reciprocal-rank fusion: later ranks still count, the top ones count most
+# Reciprocal-rank fusion's constant: 60 is usual for long web result lists; recall picks 5 out of a few dozen
+# matches, where 60 makes rank 1 and rank 5 nearly equal and lets confidence and age decide instead of relevance.
+RRF_K = 10
 MAX_QUERY_TOKENS = 64  # a 1 MB alert is not a query: its first distinct words are
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_-]*[a-z0-9]|[a-z0-9]")
 STOPWORDS = frozenset({
@@ -76,6 +78,12 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 def decay(age_days: float, half_life_days: float) -> float:
     """Weight of a memory last confirmed `age_days` ago: halves every half-life."""
     return 0.5 ** (max(age_days, 0.0) / half_life_days)
+
+
+def weight(confidence: float, age_days: float, half_life_days: float) -> float:
+    """What multiplies a memory's fused relevance: its age decay in full (a stale memory sinks), its confidence
+    by half (a doubtful memory that matches well still beats a confident one that matches badly)."""
+    return (0.5 + 0.5 * confidence) * decay(age_days, half_life_days)
 
 
 @dataclass(frozen=True)

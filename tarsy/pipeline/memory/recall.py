@@ -16,7 +16,7 @@ from django.utils import timezone
 from agents.llm.embeddings import embed_texts
 from agents.llm.retry import ProviderError
 from agents.memory.prompt import Recalled, cite_memory, memories_block
-from agents.memory.ranking import Ranked, cosine, decay, fuse
+from agents.memory.ranking import Ranked, cosine, fuse, weight
 from agents.memory.scope import alert_labels
 from agents.timeline_events import TimelineEventType, event_metadata
 from tarsy.config import get_config
@@ -44,7 +44,7 @@ def recall(*, query: str, alert_type: str, chain_id: str, labels: dict[str, str]
     keyword = keyword_ranking(candidates=candidates, query=query)
     semantic, mode = _semantic(candidates, query[:MAX_QUERY_CHARS])
     now = timezone.now()
-    weights = {m.id: m.confidence * decay((now - m.confirmed_at).total_seconds() / 86400, config.half_life_days)
+    weights = {m.id: weight(m.confidence, (now - m.confirmed_at).total_seconds() / 86400, config.half_life_days)
                for m in candidates}
     by_id = {m.id: m for m in candidates}
     ranked = fuse(keyword, semantic, weights=weights, limit=config.max_injected)

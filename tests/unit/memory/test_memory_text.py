@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agents.memory.ranking import decay, fuse, tokens
+from agents.memory.ranking import decay, fuse, tokens, weight
 from agents.memory.reflection import parse_memories
 from agents.memory.scope import alert_labels, in_scope
 
@@ -32,6 +32,7 @@ def test_fusion_rewards_agreement_and_weights_confidence_and_age():
     weighted = fuse([1, 2], [], weights={1: 0.1, 2: 1.0}, limit=5)
     assert [r.memory_id for r in weighted] == [2, 1]
     assert decay(30, 30) == 0.5 and decay(0, 30) == 1.0
+    assert weight(1.0, 0, 30) == 1.0 and weight(0.0, 30, 30) == 0.25  # confidence counts by half, age in full
 
 
 def test_words_are_stemmed_lightly_and_hyphenated_names_split_too():
