@@ -138,3 +138,19 @@ def test_recall_filters_by_scope_ranks_and_caps(scripted_config):
     hits, _ = recall(query="checkout crash loop config map checkout-config", alert_type="kubernetes",
                      chain_id="kubernetes", labels={"service": "checkout"})
     assert [h.memory.id for h in hits] == [stale.id]  # old is weaker, not forgotten
+
+
+def test_the_analysis_may_cite_only_the_memories_its_session_recalled(scripted_config):
+    from tarsy.models import TimelineEvent
+    from tarsy.services.citations import citations_verify
+
+    _configure(scripted_config, [])
+    session = _session()
+    memory = memories.memory_create(kind="fact", text="checkout-config lives in git")
+    TimelineEvent.objects.create(session=session, sequence_number=1, event_type="memory.recalled",
+                                 metadata={"memory_ids": [memory.id], "scores": [1.0], "mode": "keyword"})
+    AlertSession.objects.filter(id=session.id).update(
+        final_analysis=f"The config map is missing, restore it from git [M{memory.id}]; also [M{memory.id + 100}].")
+    result = citations_verify(session_id=session.id)
+    assert [e["id"] for e in result["valid"]] == [f"M{memory.id}"]
+    assert [(e["id"], e["reason"]) for e in result["invalid"]] == [(f"M{memory.id + 100}", "not_recalled")]

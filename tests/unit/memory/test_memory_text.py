@@ -47,3 +47,11 @@ def test_scope_labels_come_from_the_alert_and_only_a_contradiction_excludes():
     assert alert_labels("not json") == {}
     assert in_scope({"service": "checkout"}, labels) and in_scope({"namespace": "shop"}, labels)
     assert not in_scope({"service": "payments"}, labels)
+
+
+def test_a_memory_citation_is_valid_only_when_the_session_recalled_it():
+    from agents.citations import NOT_RECALLED, verify_citations
+
+    result = verify_citations("Root cause: config map gone [M3][E1]; seen before [M9].", [], "{}", {"M3"})
+    assert result["valid"] == [{"id": "M3", "kind": "memory", "memory_id": 3}]
+    assert {(e["id"], e["reason"]) for e in result["invalid"]} == {("M9", NOT_RECALLED), ("E1", "not_in_session")}
