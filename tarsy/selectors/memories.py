@@ -22,11 +22,14 @@ MIN_SHARED_WORDS = 2  # a single shared word ("pod") is no evidence that a memor
 MAX_SEARCH_TERMS = 64
 
 
-def memories_in_scope(*, alert_type: str, chain_id: str, labels: dict[str, str]) -> list[Memory]:
+def memories_in_scope(*, alert_type: str | None, chain_id: str | None, labels: dict[str, str]) -> list[Memory]:
     """Active memories for this alert type (or any) and chain (or any) whose labels do not contradict the
-    alert's."""
-    rows = Memory.objects.filter(state=MemoryState.ACTIVE, alert_type__in=[alert_type, ""],
-                                 chain_id__in=[chain_id, ""])
+    alert's; None: every alert type, or every chain (an agent's own search through the `tarsy` MCP server)."""
+    rows = Memory.objects.filter(state=MemoryState.ACTIVE)
+    if alert_type is not None:
+        rows = rows.filter(alert_type__in=[alert_type, ""])
+    if chain_id is not None:
+        rows = rows.filter(chain_id__in=[chain_id, ""])
     return [m for m in rows if in_scope(m.labels, labels)]
 
 

@@ -35,8 +35,10 @@ class Hit:
     ranked: Ranked
 
 
-def recall(*, query: str, alert_type: str, chain_id: str, labels: dict[str, str]) -> tuple[list[Hit], str]:
-    """The memories to inject, best first, and the mode ("hybrid" with embeddings, else "keyword")."""
+def recall(*, query: str, alert_type: str | None, chain_id: str | None, labels: dict[str, str],
+           limit: int | None = None) -> tuple[list[Hit], str]:
+    """The memories to inject, best first (at most `limit`, default memory.max_injected), and the mode ("hybrid"
+    with embeddings, else "keyword"). None for alert type or chain: any."""
     config = get_config().memory
     candidates = memories_in_scope(alert_type=alert_type, chain_id=chain_id, labels=labels)
     if not candidates:
@@ -47,7 +49,7 @@ def recall(*, query: str, alert_type: str, chain_id: str, labels: dict[str, str]
     weights = {m.id: weight(m.confidence, (now - m.confirmed_at).total_seconds() / 86400, config.half_life_days)
                for m in candidates}
     by_id = {m.id: m for m in candidates}
-    ranked = fuse(keyword, semantic, weights=weights, limit=config.max_injected)
+    ranked = fuse(keyword, semantic, weights=weights, limit=limit or config.max_injected)
     return [Hit(memory=by_id[r.memory_id], ranked=r) for r in ranked], mode
 
 
