@@ -192,6 +192,10 @@ class TarsyConfig:
             if provider and provider.type != "scripted" and _unpriced(provider):
                 out.append(f"LLM provider {name!r}: model {provider.model!r} has no price (its calls' cost shows as "
                            "unknown); set `pricing` on the provider")
+        embedder = self.llm_providers.get(self.memory.embedding_provider) if self.memory.enabled else None
+        if embedder and embedder.api_key_env and not env.get(embedder.api_key_env):
+            out.append(f"Memory embedding provider {self.memory.embedding_provider!r}: environment variable "
+                       f"{embedder.api_key_env} is not set (memories are recalled by keyword only)")
         for source in ("alertmanager", "grafana", "pagerduty"):
             secret_env = getattr(self.intake, source).secret_env
             if secret_env and not env.get(secret_env):

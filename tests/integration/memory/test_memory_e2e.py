@@ -122,6 +122,18 @@ def test_a_reviewed_investigation_is_remembered_recalled_and_forgotten(scripted_
     assert "## Memories from past investigations" in prompt
     assert Memory.objects.get(id=incident.id).use_count == 1
 
+    # A chat about B recalls them too, by the question's words as well as the alert's.
+    asked = client.post(f"/api/v1/sessions/{b}/chat/messages", {"content": "Did the checkout config map vanish again?"},
+                        format="json")
+    assert asked.status_code in (200, 201, 202), asked.content
+    chat_recall = wait_for(lambda: TimelineEvent.objects.filter(session_id=b, event_type="memory.recalled",
+                                                                stage__kind="chat").first(),
+                           timeout=60, message=f"the chat's recall\n{proc.log()[-3000:]}")
+    assert incident.id in chat_recall.metadata["memory_ids"]
+    wait_for(lambda: LLMInteraction.objects.filter(session_id=b, interaction_type="chat", success=True).exists(),
+             timeout=60, message="the chat's answer")
+    assert f"[M{incident.id}]" in _first_prompt(fake_llm, "Did the checkout config map vanish again?")
+
     # A reviewed inaccurate: the memories it produced are retired; C recalls nothing.
     response = client.post(f"/api/v1/sessions/{a}/review", {"rating": "inaccurate",
                                                             "feedback": "Wrong: it was the node."}, format="json")

@@ -30,6 +30,9 @@ def test_memory_is_off_by_default_and_chains_recall_and_reflect_once_on(tmp_path
     assert config.chains["quiet"].memory is None
     assert (config.chains["learner"].memory.recall, config.chains["learner"].memory.reflect) == (False, True)
     assert config.chains["kubernetes"].memory.recall
+    assert ("Memory embedding provider 'embedder': environment variable OPENAI_API_KEY is not set (memories are "
+            "recalled by keyword only)") in config.warnings(env={})
+    assert not [w for w in config.warnings(env={"OPENAI_API_KEY": "k"}) if "embedding" in w]
 
 
 @pytest.mark.parametrize("memory, message", [
