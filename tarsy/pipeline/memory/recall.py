@@ -20,6 +20,7 @@ from agents.memory.ranking import Ranked, cosine, fuse, weight
 from agents.memory.scope import alert_labels
 from agents.timeline_events import TimelineEventType, event_metadata
 from tarsy.config import get_config
+from tarsy.db_connections import connection_give_back
 from tarsy.models import AgentExecution, Memory, StageKind
 from tarsy.selectors.memories import keyword_ranking, memories_in_scope
 from tarsy.services import memories
@@ -59,6 +60,7 @@ def _semantic(candidates: list[Memory], query: str) -> tuple[list[tuple[int, flo
     if not name:
         return [], "keyword"
     provider = config.provider(name)
+    connection_give_back()  # the embedding call is a wait
     try:
         [vector] = embed_texts(name, provider, [query])
     except ProviderError as exc:

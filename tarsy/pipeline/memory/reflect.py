@@ -20,6 +20,7 @@ from agents.mcp.masking.boundary import mask_text
 from agents.memory.reflection import Candidate, parse_memories, reflection_messages
 from agents.memory.scope import alert_labels
 from tarsy.config import get_config
+from tarsy.db_connections import connection_give_back
 from tarsy.models import AlertSession, SessionReview, SessionStatus
 from tarsy.services import interactions, memories, quality, sessions
 
@@ -66,6 +67,7 @@ def ask_reflector(session: AlertSession, messages, number: int) -> str | None:
     request = LLMRequest(messages=messages, provider=target.config, provider_name=target.name,
                          session_id=str(session.id), interaction_type="memory_reflection", iteration=number,
                          max_output_tokens=REFLECTION_MAX_OUTPUT_TOKENS, deadline=time.time() + config.memory.timeout)
+    connection_give_back()  # the reflection call is a wait
     call = recorded_call(request, target, record=lambda record: interactions.llm_interaction_record(
         session_id=session.id, execution_id=None, iteration=0, record=record, add_to_totals=False))
     if call.error:
@@ -82,6 +84,7 @@ def embed_candidates(candidates: list[Candidate]) -> tuple[list[list[float] | No
     if not name or not candidates:
         return [None] * len(candidates), ""
     provider = config.provider(name)
+    connection_give_back()
     try:
         vectors: list[list[float] | None] = list(embed_texts(name, provider, [c.text for c in candidates]))
     except ProviderError as exc:
