@@ -104,8 +104,9 @@ def start_outbox_relay() -> None:
 
 @worker_ready.connect
 def _start_worker_relay(**kwargs) -> None:
-    """One relay per worker, a thread of its parent process (prefork children and pool threads send on commit
-    themselves)."""
+    """One relay per worker, a thread of its parent process. Pool threads send on commit in this process and
+    leave the deletes of their rows to it; a prefork child sends on commit itself and deletes each sent row in a
+    transaction of its own (a relay per child would double the worker's database connections to save it)."""
     start_outbox_relay()
 
 

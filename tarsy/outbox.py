@@ -202,3 +202,4 @@ def start_relay(send: Send) -> OutboxRelay:
     """This process's relay, started once (tarsy.celery.start_outbox_relay)."""
     with _relay_lock:
         return _relay if _relay is not None and _relay.running() else OutboxRelay(send).start()
+

@@ -1,6 +1,6 @@
 """TARSy's data model (DESIGN §3)."""
 
-from .events import Chat, ChatUserMessage, Event, EventSequence
+from .events import Chat, ChatUserMessage, Event
 from .memory import Memory, MemoryKind, MemoryState
 from .outbox import OutboxTask
 from .quality import FAILURE_TAGS, SUPPORT_BANDS, Rating, ScoreStatus, SessionReview, SessionScore, Support
@@ -36,7 +36,7 @@ from .tokens import APIToken
 __all__ = [
     "FAILURE_TAGS", "SUPPORT_BANDS",
     "ACTIVE_SESSION_STATUSES", "TERMINAL_EXEC_STATUSES", "TERMINAL_SESSION_STATUSES", "AgentExecution", "APIToken",
-    "AlertOccurrence", "AlertSession", "Chat", "ChatUserMessage", "Event", "EventSequence", "ExecStatus",
+    "AlertOccurrence", "AlertSession", "Chat", "ChatUserMessage", "Event", "ExecStatus",
     "InteractionText",
     "InteractionType",
     "LLMInteraction", "MCPInteraction",

@@ -19,32 +19,17 @@ class Event(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     seq = models.PositiveBigIntegerField(
         null=True, blank=True,
-        help_text="Position in its session channel (1, 2, 3 …, given right after commit); null on `sessions`")
+        help_text="Position in its session channel (1, 2, 3 …, given in the writing transaction); null on `sessions`")
 
     class Meta:
         ordering = ["id"]
         indexes = [
             models.Index(fields=["channel", "id"], name="event_channel_id"),
-            models.Index(fields=["id"], name="event_unnumbered",  # the sweeper's look-up of a crash's leftovers
-                         condition=models.Q(seq__isnull=True, channel__startswith="session:")),
         ]
         constraints = [models.UniqueConstraint(fields=["channel", "seq"], name="event_channel_seq")]
 
     def __str__(self) -> str:
         return f"{self.id} {self.channel} {self.type}"
-
-
-class EventSequence(models.Model):
-    """The last `Event.seq` given out on a session's channel. Events are numbered after their commit, under
-    this row's lock: a number exists only once the events before it are stored, so a client that sees n+2 after n
-    knows n+1 is missing and can read it."""
-
-    session = models.OneToOneField(AlertSession, primary_key=True, on_delete=models.CASCADE,
-                                   related_name="event_sequence")
-    last = models.PositiveBigIntegerField(default=0)
-
-    def __str__(self) -> str:
-        return f"{self.session_id} at {self.last}"
 
 
 class Chat(models.Model):

@@ -115,6 +115,9 @@ class AlertSession(TokenTotals):
     citations = models.JSONField(
         null=True, blank=True, help_text="The final analysis's citations as verified when it was written"
     )
+    event_seq = models.PositiveBigIntegerField(
+        default=0, help_text="The last `Event.seq` given on its channel (services.events.events_number)",
+    )
     budget_reached = models.JSONField(
         null=True, blank=True, help_text="The budget that forced the investigation to conclude: kind, limit, used",
     )

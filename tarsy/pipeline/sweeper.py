@@ -25,7 +25,6 @@ from tarsy.config import get_config
 from tarsy.decisions import EndExecution, FinishSession, RunIteration, SlackDeliver, enact_on_commit
 from tarsy.models import AgentExecution, ExecStatus, SessionStatus
 from tarsy.services import executions, sessions, slack, stages, timeline
-from tarsy.streaming.publisher import publish_unnumbered
 
 from .dispatch import dispatch_pending
 from .finish import session_finish
@@ -42,7 +41,6 @@ def sweep_once() -> dict[str, int]:
     counts["resumed"] = _resume_orphans()
     counts["finished"] = _finish_stalled_sessions()
     counts["slack"] = _redeliver_slack()
-    counts["events"] = publish_unnumbered()
     return counts
 
 

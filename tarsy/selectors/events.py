@@ -1,8 +1,8 @@
 """Reads behind the live stream: a channel's catch-up cursor and the stored events after one.
 
-A session channel's events are numbered (`Event.seq`) right after their commit, so its reads go by number: ids
-come from one sequence for all channels and two writers can commit them out of order. The `sessions` channel has
-no numbers and goes by id.
+A session channel's events are numbered (`Event.seq`) in the transaction that stores them, in commit order, so its
+reads go by number: ids come from one sequence for all channels and two writers can commit them out of order. The
+`sessions` channel has no numbers and goes by id.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ def is_numbered(channel: str) -> bool:
 
 
 def event_position(channel: str) -> tuple[int, int | None]:
-    """The id and number of the channel's latest event (0 and None when it has none). On a session channel the
-    latest numbered one: rows whose numbers are still to come follow it (by id, if none has a number yet)."""
+    """The id and number of the channel's latest event (0 and None when it has none); on a session channel the
+    highest numbered (rows stored before numbering existed, unnumbered, come before it)."""
     rows = Event.objects.filter(channel=channel)
     if is_numbered(channel):
         latest = rows.order_by(F("seq").desc(nulls_last=True), "-id").values_list("id", "seq").first()
@@ -53,6 +53,12 @@ def event_seq(channel: str, event_id: int) -> int | None:
 def events_after_seq(channel: str, *, seq: int, limit: int) -> list[Event]:
     """Up to `limit` events of a session channel numbered after `seq`, in order."""
     return list(Event.objects.filter(channel=channel, seq__gt=seq).order_by("seq")[:limit])
+
+
+def sessions_last_numbers(session_ids: list[str]) -> dict[str, int]:
+    """The last number each session has given an event of its channel (0 before its first)."""
+    rows = AlertSession.all_objects.filter(id__in=session_ids).values_list("id", "event_seq")
+    return {str(session_id): last for session_id, last in rows}
 
 
 def session_exists(session_id: uuid.UUID) -> bool:

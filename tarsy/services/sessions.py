@@ -53,14 +53,17 @@ def session_status_payload(session: AlertSession) -> dict[str, Any]:
     }
 
 
-def publish_session_status(session: AlertSession, event_type: str = "session.status") -> None:
-    """Signal and publish the status of the stored session (call inside the transaction that wrote it)."""
+def publish_session_status(session: AlertSession, event_type: str = "session.status", *,
+                           seq: int | None = None) -> None:
+    """Signal and publish the status of the stored session (call inside the transaction that wrote it); `seq` as
+    in `publish`."""
     session_status_changed.send(sender=AlertSession, session=session)
     payload = session_status_payload(session)
     if event_type == "session.completed":
         payload["final_analysis"] = session.final_analysis
         payload["executive_summary"] = session.executive_summary
-    publish(event_type, payload, session_id=session.id, channels=[session_channel(session.id), SESSIONS_CHANNEL])
+    publish(event_type, payload, session_id=session.id, channels=[session_channel(session.id), SESSIONS_CHANNEL],
+            seq=seq)
 
 
 def _check_alert_size(text: str) -> None:
@@ -234,9 +237,10 @@ def _session_create(alert: _Alert) -> AlertSession:
             title=alert.title,
             runbook_url=mask_url(alert.runbook) if alert.runbook else "", mcp_selection=alert.mcp,
             author=alert.author, fingerprint=alert.fingerprint, severity=alert.severity, group_key=alert.group_key,
+            event_seq=1,  # its first event, below: numbered here, as no other writer can see the row yet
         )
         session.save(force_insert=True)
-        publish_session_status(session)
+        publish_session_status(session, seq=1)
         enact_on_commit([DispatchSessions()])
     return session
 

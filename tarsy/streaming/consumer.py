@@ -199,6 +199,10 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
 
     # ---- catch-up ------------------------------------------------------------------------------------------
 
+    def last_seq(self, channel: str) -> int | None:
+        stream = self.streams.get(channel)
+        return stream.last_seq if stream is not None else None
+
     async def resync(self, channel: str) -> None:
         """The fan-out's call after live events may have been lost: send what is stored after the last one sent."""
         stream = self.streams.get(channel)

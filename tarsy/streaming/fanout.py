@@ -15,7 +15,10 @@ A one-event message reads the same in the earlier one-event format, so web proce
 
 Live delivery recovers by itself. When the subscription comes back after a Redis error, and when a worker says
 (with a message of no events) that it could not publish some of a channel's events, every local socket of the
-channel is caught up from the database from the last event it was sent (`Sink.resync`).
+channel is caught up from the database from the last event it was sent (`Sink.resync`). A process that dies
+between its commit and its publish says nothing: every RECONCILE_S the fan-out compares each watched session's
+stored counter with the last number each socket was sent, and catches a socket up when the counter stands still
+ahead of it (`_reconcile`).
 
 One `Fanout` per event loop (`fanout_for_loop`): uvicorn runs one loop per process; tests run one per test.
 """
@@ -39,6 +42,7 @@ log = logging.getLogger(__name__)
 
 READ_TIMEOUT_S = 1.0  # how long the reader waits for a frame before re-checking that it still has channels
 RETRY_DELAY_S = 0.5  # after a Redis error; redis-py reconnects and re-subscribes on the next read
+RECONCILE_S = 5.0  # a session event stored but never published reaches its sockets within two of these
 
 
 Event = tuple[int | None, str]  # event id (None: transient), JSON text
@@ -51,6 +55,9 @@ class Sink(Protocol):
 
     async def resync(self, channel: str) -> None:
         """Send what the database holds after the last event sent on `channel` (live events may have been lost)."""
+
+    def last_seq(self, channel: str) -> int | None:
+        """The number of the last event of a session channel sent (None before the first)."""
 
 
 def redis_channel(channel: str) -> str:
@@ -102,6 +109,8 @@ class Fanout:
         self._lock = asyncio.Lock()  # subscribe/unsubscribe commands one at a time
         self._local: asyncio.Queue | None = None  # embedded mode: frames handed over by the in-process worker
         self._resyncs: set[asyncio.Task] = set()  # catch-ups under way (held here so they are not collected)
+        self._stored: dict[str, int] = {}  # session channel -> its counter at the previous reconciliation
+        self._reconciler: asyncio.Task | None = None
 
     async def join(self, channel: str, sink: Sink) -> None:
         """Deliver `channel`'s events to `sink` from now on (subscribed on Redis before this returns)."""
@@ -146,9 +155,12 @@ class Fanout:
         live events wait for its catch-up; the reader and the other sockets do not)."""
         for channel in channels:
             for sink in tuple(self._sinks.get(channel, ())):
-                task = asyncio.get_running_loop().create_task(sink.resync(channel))
-                self._resyncs.add(task)
-                task.add_done_callback(self._resyncs.discard)
+                self._start_resync(sink, channel)
+
+    def _start_resync(self, sink: Sink, channel: str) -> None:
+        task = asyncio.get_running_loop().create_task(sink.resync(channel))
+        self._resyncs.add(task)
+        task.add_done_callback(self._resyncs.discard)
 
     def hand_over(self, frames: list[tuple[str, int | None, str]], seqs: dict[int, int] | None = None) -> None:
         """Called on this loop (via call_soon_threadsafe): queue frames for delivery, in order. `seqs` numbers
@@ -176,16 +188,20 @@ class Fanout:
         self._subscribed.add(channel)
         if self._reader is None or self._reader.done():
             self._reader = asyncio.get_running_loop().create_task(self._read())
+        if self._reconciler is None or self._reconciler.done():
+            self._reconciler = asyncio.get_running_loop().create_task(self._reconcile_every(RECONCILE_S))
 
     async def _redis_unsubscribe(self, channel: str) -> None:
         self._subscribed.discard(channel)
         if self._pubsub is None:
             return
         await self._pubsub.unsubscribe(redis_channel(channel))
+        self._stored.pop(channel, None)
         if not self._subscribed:  # nobody left: let the reader end and close the connection
-            reader, self._reader = self._reader, None
-            if reader is not None:
-                reader.cancel()
+            for task in (self._reader, self._reconciler):
+                if task is not None:
+                    task.cancel()
+            self._reader = self._reconciler = None
             pubsub, client, self._pubsub, self._client = self._pubsub, self._client, None, None
             await pubsub.aclose()
             if client is not None:
@@ -222,6 +238,34 @@ class Fanout:
                 await self.deliver(channel, events, seq)
             else:  # a worker could not publish some of this channel's events
                 self.resync((channel,))
+
+
+    async def _reconcile_every(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self._reconcile()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the database is away: the next round
+                log.warning("live event reconciliation failed; retrying in %.0f s", interval, exc_info=True)
+
+    async def _reconcile(self) -> None:
+        """Catch up the sockets of watched session channels that were sent less than is stored, where the stored
+        counter has not moved since the previous round (a counter still moving may have its publish on the way)."""
+        from asgiref.sync import sync_to_async
+
+        from tarsy.selectors.events import sessions_last_numbers
+
+        channels = {channel[len("session:"):]: channel for channel in self._sinks if channel.startswith("session:")}
+        stored = {channels[s]: n for s, n in (await sync_to_async(sessions_last_numbers)(list(channels))).items()}
+        behind = [(channel, sink) for channel, last in stored.items() if last == self._stored.get(channel)
+                  for sink in tuple(self._sinks.get(channel, ())) if (sink.last_seq(channel) or 0) < last]
+        self._stored = stored
+        if behind:
+            log.info("catching up %d socket(s) sent less than is stored", len(behind))
+        for channel, sink in behind:
+            self._start_resync(sink, channel)
 
 
 _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Fanout] = weakref.WeakKeyDictionary()

@@ -16,8 +16,8 @@ server's loop (`use_event_loop`).
 A send that fails (Redis down, or skipped in the pause after a failure) leaves the web processes short of some
 stored events. The publisher remembers the channels concerned and, once Redis answers again, publishes a notice
 with no events on each: the web processes catch their sockets up from the database (fanout.py). A session
-channel's events are numbered right after the commit, before they are sent (`events_number`), so a gap also
-shows at the next event.
+channel's events are numbered in the transaction that stores them (services.events), so a gap also shows at the
+next event.
 """
 
 from __future__ import annotations
@@ -30,15 +30,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
 from tarsy.models import Event
-from tarsy.services.events import events_number, events_store, events_unnumbered
+from tarsy.services.events import events_store
 
 from .fanout import by_channel, encode_events, fanout_for_loop, redis_channel, seq_of_first
 
@@ -46,7 +44,6 @@ log = logging.getLogger(__name__)
 
 SESSIONS_CHANNEL = "sessions"
 SEND_TIMEOUT_S = 1.0  # a stuck Redis must not stall an iteration for long
-UNNUMBERED_AFTER_S = 10.0  # numbering follows a commit by milliseconds; older unnumbered rows are a crash's
 PAUSE_AFTER_FAILURE_S = 5.0  # after a failed send, skip live delivery for a while (catch-up recovers)
 
 Frame = tuple[str, int | None, str]  # channel, event id (None: transient), JSON text
@@ -153,13 +150,15 @@ def event_message(event: Event) -> dict[str, Any]:
 
 
 def publish(event_type: str, payload: dict[str, Any], *, session_id: Any = None,
-            channels: list[str] | None = None) -> list[Event]:
+            channels: list[str] | None = None, seq: int | None = None) -> list[Event]:
     """Store a persistent event (one row per channel) and send it from the stored rows when the current
     transaction commits. Inside `batched_events` the rows are stored with the block's, in publication order (the
-    order of their ids, the catch-up cursor's)."""
+    order of their ids, the catch-up cursor's). `seq`: its number on the session's channel when the caller wrote
+    the counter itself (a session's first event, stored with the session row); otherwise it is numbered as stored."""
     if channels is None:
         channels = [session_channel(session_id)] if session_id else [SESSIONS_CHANNEL]
-    rows = [Event(session_id=session_id, channel=ch, type=event_type, payload=payload) for ch in channels]
+    rows = [Event(session_id=session_id, channel=ch, type=event_type, payload=payload,
+                  seq=seq if ch == session_channel(session_id) else None) for ch in channels]
     batch = _batch.get()
     if batch is not None:  # stored and sent with the rest of the block
         batch.extend(rows)
@@ -170,17 +169,8 @@ def publish(event_type: str, payload: dict[str, Any], *, session_id: Any = None,
 
 
 def _send_on_commit(rows: list[Event]) -> None:
-    transaction.on_commit(lambda: _number_and_send(rows))
-
-
-def _number_and_send(rows: list[Event]) -> None:
-    """After the commit: number the session channels' rows, then send them. Never raises: rows left unnumbered
-    are numbered with the channel's next event, and their channel is caught up then."""
-    try:
-        events_number(rows=rows)
-    except Exception:
-        log.warning("numbering stored events failed; they go out unnumbered", exc_info=True)
-    _send([_frame(event_message(row)) for row in rows], {row.id: row.seq for row in rows if row.seq is not None})
+    transaction.on_commit(lambda: _send([_frame(event_message(row)) for row in rows],
+                                        {row.id: row.seq for row in rows if row.seq is not None}))
 
 
 @contextmanager
@@ -196,16 +186,6 @@ def batched_events() -> Iterator[None]:
     if rows:
         events_store(rows=rows)
         _send_on_commit(rows)
-
-
-def publish_unnumbered(*, older_than_s: float = UNNUMBERED_AFTER_S) -> int:
-    """The sweeper's call: number and send the session events a process left unnumbered when it died right after
-    its commit (a later event of the session would number them; a session's last event has none). Returns how
-    many."""
-    rows = events_unnumbered(before=timezone.now() - timedelta(seconds=older_than_s))
-    if rows:
-        _number_and_send(rows)
-    return len(rows)
 
 
 def publish_transient(event_type: str, payload: dict[str, Any], *, session_id: Any) -> None:

@@ -129,12 +129,20 @@ def _install_commit_timing() -> None:
 
 def install(directory: Path) -> None:
     from celery.signals import task_postrun, task_prerun, worker_process_init
+    from django.db.backends.signals import connection_created
 
     @worker_process_init.connect(weak=False)
     def _child_ready(**kwargs):
         from django.db import connections
 
         connections["default"].execute_wrappers.append(_count_queries)
+
+    def _thread_connected(connection=None, **kwargs):
+        """Pool threads each have a connection of their own (and connect again after giving it back)."""
+        if connection is not None and _count_queries not in connection.execute_wrappers:
+            connection.execute_wrappers.append(_count_queries)
+
+    connection_created.connect(_thread_connected, weak=False)
 
     profiler = None
     if _profile_dir:

@@ -1,7 +1,8 @@
 """Per-iteration orchestration overhead: what an iteration costs besides the LLM call.
 
 Sessions of 20 ReAct iterations on a zero-latency scripted provider with no
-tools run one at a time on a real worker (prefork, concurrency 2). For each
+tools run one at a time on a real worker (prefork, concurrency 2; `--pool threads` for the deployed
+default, whose relay batches the deletes of sent outbox rows where a prefork child commits one per task). For each
 pair of consecutive iterations of an execution the overhead is
 
     start of LLM call n+1  −  start of LLM call n  −  time spent inside the provider in call n
@@ -13,7 +14,7 @@ through Redis, the claim of the next iteration and rebuilding its context.
 Timestamps and SQL statement counts come from observation hooks in the worker
 (tests/bench/_worker.py); product code runs unchanged.
 
-    python -m tests.bench.iteration_overhead [--sessions 11] [--iterations 20]
+    python -m tests.bench.iteration_overhead [--sessions 11] [--iterations 20] [--pool prefork|threads]
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=11, help="sessions to run; the first is a warm-up")
     parser.add_argument("--iterations", type=int, default=20)
-    parser.add_argument("--concurrency", type=int, default=2, help="worker prefork processes")
+    parser.add_argument("--concurrency", type=int, default=2, help="worker processes or threads")
+    parser.add_argument("--pool", choices=("prefork", "threads"), default="prefork")
     args = parser.parse_args(argv)
 
     bench = harness.bootstrap("iteration_overhead", tarsy={
@@ -49,7 +51,7 @@ def main(argv: list[str] | None = None) -> dict:
     from tarsy.models import AgentExecution, LLMInteraction
     from tarsy.services.sessions import session_submit
 
-    worker = bench.start_worker("w1", concurrency=args.concurrency)
+    worker = bench.start_worker("w1", concurrency=args.concurrency, pool=args.pool)
     bench.wait_workers(["w1"])
     ids = []
     for index in range(args.sessions):
@@ -108,7 +110,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     o, g = harness.summary_ms(overhead), harness.summary_ms(gap)
     print(f"\niteration_overhead: {len(measured)} sessions x {args.iterations} iterations "
-          f"(+1 warm-up), worker prefork -c {args.concurrency}; executions {sorted(set(statuses))}")
+          f"(+1 warm-up), worker {args.pool} -c {args.concurrency}; executions {sorted(set(statuses))}")
     print(f"  overhead between LLM calls  p50 {o['p50']:.1f} ms  p95 {o['p95']:.1f} ms  mean {o['mean']:.1f} ms "
           f"(n={o['n']})")
     print(f"  end-of-call -> next call    p50 {g['p50']:.1f} ms  p95 {g['p95']:.1f} ms")
@@ -130,6 +132,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"  machine: {harness.machine()}")
     figures = {
         "benchmark": "iteration_overhead",
+        "pool": args.pool,
         "p50_ms": round(o["p50"], 2),
         "p95_ms": round(o["p95"], 2),
         "queries_per_iteration": round(statistics.fmean(queries), 1),

@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.services, pytest.mark.browser, pytest.mark.slow, pytes
 def _store_unsent(session_id: str, statuses: list[str]) -> list[dict]:
     """Stored and numbered, never published (a worker that died before its publish); the messages as sent."""
     from tarsy.models import Event
-    from tarsy.services.events import events_number, events_store
+    from tarsy.services.events import events_store
     from tarsy.streaming.publisher import event_message, session_channel
 
     rows = [Event(session_id=session_id, channel=session_channel(session_id), type="session.status",
@@ -27,7 +27,6 @@ def _store_unsent(session_id: str, statuses: list[str]) -> list[dict]:
     try:
         with transaction.atomic():
             events_store(rows=rows)
-        events_number(rows=rows)
         return [json.loads(json.dumps(event_message(row), default=str)) for row in rows]
     finally:
         connections.close_all()

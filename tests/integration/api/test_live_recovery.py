@@ -10,9 +10,9 @@ from asgiref.sync import sync_to_async
 from django.db import connections, transaction
 
 from tarsy.models import Event
-from tarsy.services.events import events_number, events_store
+from tarsy.services.events import events_store
 from tarsy.streaming.fanout import fanout_for_loop
-from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, publish_unnumbered, session_channel
+from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 from tests.integration.api.test_websocket_consumer import connect, new_session
 from tests.support.processes import free_port, start_redis
 
@@ -98,7 +98,7 @@ async def test_events_committed_while_redis_was_down_reach_open_sockets_in_order
 
 @sync_to_async
 def store_unsent(session_id: str, n: int) -> list[int]:
-    """Stored, never numbered nor published: as when a worker dies right after its commit."""
+    """Stored and numbered, never published: as when a worker dies right after its commit."""
     rows = [Event(session_id=session_id, channel=session_channel(session_id), type="timeline_event.created",
                   payload={"n": i}) for i in range(n)]
     with transaction.atomic():
@@ -124,7 +124,6 @@ async def test_catch_ups_that_meet_send_each_event_once():
     channel = session_channel(session_id)
     watcher = await subscribed(channel)
     unsent = await store_unsent(session_id, 3)
-    await sync_to_async(events_number)(rows=await sync_to_async(list)(Event.objects.filter(id__in=unsent)))
     fanout_for_loop().resync([channel, channel])
     events = await received(watcher, 3, 5)
     assert [e["event_id"] for e in events] == unsent
@@ -132,14 +131,19 @@ async def test_catch_ups_that_meet_send_each_event_once():
     await watcher.disconnect()
 
 
-async def test_a_sessions_last_events_left_unnumbered_by_a_crash_go_out_with_the_sweep():
-    """No later event of the session will number them: the sweeper's pass does, and sends them."""
+async def test_a_sessions_last_events_left_unpublished_by_a_crash_reach_open_sockets(monkeypatch):
+    """No later event of the session will show the hole: the fan-out's reconciliation sees the stored counter
+    stand ahead of what the socket was sent, and catches it up."""
+    from tarsy.streaming import fanout
+
+    monkeypatch.setattr(fanout, "RECONCILE_S", 0.2)
     session_id = await new_session()
     watcher = await subscribed(session_channel(session_id))
+    live = [ids[0] for ids in await commit(session_id, 1)]
+    assert [e["event_id"] for e in await received(watcher, 1, 5)] == live
     unsent = await store_unsent(session_id, 2)
-    assert await sync_to_async(publish_unnumbered)(older_than_s=0) == 2
     events = await received(watcher, 2, 5)
     assert [e["event_id"] for e in events] == unsent
     assert events[1]["seq"] == events[0]["seq"] + 1
-    assert await sync_to_async(publish_unnumbered)(older_than_s=0) == 0
+    assert await watcher.receive_nothing(timeout=1.0)  # and not again
     await watcher.disconnect()

@@ -31,11 +31,10 @@ def outbox_relay():
     relay.stop()
 
 UNSURE = "Thought: step {n}: the evidence so far is inconclusive, look again.\nAction: none.none\nAction Input: {{}}"
-# Right after a commit that stored session events, they are numbered on their channel (services.events.
-# events_number): a transaction of its own holding only the session's counter, so a client can tell a hole in the
-# numbers (events lost on the way) from events still to come, without a lock held by the writer until commit.
-NUMBERING = ["BEGIN", "SELECT tarsy_eventsequence", "SELECT tarsy_event", "UPDATE tarsy_event",
-             "UPDATE tarsy_eventsequence", "COMMIT"]
+# Session events are numbered on their channel as they are stored (services.events.events_number): the session
+# row's counter raised and read back, held to the commit, so a client can tell a hole in the numbers (events lost
+# on the way) from events still to come.
+NUMBERING = ["UPDATE tarsy_alertsession", "SELECT tarsy_alertsession"]
 PODS = react_action("Check the pods.", "k8s.get_pods", '{"namespace": "prod"}')
 
 
@@ -74,9 +73,9 @@ def test_an_iteration_that_continues_without_a_tool(configure):
         # lease would first check that its attempt still holds the claim: the fence, one UPDATE.)
         "BEGIN",
         "INSERT tarsy_timelineevent",
+        *NUMBERING,
         "INSERT tarsy_event",
         "COMMIT",
-        *NUMBERING,
         # The completion: compare-and-set (on the iteration and the attempt, so the fence needs no statement of its
         # own here) with the iteration's tokens, the session's totals, then the recorder's
         # last batch (one INSERT per model: messages, the LLM record, the new feedback event; the streamed
@@ -88,10 +87,10 @@ def test_an_iteration_that_continues_without_a_tool(configure):
         "INSERT tarsy_llminteraction",
         "INSERT tarsy_timelineevent",
         "UPDATE tarsy_timelineevent",
+        *NUMBERING,
         "INSERT tarsy_event",
         "INSERT tarsy_outboxtask",  # the next iteration's task, sent after the commit (tarsy/outbox.py)
         "COMMIT",
-        *NUMBERING,
     ]
 
 
@@ -107,9 +106,9 @@ def test_an_iteration_with_a_tool_call(configure):
         "SELECT tarsy_message",  # the conversation
         "BEGIN",  # the streamed thinking event, before the LLM call
         "INSERT tarsy_timelineevent",
+        *NUMBERING,
         "INSERT tarsy_event",
         "COMMIT",
-        *NUMBERING,
         # Before the tool call: what the step recorded (the reply, the LLM record, the tool-call event shown at
         # once with the pending ones in one INSERT, the thinking event completed, their catch-up events).
         "BEGIN",
@@ -117,9 +116,9 @@ def test_an_iteration_with_a_tool_call(configure):
         "INSERT tarsy_llminteraction",
         "INSERT tarsy_timelineevent",
         "UPDATE tarsy_timelineevent",
+        *NUMBERING,
         "INSERT tarsy_event",
         "COMMIT",
-        *NUMBERING,
         # The result's evidence id, issued under the session row's lock (parallel agents share the counter).
         "BEGIN",
         "UPDATE tarsy_alertsession",
@@ -133,10 +132,10 @@ def test_an_iteration_with_a_tool_call(configure):
         "INSERT tarsy_mcpinteraction",
         "INSERT tarsy_timelineevent",
         "UPDATE tarsy_timelineevent",
+        *NUMBERING,
         "INSERT tarsy_event",
         "INSERT tarsy_outboxtask",
         "COMMIT",
-        *NUMBERING,
     ]
 
 
@@ -154,9 +153,9 @@ def test_the_last_iteration_of_a_one_agent_stage(configure):
         "SELECT tarsy_message",
         "BEGIN",
         "INSERT tarsy_timelineevent",
+        *NUMBERING,
         "INSERT tarsy_event",
         "COMMIT",
-        *NUMBERING,
         "BEGIN",  # the completion and the batch's last rows, as above
         "UPDATE tarsy_agentexecution",
         "UPDATE tarsy_alertsession",
@@ -164,6 +163,7 @@ def test_the_last_iteration_of_a_one_agent_stage(configure):
         "INSERT tarsy_llminteraction",
         "INSERT tarsy_timelineevent",
         "UPDATE tarsy_timelineevent",
+        *NUMBERING,
         "INSERT tarsy_event",
         # execution_end joins this transaction (no savepoint): the terminal compare-and-set and the stage it
         # belongs to; the stage under its lock with its executions (read once, for the join and the event);
@@ -174,17 +174,9 @@ def test_the_last_iteration_of_a_one_agent_stage(configure):
         "SELECT tarsy_stage",
         "SELECT tarsy_agentexecution",
         "UPDATE tarsy_stage",
+        *NUMBERING,
         "INSERT tarsy_event",
         "SELECT tarsy_alertsession",
         "INSERT tarsy_outboxtask",  # the session's finish
         "COMMIT",
-        *NUMBERING,
-        # The stage's events were a second commit hook: the first numbering took them too (it numbers every
-        # unnumbered row of the channel), so this one only reads back the numbers it finds given.
-        "BEGIN",
-        "SELECT tarsy_eventsequence",
-        "SELECT tarsy_event",
-        "UPDATE tarsy_eventsequence",
-        "COMMIT",
-        "SELECT tarsy_event",
     ]
