@@ -39,3 +39,16 @@ def test_the_memory_page_searches_filters_and_shows_provenance():
     ignored = client.get("/memories", {"kind": "rumour"}).content.decode()
     assert "The kind filter was ignored" in ignored and f'id="memory-{fact.id}"' in ignored
     assert 'href="/memories"' in client.get("/").content.decode()  # in the main navigation
+
+
+def test_the_session_timeline_shows_what_was_recalled():
+    from tarsy.models import TimelineEvent
+
+    session = AlertSession.objects.create(alert_data="x", alert_type="kubernetes", chain_id="kubernetes",
+                                          status="completed", completed_at=timezone.now())
+    TimelineEvent.objects.create(session=session, sequence_number=1, event_type="memory.recalled",
+                                 content=f"Recalled 1 memories (keyword):\n[M7] score 1.2: restore {EVIL}",
+                                 metadata={"memory_ids": [7], "scores": [1.2], "mode": "keyword"})
+    html = Client(REMOTE_ADDR="127.0.0.1").get(f"/sessions/{session.id}").content.decode()
+    assert "Memories recalled" in html and "[M7] score 1.2" in html
+    assert EVIL not in html
