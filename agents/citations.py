@@ -6,6 +6,8 @@ Evidence ids name what an analysis may rest on:
   assigned when the result is recorded, from a counter on the session, so it is unique within the session
   across stages and parallel agents, and it never changes. Numbers of an interrupted attempt that was
   discarded are not reused (gaps are possible). `E7` of one session is not evidence in another.
+- `M<n>` — a memory from past investigations (tarsy.models.Memory id n) that this session's prompts carried
+  (its `memory.recalled` events list them); citing one the session was not given is invalid.
 - `A:<path>` — a field of the alert: a key of the alert's JSON object, dotted for nested keys
   (`A:labels.namespace`), a number for a list position (`A:pods.0`). A text (non-JSON) alert has no fields.
 
@@ -20,10 +22,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-_ID = r"(?:E\d+|A:[^\s\[\],;<>&\"']+)"  # a field path has no markup characters: it reads the same in HTML
+_ID = r"(?:E\d+|M\d+|A:[^\s\[\],;<>&\"']+)"  # a field path has no markup characters: it reads the same in HTML
 EVIDENCE_ID = re.compile(r"E(\d+)")
 CITATION = re.compile(rf"\[\s*({_ID}(?:\s*[,;]\s*{_ID})*)\s*\]")
 _ONE_ID = re.compile(_ID)
@@ -32,6 +35,7 @@ EVIDENCE_LABEL = re.compile(r"\bevidence \[(E\d+)\]", re.IGNORECASE)  # how prom
 # Why a cited id is invalid (stored, shown in the API and on the dashboard).
 NOT_IN_SESSION = "not_in_session"  # no tool result of this session has that id (another session's, or made up)
 NO_ALERT_FIELD = "no_alert_field"  # the alert has no such field
+NOT_RECALLED = "not_recalled"  # no memory of that id was recalled for this session
 
 
 def evidence_id(number: int) -> str:
@@ -89,8 +93,10 @@ class Evidence:
                 "is_error": self.is_error}
 
 
-def verify_citations(analysis: str, evidence: list[Evidence], alert_data: str) -> dict[str, Any]:
-    """The deterministic check of an analysis's citations against the session's evidence and alert.
+def verify_citations(analysis: str, evidence: list[Evidence], alert_data: str,
+                     recalled: Collection[str] = ()) -> dict[str, Any]:
+    """The deterministic check of an analysis's citations against the session's evidence, alert and recalled
+    memories (`recalled`: "M<n>" ids).
 
     Returns `{"valid", "invalid", "uncited", "cited_count", "evidence_count"}`: valid and invalid cited ids in
     order of first citation (invalid ones with a `reason`), and the session's tool results never cited."""
@@ -104,6 +110,10 @@ def verify_citations(analysis: str, evidence: list[Evidence], alert_data: str) -
                 valid.append({"id": identifier, "kind": "alert_field", "field": identifier[2:]})
             else:
                 invalid.append({"id": identifier, "kind": "alert_field", "reason": NO_ALERT_FIELD})
+        elif identifier.startswith("M"):
+            entry = {"id": identifier, "kind": "memory", "memory_id": int(identifier[1:])}
+            (valid if identifier in recalled else invalid).append(
+                entry if identifier in recalled else {**entry, "reason": NOT_RECALLED})
         elif identifier in by_id:
             valid.append(by_id[identifier].as_dict())
         else:

@@ -34,6 +34,7 @@ class TimelineEventType(StrEnum):
     ALERT_RESOLVED = "alert_resolved"
     RELATED_ALERTS = "related_alerts"
     BUDGET_REACHED = "budget_reached"
+    MEMORY_RECALLED = "memory.recalled"
 
 
 TOOL_CALL_EVENTS = (TimelineEventType.LLM_TOOL_CALL, TimelineEventType.MCP_TOOL_CALL)
@@ -225,6 +226,15 @@ class BudgetMetadata(EventMetadata):
     used: float | None = None
 
 
+class MemoryRecalledMetadata(EventMetadata):
+    """memory.recalled: the memories injected into the prompt, best first, with their fused scores; `mode` says
+    whether embeddings took part (hybrid) or keyword ranking alone chose them."""
+
+    memory_ids: list[int] = []
+    scores: list[float] = []
+    mode: Literal["hybrid", "keyword"] = "keyword"
+
+
 METADATA_MODELS: dict[TimelineEventType, type[EventMetadata]] = {
     TimelineEventType.LLM_THINKING: TextMetadata,
     TimelineEventType.LLM_RESPONSE: TextMetadata,
@@ -242,6 +252,7 @@ METADATA_MODELS: dict[TimelineEventType, type[EventMetadata]] = {
     TimelineEventType.ALERT_RESOLVED: AlertResolvedMetadata,
     TimelineEventType.RELATED_ALERTS: RelatedAlertsMetadata,
     TimelineEventType.BUDGET_REACHED: BudgetMetadata,
+    TimelineEventType.MEMORY_RECALLED: MemoryRecalledMetadata,
 }
 
 

@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from tarsy.selectors.conversations import llm_conversations
+from tarsy.services import memories
 
 from .models import (
     AgentExecution,
@@ -23,6 +24,7 @@ from .models import (
     Event,
     LLMInteraction,
     MCPInteraction,
+    Memory,
     Message,
     SessionReview,
     SessionScore,
@@ -296,3 +298,29 @@ class SessionReviewAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.display(description="session")
     def session_link(self, obj):
         return _link(obj.session)
+
+
+@admin.register(Memory)
+class MemoryAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """What TARSy learned, with provenance and use. Read-only like the session records (corrections go through
+    PATCH /api/v1/memories/<id>, which masks and re-validates); retiring is an action."""
+
+    list_display = ["id", "kind", "short_text", "alert_type", "confidence", "state", "use_count", "session_link",
+                    "confirmed_at"]
+    list_filter = ["state", "kind", "alert_type"]
+    search_fields = ["text", "session__id"]
+    readonly_fields = [f.name for f in Memory._meta.fields]
+    actions = ["retire"]
+
+    @admin.display(description="text")
+    def short_text(self, obj):
+        return obj.text[:120]
+
+    @admin.display(description="session")
+    def session_link(self, obj):
+        return _link(obj.session)
+
+    @admin.action(description="Retire the selected memories")
+    def retire(self, request, queryset):
+        for memory_id in queryset.values_list("id", flat=True):
+            memories.memory_retire(memory_id=memory_id, reason=f"retired in the admin by {request.user}")

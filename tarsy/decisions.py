@@ -47,6 +47,15 @@ class ScoreSession:
 
 
 @dataclass(frozen=True)
+class ReflectSession:
+    """Learn memories from a scored, reviewed or completed session (`trigger`: score / review / completion;
+    tarsy.pipeline.memory.reflect)."""
+
+    session_id: str
+    trigger: str
+
+
+@dataclass(frozen=True)
 class DispatchSessions:
     """Claim pending sessions soon; requests close together share one dispatch task (see pipeline.dispatch)."""
 
@@ -89,9 +98,9 @@ class Nothing:
     """Nothing follows (a chat stage answered, a duplicate call)."""
 
 
-Enqueued = RunIteration | FinishSession | ReapSession | DispatchSessions | ScoreSession | SlackDeliver
+Enqueued = RunIteration | FinishSession | ReapSession | DispatchSessions | ScoreSession | SlackDeliver | ReflectSession
 Enactor = Callable[[list[Enqueued]], None]
-ENQUEUED = (RunIteration, FinishSession, ReapSession, DispatchSessions, ScoreSession, SlackDeliver)
+ENQUEUED = (RunIteration, FinishSession, ReapSession, DispatchSessions, ScoreSession, SlackDeliver, ReflectSession)
 
 _enactor: Enactor | None = None
 

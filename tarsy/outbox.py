@@ -24,7 +24,15 @@ from typing import Any
 from django.db import close_old_connections, connections, transaction
 from django.utils import timezone
 
-from tarsy.decisions import Enqueued, FinishSession, ReapSession, RunIteration, ScoreSession, SlackDeliver
+from tarsy.decisions import (
+    Enqueued,
+    FinishSession,
+    ReapSession,
+    ReflectSession,
+    RunIteration,
+    ScoreSession,
+    SlackDeliver,
+)
 from tarsy.services import outbox
 
 log = logging.getLogger(__name__)
@@ -33,7 +41,7 @@ Send = Callable[[Enqueued], None]  # queues one decision's task (tarsy.tasks.sen
 
 # Kept in the outbox until the broker takes them. Not a dispatch: the pending session row is its record, and every
 # sweep dispatches what is pending (an alert burst would otherwise write and delete a row per alert).
-OUTBOXED: tuple[type, ...] = (RunIteration, FinishSession, ReapSession, ScoreSession, SlackDeliver)
+OUTBOXED: tuple[type, ...] = (RunIteration, FinishSession, ReapSession, ScoreSession, SlackDeliver, ReflectSession)
 _KINDS = {cls.__name__: cls for cls in OUTBOXED}
 
 RELAY_AGE_S = 5.0  # the commit path sends within milliseconds and its relay deletes within a pass: older is left behind

@@ -276,6 +276,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Memory kinds share the field name `kind` with other choice sets: named here, not by a hash.
+    "ENUM_NAME_OVERRIDES": {"MemoryKindEnum": "tarsy.models.memory.MemoryKind",
+                            "MemoryStateEnum": "tarsy.models.memory.MemoryState"},
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = 3 * 1024 * 1024  # alert data is capped at 1 MB; leave room for JSON escaping
 

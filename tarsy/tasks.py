@@ -25,6 +25,7 @@ from tarsy.decisions import (
     Enqueued,
     FinishSession,
     ReapSession,
+    ReflectSession,
     RunIteration,
     ScoreSession,
     SlackDeliver,
@@ -64,6 +65,8 @@ def send(decision: Enqueued) -> None:
         enqueue_scoring(decision.session_id)
     elif isinstance(decision, SlackDeliver):
         slack_deliver.delay(decision.session_id)
+    elif isinstance(decision, ReflectSession):
+        enqueue_reflection(decision.session_id, decision.trigger)
     else:
         raise TypeError(f"cannot enqueue {decision!r}")
 
@@ -144,6 +147,24 @@ def score_session(self, session_id: str) -> None:
 
     try:
         session_score(session_id=session_id)
+    except TRANSIENT_DB_ERRORS as exc:
+        _retry_after_db_error(self, exc)
+
+
+def enqueue_reflection(session_id: str, trigger: str) -> None:
+    """Like scoring: the task's limits follow memory.timeout, so a reflector that never answers frees the worker."""
+    soft = min(get_config().memory.timeout + SCORING_GRACE_S, settings.MAX_ITERATION_TIMEOUT_S)
+    reflect_session.apply_async((session_id, trigger), soft_time_limit=soft,
+                                time_limit=soft + settings.ITERATION_HARD_LIMIT_GRACE_S)
+
+
+@shared_task(name="tarsy.tasks.reflect_session", **_RELIABLE)
+def reflect_session(self, session_id: str, trigger: str) -> None:
+    """Learn memories from a session (investigation memory); the session itself is untouched."""
+    from tarsy.pipeline.memory.reflect import session_reflect
+
+    try:
+        session_reflect(session_id=session_id, trigger=trigger)
     except TRANSIENT_DB_ERRORS as exc:
         _retry_after_db_error(self, exc)
 

@@ -69,6 +69,11 @@ def prometheus_server() -> MCPServerConfig:
     )
 
 
+# What the built-in `tarsy` server needs to open TARSy's database and configuration (tarsy.settings).
+TARSY_SERVER_ENV = ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "TARSY_DATA_DIR", "TARSY_CONFIG_DIR",
+                    "DJANGO_SETTINGS_MODULE", "PYTHONPATH")
+
+
 def builtin_mcp_servers(env: Mapping[str, str] | None = None) -> dict[str, MCPServerConfig]:
     """Prometheus only where PROMETHEUS_URL names one: without it the server cannot start and would show as down."""
     env = os.environ if env is None else env
@@ -85,6 +90,15 @@ def builtin_mcp_servers(env: Mapping[str, str] | None = None) -> dict[str, MCPSe
                 "container logs before concluding."
             ),
             data_masking={"enabled": True, "pattern_groups": ["kubernetes"]},
+        ),
+        # TARSy's own memory (tarsy.mcp_server): started only for agents that list it; it reads the database
+        # TARSy runs on, so it gets the settings that name it.
+        "tarsy": MCPServerConfig(
+            transport=TransportConfig(type="stdio", command=sys.executable, args=["-m", "tarsy.mcp_server"],
+                                      env_passthrough=list(TARSY_SERVER_ENV)),
+            instructions=("TARSy's memory of past investigations: recall what earlier ones learned and find past "
+                          "sessions; verify what you recall before relying on it, and cite memories by id."),
+            data_masking={"enabled": True, "pattern_groups": ["security"]},
         ),
         "demo-kubernetes": MCPServerConfig(
             transport=TransportConfig(type="stdio", command=sys.executable, args=["-m", "agents.mcp.demo_cluster"]),

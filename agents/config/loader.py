@@ -181,6 +181,7 @@ def load_config(config_dir: str | os.PathLike[str] | None = None, env: dict[str,
         intake=tarsy_file.intake,
         config_dir=str(directory.resolve()) if directory else "",
         scoring=tarsy_file.scoring,
+        memory=tarsy_file.memory,
         slack=tarsy_file.slack,
         file_names={"tarsy": tarsy_path.name, "providers": providers_path.name},
         user_defined={

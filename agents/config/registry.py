@@ -14,11 +14,14 @@ from .schema import (
     IntakeConfig,
     LLMProviderConfig,
     MCPServerConfig,
+    MemoryConfig,
     QueueConfig,
     ScoringConfig,
     SlackConfig,
     SystemConfig,
 )
+
+EMBEDDING_PROVIDER_TYPES = ("google", "openai")  # the SDKs TARSy calls for embeddings (agents.llm.embeddings)
 
 
 def _unpriced(provider: LLMProviderConfig) -> bool:
@@ -40,6 +43,7 @@ class TarsyConfig:
     intake: IntakeConfig = field(default_factory=IntakeConfig)
     config_dir: str = ""
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
     slack: SlackConfig | None = None
     user_defined: dict[str, set[str]] = field(default_factory=dict)
     file_names: dict[str, str] = field(default_factory=lambda: {"tarsy": "tarsy.yaml",
@@ -106,6 +110,15 @@ class TarsyConfig:
             )
         need("llm provider", self.scoring.llm_provider, f"{self.file_names['tarsy']}: scoring.llm_provider",
              self.llm_providers)
+        need("llm provider", self.memory.llm_provider, f"{self.file_names['tarsy']}: memory.llm_provider",
+             self.llm_providers)
+        need("llm provider", self.memory.embedding_provider, f"{self.file_names['tarsy']}: memory.embedding_provider",
+             self.llm_providers)
+        embedder = self.llm_providers.get(self.memory.embedding_provider)
+        if embedder is not None and embedder.type not in EMBEDDING_PROVIDER_TYPES:
+            problems.append(f"{self.file_names['tarsy']}: memory.embedding_provider: provider "
+                            f"{self.memory.embedding_provider!r} is of type {embedder.type!r}; embeddings need one "
+                            f"of {', '.join(EMBEDDING_PROVIDER_TYPES)}")
         for i, fallback in enumerate(self.defaults.fallback_providers):
             need("llm provider", fallback, f"{self.file_names['tarsy']}: defaults.fallback_providers.{i}",
                  self.llm_providers)
@@ -164,7 +177,8 @@ class TarsyConfig:
         """Non-fatal problems worth showing an operator (missing API keys for referenced providers)."""
         env = os.environ if env is None else env
         out: list[str] = []
-        used = {self.default_provider, *filter(None, [self.scoring.llm_provider]), *self.defaults.fallback_providers}
+        used = {self.default_provider, *filter(None, [self.scoring.llm_provider, self.memory.llm_provider]),
+                *self.defaults.fallback_providers}
         for chain in self.chains.values():
             used.update(filter(None, [chain.llm_provider, chain.chat.llm_provider, *(chain.fallback_providers or [])]))
             for stage in chain.stages:
@@ -178,6 +192,10 @@ class TarsyConfig:
             if provider and provider.type != "scripted" and _unpriced(provider):
                 out.append(f"LLM provider {name!r}: model {provider.model!r} has no price (its calls' cost shows as "
                            "unknown); set `pricing` on the provider")
+        embedder = self.llm_providers.get(self.memory.embedding_provider) if self.memory.enabled else None
+        if embedder and embedder.api_key_env and not env.get(embedder.api_key_env):
+            out.append(f"Memory embedding provider {self.memory.embedding_provider!r}: environment variable "
+                       f"{embedder.api_key_env} is not set (memories are recalled by keyword only)")
         for source in ("alertmanager", "grafana", "pagerduty"):
             secret_env = getattr(self.intake, source).secret_env
             if secret_env and not env.get(secret_env):

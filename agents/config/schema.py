@@ -340,6 +340,13 @@ def _title_template(value: str) -> str:
     return value
 
 
+class ChainMemoryConfig(_Strict):
+    """A chain's use of investigation memory (`memory: off` on the chain switches both off)."""
+
+    recall: bool = True  # inject memories into its investigations' and chats' first prompts
+    reflect: bool = True  # learn from its scored and reviewed sessions
+
+
 class ChainConfig(_Strict):
     alert_types: list[str] = Field(default_factory=list)
     description: str = ""
@@ -357,6 +364,8 @@ class ChainConfig(_Strict):
     correlation: Annotated[CorrelationConfig | None, BeforeValidator(_off_is_none)] = Field(
         default_factory=CorrelationConfig)
     budget: BudgetConfig | None = None  # over the defaults' budget, limit by limit
+    memory: Annotated[ChainMemoryConfig | None, BeforeValidator(_off_is_none)] = Field(
+        default_factory=ChainMemoryConfig)
     stages: list[StageConfig] = Field(min_length=1)
 
 
@@ -489,6 +498,21 @@ class ScoringConfig(_Strict):
         return bool(self.llm_provider)
 
 
+class MemoryConfig(_Strict):
+    """Investigation memory (docs/memory.md). Off by default: with it on, every scored or reviewed session costs
+    a reflection LLM call and every first prompt carries recalled memories, which changes what existing
+    deployments and the demo send to their LLM."""
+
+    enabled: bool = False
+    llm_provider: str = ""  # the reflection's provider; "" = defaults.llm_provider
+    embedding_provider: str = ""  # an llm_providers entry of type google or openai naming an embedding model
+    max_injected: int = Field(default=5, ge=1, le=20)
+    similarity_floor: float = Field(default=0.35, ge=0, le=1)  # cosine below this is no match
+    half_life_days: float = Field(default=90.0, gt=0)  # a memory's weight halves with each half-life unconfirmed
+    max_per_reflection: int = Field(default=5, ge=1, le=20)
+    timeout: Duration = 120.0
+
+
 _SLACK_CHANNEL_RE = re.compile(r"^[#]?[A-Za-z0-9._-]{1,80}$")
 
 
@@ -530,6 +554,7 @@ class TarsyFile(_Strict):
     system: SystemConfig = Field(default_factory=SystemConfig)
     intake: IntakeConfig = Field(default_factory=IntakeConfig)
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
     mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     agent_chains: dict[str, ChainConfig] = Field(default_factory=dict)

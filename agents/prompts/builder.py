@@ -113,8 +113,11 @@ def _alert_block(alert_type: str, alert_data: str) -> str:
 
 
 def _context_sections(alert_type: str, alert_data: str, runbook: str, previous_stage_context: str,
-                      *, runbook_required: bool = True) -> list[str]:
+                      *, runbook_required: bool = True, memories: str = "") -> list[str]:
+    """`memories`: the recalled-memories section, already fenced as data (agents.memory.prompt)."""
     sections = [_alert_block(alert_type, alert_data)]
+    if memories.strip():
+        sections.append(memories.strip())
     if runbook.strip():
         sections.append(data_block("Runbook", runbook, what="the runbook for this alert"))
     elif runbook_required:
@@ -125,8 +128,10 @@ def _context_sections(alert_type: str, alert_data: str, runbook: str, previous_s
     return sections
 
 
-def _chat_user(chat: ChatContext, alert_type: str, alert_data: str, runbook: str, previous: str) -> str:
-    sections = _context_sections(alert_type, alert_data, runbook, previous, runbook_required=False)
+def _chat_user(chat: ChatContext, alert_type: str, alert_data: str, runbook: str, previous: str,
+               memories: str = "") -> str:
+    sections = _context_sections(alert_type, alert_data, runbook, previous, runbook_required=False,
+                                 memories=memories)
     sections.append(data_block("Investigation record", chat.investigation or "(empty)",
                                what="the record of the completed investigation: reasoning, tool calls, results"))
     if chat.history:
@@ -140,11 +145,11 @@ def _chat_user(chat: ChatContext, alert_type: str, alert_data: str, runbook: str
 
 
 def _task_message(*, alert_type: str, alert_data: str, runbook: str, previous_stage_context: str,
-                  chat: ChatContext | None) -> ConversationMessage:
+                  chat: ChatContext | None, memories: str = "") -> ConversationMessage:
     if chat is not None:
-        content = _chat_user(chat, alert_type, alert_data, runbook, previous_stage_context)
+        content = _chat_user(chat, alert_type, alert_data, runbook, previous_stage_context, memories)
     else:
-        sections = _context_sections(alert_type, alert_data, runbook, previous_stage_context)
+        sections = _context_sections(alert_type, alert_data, runbook, previous_stage_context, memories=memories)
         content = _render("investigation_task", sections="\n\n".join(sections))
     return ConversationMessage(role="user", content=content)
 
@@ -154,7 +159,7 @@ def _task_message(*, alert_type: str, alert_data: str, runbook: str, previous_st
 
 def build_react_messages(*, config: ResolvedAgentConfig, tools: list[ToolDefinition], alert_type: str,
                          alert_data: str, runbook: str, previous_stage_context: str,
-                         chat: ChatContext | None = None) -> list[ConversationMessage]:
+                         chat: ChatContext | None = None, memories: str = "") -> list[ConversationMessage]:
     """ReAct: tools are described in the system prompt and called through the text format."""
     parts = ([_render("chat_system")] if chat is not None else []) + [
         _render("react_format", tool_list=format_tool_list(tools))
@@ -162,13 +167,13 @@ def build_react_messages(*, config: ResolvedAgentConfig, tools: list[ToolDefinit
     return [
         _system(config, *parts),
         _task_message(alert_type=alert_type, alert_data=alert_data, runbook=runbook,
-                      previous_stage_context=previous_stage_context, chat=chat),
+                      previous_stage_context=previous_stage_context, chat=chat, memories=memories),
     ]
 
 
 def build_native_messages(*, config: ResolvedAgentConfig, tools: list[ToolDefinition], alert_type: str,
                           alert_data: str, runbook: str, previous_stage_context: str,
-                          chat: ChatContext | None = None) -> list[ConversationMessage]:
+                          chat: ChatContext | None = None, memories: str = "") -> list[ConversationMessage]:
     """Native thinking: tools are bound to the request, so the prompt only explains how to work."""
     parts = ([_render("chat_system")] if chat is not None else []) + [
         _render("native_format") if tools else _render("no_tools")
@@ -176,7 +181,7 @@ def build_native_messages(*, config: ResolvedAgentConfig, tools: list[ToolDefini
     return [
         _system(config, *parts),
         _task_message(alert_type=alert_type, alert_data=alert_data, runbook=runbook,
-                      previous_stage_context=previous_stage_context, chat=chat),
+                      previous_stage_context=previous_stage_context, chat=chat, memories=memories),
     ]
 
 

@@ -2,7 +2,7 @@ from django.urls import path
 
 from tarsy.slack import views as slack_views
 
-from . import quality_views, session_views, views, webhook_views
+from . import memory_views, quality_views, session_views, views, webhook_views
 
 S = "sessions/<uuid:session_id>"
 
@@ -24,6 +24,9 @@ urlpatterns = [
     path(f"{S}/review", quality_views.SessionReviewView.as_view(), name="session-review"),
     path("quality", quality_views.QualityView.as_view(), name="quality"),
     path(f"{S}/chat/messages", session_views.ChatMessagesView.as_view(), name="session-chat-messages"),
+    path("memories", memory_views.MemoryListView.as_view(), name="memory-list"),
+    path("memories/<int:memory_id>", memory_views.MemoryDetailView.as_view(), name="memory-detail"),
+    path("memories/<int:memory_id>/retire", memory_views.MemoryRetireView.as_view(), name="memory-retire"),
     path("spend", views.SpendView.as_view(), name="spend"),
     path("system/warnings", views.SystemWarningsView.as_view(), name="system-warnings"),
     path("system/mcp-servers", views.MCPServersView.as_view(), name="system-mcp-servers"),

@@ -18,7 +18,15 @@ from typing import Any
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from agents.citations import CITATION, NO_ALERT_FIELD, NOT_IN_SESSION, Evidence, cited_ids, verify_citations
+from agents.citations import (
+    CITATION,
+    NO_ALERT_FIELD,
+    NOT_IN_SESSION,
+    NOT_RECALLED,
+    Evidence,
+    cited_ids,
+    verify_citations,
+)
 from agents.timeline_events import TimelineEventType, ToolResultMetadata, read_metadata
 from tarsy.models import TimelineEvent
 
@@ -26,6 +34,7 @@ _TAG = re.compile(r"(<[^>]*>)")
 REASONS = {
     NOT_IN_SESSION: "not a tool result of this session",
     NO_ALERT_FIELD: "the alert has no such field",
+    NOT_RECALLED: "no such memory was recalled for this session",
 }
 
 
@@ -61,6 +70,8 @@ def _link(identifier: str, entry: dict[str, Any] | None) -> str:
     if not entry["ok"]:
         why = escape(entry.get("why") or entry.get("reason", ""))
         return f'<span class="cite cite-invalid" title="Invalid citation: {why}">{text}</span>'
+    if entry.get("kind") == "memory":
+        return f'<span class="cite cite-memory" title="Memory recalled from past investigations">{text}</span>'
     if entry.get("kind") == "alert_field":
         return f'<a class="cite cite-alert" href="#alert-data" title="Field of the alert">{text}</a>'
     tool = escape(entry.get("tool", ""))
@@ -101,8 +112,19 @@ def evidence_in(events: list[TimelineEvent]) -> list[Evidence]:
     return evidence
 
 
-def link_answer(html: SafeString, text: str, evidence: list[Evidence], alert_data: str) -> SafeString:
-    """An answer on the timeline with its citations checked against the session's evidence and linked."""
+def memories_in(events: list[TimelineEvent]) -> set[str]:
+    """The memory ids ("M<n>") recalled among already loaded timeline events."""
+    recalled: set[str] = set()
+    for event in events:
+        if event.event_type == TimelineEventType.MEMORY_RECALLED:
+            recalled.update(f"M{i}" for i in (event.metadata or {}).get("memory_ids", []) if isinstance(i, int))
+    return recalled
+
+
+def link_answer(html: SafeString, text: str, evidence: list[Evidence], alert_data: str,
+                recalled: set[str] | None = None) -> SafeString:
+    """An answer on the timeline with its citations checked against the session's evidence (and recalled
+    memories) and linked."""
     if not CITATION.search(text or ""):
         return html
-    return link_citations(html, citations_view(verify_citations(text, evidence, alert_data)))
+    return link_citations(html, citations_view(verify_citations(text, evidence, alert_data, recalled or set())))

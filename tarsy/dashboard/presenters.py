@@ -34,7 +34,7 @@ from tarsy.models import (
 )
 from tarsy.selectors.conversations import llm_conversations
 
-from .citations import evidence_in, link_answer
+from .citations import evidence_in, link_answer, memories_in
 from .markdown import pretty_data, render_markdown
 
 LABELS = {
@@ -46,10 +46,11 @@ LABELS = {
     "alert_resolved": "Alert resolved",
     "related_alerts": "Related alerts",
     "budget_reached": "Budget reached",
+    "memory.recalled": "Memories recalled",
 }
 MARKDOWN_TYPES = {"llm_thinking", "llm_response", "mcp_tool_summary", "user_question", "executive_summary",
                   "final_analysis", "google_search_result", "url_context_result"}
-COLLAPSED_TYPES = {"tool_result", "mcp_tool_call", "llm_tool_call", "related_alerts"}
+COLLAPSED_TYPES = {"tool_result", "mcp_tool_call", "llm_tool_call", "related_alerts", "memory.recalled"}
 
 
 def duration_text(ms: Any) -> str:
@@ -140,8 +141,10 @@ def event_item(event: TimelineEvent) -> TimelineItem:
     against the session's tool results."""
     item = timeline_item(event)
     if event.event_type == "final_analysis" and item.html:
-        tool_results = TimelineEvent.objects.filter(session_id=event.session_id, event_type="tool_result")
-        item.html = link_answer(item.html, event.content, evidence_in(list(tool_results)), event.session.alert_data)
+        sources = list(TimelineEvent.objects.filter(session_id=event.session_id,
+                                                    event_type__in=["tool_result", "memory.recalled"]))
+        item.html = link_answer(item.html, event.content, evidence_in(sources), event.session.alert_data,
+                                memories_in(sources))
     return item
 
 
@@ -206,11 +209,11 @@ class StageGroup:
 def _stage_views(session: AlertSession, events: list[TimelineEvent], stages: list[Stage]) -> list[StageView]:
     by_execution: dict[str, list[TimelineItem]] = defaultdict(list)
     by_stage: dict[int, list[TimelineItem]] = defaultdict(list)
-    evidence = evidence_in(events)
+    evidence, recalled = evidence_in(events), memories_in(events)
     for event in events:
         item = timeline_item(event)
         if event.event_type == "final_analysis" and item.html:
-            item.html = link_answer(item.html, event.content, evidence, session.alert_data)
+            item.html = link_answer(item.html, event.content, evidence, session.alert_data, recalled)
         if event.execution_id:
             by_execution[str(event.execution_id)].append(item)
         elif event.stage_id:

@@ -3,7 +3,7 @@ from pathlib import Path
 from django.urls import path, re_path
 from django.views.static import serve
 
-from . import quality, views
+from . import memories, quality, views
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
@@ -15,6 +15,7 @@ urlpatterns = [
     path("sessions/<uuid:session_id>/stages/<int:stage_id>", views.stage_fragment, name="dashboard-stage"),
     path("sessions/<uuid:session_id>/events", views.events_fragment, name="dashboard-events"),
     path("quality", quality.quality_page, name="dashboard-quality"),
+    path("memories", memories.memories_page, name="dashboard-memories"),
     path("submit", views.submit_page, name="dashboard-submit"),
     path("system", views.system_page, name="dashboard-system"),
     path("system/mcp-servers", views.system_mcp_fragment, name="dashboard-mcp"),

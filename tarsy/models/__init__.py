@@ -1,6 +1,7 @@
 """TARSy's data model (DESIGN §3)."""
 
 from .events import Chat, ChatUserMessage, Event
+from .memory import Memory, MemoryKind, MemoryState
 from .outbox import OutboxTask
 from .quality import FAILURE_TAGS, SUPPORT_BANDS, Rating, ScoreStatus, SessionReview, SessionScore, Support
 from .records import (
@@ -38,7 +39,9 @@ __all__ = [
     "AlertOccurrence", "AlertSession", "Chat", "ChatUserMessage", "Event", "ExecStatus",
     "InteractionText",
     "InteractionType",
-    "LLMInteraction", "MCPInteraction", "Message", "MessageRole", "OccurrenceKind", "OutboxTask", "ParallelType",
+    "LLMInteraction", "MCPInteraction",
+    "Memory", "MemoryKind", "MemoryState",
+    "Message", "MessageRole", "OccurrenceKind", "OutboxTask", "ParallelType",
     "Rating", "ScoreStatus", "SessionReview", "SessionScore", "SessionStatus", "Severity", "SlackPost", "SlackPostKind",
     "SlackThread", "Stage", "StageKind", "Support",
     "TimelineEvent", "TimelineEventType", "TimelineStatus",

@@ -104,6 +104,7 @@ class InteractionType(models.TextChoices):
     EXECUTIVE_SUMMARY = "executive_summary"
     CHAT = "chat"
     SCORING = "scoring"
+    MEMORY_REFLECTION = "memory_reflection"
 
 
 class LLMInteraction(models.Model):

@@ -74,6 +74,7 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
                              budget_reached=budget.reached),
         alert_type=session.alert_type, alert_data=session.alert_data + related, runbook=prompt.runbook,
         previous_stage_context=prompt.previous_stage_context, parallel_results=prompt.parallel_results,
+        memories=prompt.memories,
         llm=setup.target.adapter, tools=_tools(execution, iteration, setup, recorder, budget, deadline),
         recorder=recorder, liveness=liveness, deadline=deadline, fallbacks=setup.fallbacks,
         provider_switched=lambda to, other_family: executions.execution_provider_switch(

@@ -1,5 +1,5 @@
-"""What only an execution's first prompt carries: the runbook, the earlier stages' analyses, and for a synthesis
-the investigations of its parallel stage.
+"""What only an execution's first prompt carries: the runbook, the earlier stages' analyses, recalled memories
+(investigation and chat), and for a synthesis the investigations of its parallel stage.
 
 Later iterations continue the stored conversation, so these are built when the conversation is empty: once per
 execution (again only when an interrupted first iteration runs anew).
@@ -18,12 +18,15 @@ from tarsy.models import AgentExecution, AlertSession, Stage, StageKind
 from tarsy.services import stages, timeline
 from tarsy.services.recorder import DbRecorder
 
+from .memory.recall import recalled_for_prompt
+
 
 @dataclass(frozen=True)
 class FirstPrompt:
     runbook: str = ""
     previous_stage_context: str = ""  # investigation stages
     parallel_results: str = ""  # synthesis stages
+    memories: str = ""  # investigation and chat stages, when memory is on (tarsy.pipeline.memory.recall)
 
 
 def first_prompt(execution: AgentExecution, recorder: DbRecorder, iteration: int) -> FirstPrompt:
@@ -32,7 +35,13 @@ def first_prompt(execution: AgentExecution, recorder: DbRecorder, iteration: int
         runbook=_runbook(execution.session, recorder, first_iteration=iteration == 1),
         previous_stage_context=previous_stage_context(stage) if stage.kind == StageKind.INVESTIGATION else "",
         parallel_results=parallel_results(stage) if stage.kind == StageKind.SYNTHESIS else "",
+        memories=recalled_for_prompt(execution, recorder, question=_chat_question(stage)),
     )
+
+
+def _chat_question(stage: Stage) -> str:
+    message = stage.chat_message if stage.kind == StageKind.CHAT else None
+    return message.content if message else ""
 
 
 def investigation(execution: AgentExecution) -> AgentInvestigation:

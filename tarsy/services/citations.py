@@ -40,10 +40,21 @@ def session_evidence(*, session_id: Any) -> list[Evidence]:
     return evidence
 
 
+def memories_recalled(*, session_id: Any) -> set[str]:
+    """The memory ids ("M<n>") the session's investigation prompts carried (its memory.recalled events)."""
+    recalled: set[str] = set()
+    events = (TimelineEvent.objects.filter(session_id=session_id, event_type=TimelineEventType.MEMORY_RECALLED)
+              .exclude(stage__kind=StageKind.CHAT).values_list("metadata", flat=True))
+    for metadata in events:
+        recalled.update(f"M{i}" for i in (metadata or {}).get("memory_ids", []) if isinstance(i, int))
+    return recalled
+
+
 def citations_verify(*, session_id: Any) -> dict[str, Any]:
     """Check the session's final analysis's citations and store the result on the session."""
     session = AlertSession.all_objects.only("id", "final_analysis", "alert_data").get(id=session_id)
-    result = verify_citations(session.final_analysis, session_evidence(session_id=session_id), session.alert_data)
+    result = verify_citations(session.final_analysis, session_evidence(session_id=session_id), session.alert_data,
+                              memories_recalled(session_id=session_id))
     result["verified_at"] = timezone.now().isoformat()
     AlertSession.all_objects.filter(id=session_id).update(citations=result)
     return result

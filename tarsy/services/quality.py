@@ -26,6 +26,7 @@ from tarsy.models import (
 )
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 
+from . import memories
 from .errors import Conflict, ValidationFailed
 from .sessions import session_get
 
@@ -57,9 +58,16 @@ def score_request(*, session_id: Any) -> SessionScore:
 
 
 def score_on_completion(*, session_id: Any) -> None:
-    """A session just completed: score it when scoring is configured (nothing to do otherwise)."""
-    if scoring_enabled() and AlertSession.all_objects.filter(id=session_id, status=SessionStatus.COMPLETED).exists():
+    """A session just completed: score it when scoring is configured; without scoring, memory reflects on the
+    completed session at once (with it, after the score)."""
+    session = AlertSession.all_objects.filter(id=session_id, status=SessionStatus.COMPLETED).first()
+    if session is None:
+        return
+    if scoring_enabled():
         _score_queue(session_id)
+    else:
+        with transaction.atomic():
+            memories.reflection_request(session=session, trigger="completion")
 
 
 def _score_queue(session_id: Any) -> SessionScore:
@@ -84,6 +92,9 @@ def score_store(*, session_id: Any, score: int, support: str, scorer_score: int,
         status=ScoreStatus.SCORED, score=score, support=support, scorer_score=scorer_score, rationale=rationale,
         tags=tags, signals=signals, provider=provider, model=model, error="", scored_at=timezone.now(), failed_at=None)
     _publish_quality(session_id)
+    session = AlertSession.all_objects.filter(id=session_id).first()
+    if session is not None:
+        memories.reflection_request(session=session, trigger="score")
 
 
 @transaction.atomic
@@ -109,11 +120,14 @@ def review_save(*, session_id: Any, rating: str, feedback: str = "", action_take
         if len(text) > MAX_FEEDBACK_CHARS:
             raise ValidationFailed(f"{name} is too long", {name: [f"At most {MAX_FEEDBACK_CHARS} characters."]})
     with transaction.atomic():
+        previous = SessionReview.objects.filter(session_id=session.id).values_list("rating", flat=True).first()
         review, _ = SessionReview.objects.update_or_create(
             session_id=session.id,
             defaults={"rating": rating, "feedback": mask_text(feedback.strip()),
                       "action_taken": mask_text(action_taken.strip()),
                       "author": author[:255]})
+        memories.memory_review_adjust(session_id=session.id, rating=rating, previous=previous)
+        memories.reflection_request(session=session, trigger="review")
         _publish_quality(session.id)
     return review
 

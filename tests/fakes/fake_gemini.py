@@ -13,6 +13,9 @@ Reply specs (plain dicts, so a script file can hold them):
     {"parts": [...], "stall_after": 1}             # send one event, then hang
     {"events": [raw GenerateContentResponse dicts]}
 
+`:embedContent` / `:batchEmbedContents` answer at once, without a queued reply, with the deterministic
+`fake_embedding` of each text (tests/fakes/embedding.py).
+
 Run standalone: `python -m tests.fakes.fake_gemini --port 8765 --script replies.yaml`.
 """
 
@@ -21,10 +24,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .embedding import fake_embedding
 from .sse_server import STALL_CAP_S, RecordedRequest, Reply, SSEFakeServer, run_cli
 
 _PATH_RE = re.compile(
-    r"^/(v1beta|v1|v1alpha)/models/(?P<model>[^/:]+):(?P<method>streamGenerateContent|generateContent)$"
+    r"^/(v1beta|v1|v1alpha)/models/(?P<model>[^/:]+):"
+    r"(?P<method>streamGenerateContent|generateContent|embedContent|batchEmbedContents)$"
 )
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
@@ -71,6 +76,22 @@ class FakeGemini(SSEFakeServer):
         if not match or request.method != "POST":
             return False, False
         return True, match.group("method") == "streamGenerateContent"
+
+    def direct_reply(self, request: RecordedRequest) -> Reply | None:
+        match = _PATH_RE.match(request.path)
+        if not match or "Embed" not in match.group("method"):
+            return None
+        body = request.body if isinstance(request.body, dict) else {}
+        items = body.get("requests") if match.group("method") == "batchEmbedContents" else [body]
+        if not isinstance(items, list):
+            return _error_reply(400, "fake_gemini: batchEmbedContents needs `requests`", "INVALID_ARGUMENT")
+        vectors = []
+        for item in items:
+            parts = ((item or {}).get("content") or {}).get("parts") or []
+            vectors.append({"values": fake_embedding(" ".join(str(p.get("text", "")) for p in parts))})
+        if match.group("method") == "embedContent":
+            return Reply(body={"embedding": vectors[0]})
+        return Reply(body={"embeddings": vectors})
 
     def model_of(self, request: RecordedRequest) -> str:
         match = _PATH_RE.match(request.path)

@@ -13,17 +13,25 @@
     {"text": "partial", "stall_after": 1}          # send one event, then hang
     {"events": [raw chunk dicts]}
 
+`POST /v1/embeddings` answers at once, without a queued reply, with `fake_embedding` of each input: a
+deterministic vector (tests/fakes/embedding.py).
+
 Run standalone: `python -m tests.fakes.fake_openai --port 8766 --script replies.json`.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import struct
 from typing import Any
 
+from .embedding import fake_embedding
 from .sse_server import STALL_CAP_S, RecordedRequest, Reply, SSEFakeServer, run_cli
 
 COMPLETIONS_PATHS = ("/v1/chat/completions", "/chat/completions")
+EMBEDDINGS_PATHS = ("/v1/embeddings", "/embeddings")
+
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_exceeded"}
 
 
@@ -35,6 +43,8 @@ class FakeOpenAI(SSEFakeServer):
     """Plays queued chat-completion replies; `requests` holds every request body received."""
 
     def route(self, request: RecordedRequest) -> tuple[bool, bool]:
+        if request.method == "POST" and request.path in EMBEDDINGS_PATHS:
+            return True, False
         if request.method != "POST" or request.path not in COMPLETIONS_PATHS:
             return False, False
         body = request.body if isinstance(request.body, dict) else {}
@@ -57,6 +67,26 @@ class FakeOpenAI(SSEFakeServer):
             stall_s=float(spec.get("stall_s", STALL_CAP_S)),
             event_delay_s=float(spec.get("event_delay_s", 0.0)),
         )
+
+
+    def direct_reply(self, request: RecordedRequest) -> Reply | None:
+        if request.path not in EMBEDDINGS_PATHS:
+            return None
+        body = request.body if isinstance(request.body, dict) else {}
+        inputs = body.get("input")
+        inputs = [inputs] if isinstance(inputs, str) else inputs
+        if not isinstance(inputs, list) or not all(isinstance(i, str) for i in inputs):
+            return _error_reply(400, "fake_openai: embeddings need `input` as a string or a list of strings")
+        as_base64 = body.get("encoding_format") == "base64"
+        data = []
+        for index, text in enumerate(inputs):
+            vector = fake_embedding(text)
+            encoded: Any = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode() if as_base64 \
+                else vector
+            data.append({"object": "embedding", "index": index, "embedding": encoded})
+        tokens = sum(len(t) // 4 + 1 for t in inputs)
+        return Reply(body={"object": "list", "data": data, "model": body.get("model", "fake-embedding"),
+                           "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
 
 def _error_reply(status: int, message: str) -> Reply:

@@ -141,6 +141,10 @@ class SSEFakeServer:
     def build_reply(self, spec: dict[str, Any] | None, request: RecordedRequest, stream: bool) -> Reply:
         raise NotImplementedError
 
+    def direct_reply(self, request: RecordedRequest) -> Reply | None:
+        """A reply computed from the request alone (embeddings), which takes no queued spec; None: use the queue."""
+        return None
+
     # ---- serving ---------------------------------------------------------
 
     def _serve(self, handler: BaseHTTPRequestHandler, method: str) -> None:
@@ -160,7 +164,9 @@ class SSEFakeServer:
             return
         with self._lock:
             self.requests.append(request)
-        reply = self.build_reply(self._next_spec(), request, stream)
+        reply = self.direct_reply(request)
+        if reply is None:
+            reply = self.build_reply(self._next_spec(), request, stream)
         if reply.status != 200 or not stream:
             _send_json(handler, reply.status, reply.body)
             return

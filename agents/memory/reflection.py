@@ -1,0 +1,130 @@
+"""The reflection rubric: what the reflector LLM is asked, and reading its reply into candidate memories.
+
+A reply that is not the JSON asked for gives no memories and a reason (logged by the caller), never an error:
+a reflection that learns nothing must not disturb anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.llm.types import ConversationMessage
+from agents.prompts.builder import data_block
+
+MAX_ALERT_CHARS = 6_000
+MAX_ANALYSIS_CHARS = 20_000
+MAX_EVIDENCE_CHARS = 20_000
+MAX_RESULT_CHARS = 1_500
+MAX_MEMORY_CHARS = 600  # one learning is a sentence or three, not a report
+KINDS = {"fact": "a fact about this environment (a metric or label that does or does not exist here, a warning "
+                 "that is always benign in this cluster, who owns what)",
+         "incident": "this alert's confirmed root cause and the fix that worked",
+         "procedure": "what to check first next time, or a dead end not to walk again"}
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+_EVIDENCE_ID = re.compile(r"^E\d+$")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One memory the reflector proposes."""
+
+    kind: str
+    text: str
+    evidence_ids: list[str] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+def system_prompt(max_memories: int) -> str:
+    kinds = "\n".join(f"- `{name}`: {meaning}" for name, meaning in KINDS.items())
+    return (
+        "You are the memory of an SRE team. From one finished investigation of a production alert, extract what a "
+        "colleague investigating the same kind of alert next month should know before starting.\n\n"
+        f"Extract at most {max_memories} memories, each of one kind:\n{kinds}\n\n"
+        "Rules:\n"
+        "- Each memory stands alone: name the service, cluster, namespace, metric or resource it is about.\n"
+        "- Only what the evidence or the engineer's review supports; cite the evidence ids (E<n>) it rests on.\n"
+        "- When a review is present, its feedback and action taken outrank the analysis. When the review rates "
+        "the analysis inaccurate, learn nothing from the analysis: only from the feedback and action taken.\n"
+        "- Nothing generic (\"check the logs\"), no secrets, no one-off values such as timestamps or pod hashes.\n"
+        "- No memory at all is a fine answer when nothing is worth remembering.\n\n"
+        "Answer with one JSON object and nothing else:\n"
+        '{"memories": [{"kind": "fact|incident|procedure", "text": "<one to three sentences>", '
+        '"evidence_ids": ["E1", …], "labels": {"service": "…", "namespace": "…", "cluster": "…"}}]}'
+    )
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n… [{len(text) - limit} more characters]"
+
+
+def reflection_messages(*, alert_type: str, alert_data: str, final_analysis: str, results: list[dict[str, Any]],
+                        review: Mapping[str, Any] | None, max_memories: int) -> list[ConversationMessage]:
+    """The reflector's conversation: the rubric as the system prompt; alert, evidence, analysis and the review
+    as fenced data."""
+    evidence, used = [], 0
+    for result in results:
+        entry = f"[{result['evidence_id'] or '(no id)'}] {result['tool'] or 'tool'}:\n" \
+                f"{_cut(result['content'], MAX_RESULT_CHARS)}"
+        if used + len(entry) > MAX_EVIDENCE_CHARS:
+            break
+        evidence.append(entry)
+        used += len(entry)
+    sections = [
+        f"Alert type: {alert_type or 'unspecified'}",
+        data_block("Alert", _cut(alert_data, MAX_ALERT_CHARS), what="the alert as submitted (masked)"),
+        data_block("Evidence", "\n\n".join(evidence) or "(no tool was called)",
+                   what="the tool results the investigation saw, each with its evidence id"),
+        data_block("Final analysis", _cut(final_analysis or "(none)", MAX_ANALYSIS_CHARS),
+                   what="the investigation's conclusion"),
+    ]
+    if review:
+        text = (f"Rating: {review.get('rating', '')}\nFeedback: {review.get('feedback') or '(none)'}\n"
+                f"Action taken: {review.get('action_taken') or '(none)'}")
+        sections.append(data_block("Engineer's review", text, what="the on-call engineer's verdict on the analysis"))
+    sections.append("Extract the memories now, as the JSON object described.")
+    return [ConversationMessage(role="system", content=system_prompt(max_memories)),
+            ConversationMessage(role="user", content="\n\n".join(sections))]
+
+
+def _objects(text: str):
+    decoder = json.JSONDecoder()
+    for candidate in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
+        for start in [i for i, ch in enumerate(candidate) if ch in "{["]:
+            try:
+                value, _ = decoder.raw_decode(candidate, start)
+            except json.JSONDecodeError:
+                continue
+            yield value
+
+
+def _candidate(item: Any) -> Candidate | None:
+    if not isinstance(item, dict):
+        return None
+    kind = str(item.get("kind") or "").strip().lower()
+    text = " ".join(str(item.get("text") or "").split())
+    if kind not in KINDS or not text:
+        return None
+    ids = item.get("evidence_ids") or []
+    labels = item.get("labels") or {}
+    return Candidate(
+        kind=kind, text=text[:MAX_MEMORY_CHARS],
+        evidence_ids=[str(i) for i in ids if _EVIDENCE_ID.match(str(i))] if isinstance(ids, list) else [],
+        labels={str(k): str(v) for k, v in labels.items() if v not in (None, "") and isinstance(v, (str, int))}
+        if isinstance(labels, dict) else {})
+
+
+def parse_memories(text: str, max_memories: int) -> tuple[list[Candidate], str]:
+    """The candidates in the reply (at most `max_memories`), and why there are none when the reply held no
+    usable JSON ("" when it did, even with an empty list)."""
+    for value in _objects(text):
+        items = value.get("memories") if isinstance(value, dict) else value
+        if not isinstance(items, list):
+            continue
+        found = [c for c in (_candidate(item) for item in items) if c is not None]
+        return found[:max_memories], ""
+    preview = " ".join(text.split())[:200]
+    return [], f"the reflection reply holds no JSON list of memories: {preview!r}"

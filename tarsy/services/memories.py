@@ -1,0 +1,227 @@
+"""Investigation memory: learning (with near-duplicate merge), review adjustments, use, edits and retirement.
+
+Every text is masked here, where it enters (the reflector's reply comes from outside). Confidence moves in fixed
+steps so a reader can tell why a memory stands where it does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from agents.mcp.masking.boundary import mask_text
+from agents.memory.ranking import cosine, jaccard, tokens
+from agents.memory.reflection import KINDS, MAX_MEMORY_CHARS, Candidate
+from agents.memory.scope import clean_labels
+from tarsy.config import get_config
+from tarsy.decisions import ReflectSession, enact_on_commit
+from tarsy.models import AlertSession, Memory, MemoryState, Rating
+
+from .errors import NotFound, ValidationFailed
+
+LEARNED_CONFIDENCE = 0.5  # a reflection's first sighting: unconfirmed
+CONFIRM_STEP = 0.1  # another session reached the same learning
+ACCURATE_STEP = 0.15  # an engineer rated the source session accurate
+PARTIAL_STEP = -0.1
+INACCURATE_STEP = -0.3  # for memories merely confirmed by the session; those it produced are retired
+RETIRE_BELOW = 0.2  # a memory this doubtful is no longer recalled
+DUPLICATE_JACCARD = 0.6  # word overlap above which two texts say the same thing
+DUPLICATE_COSINE = 0.92
+
+
+def _clamp(value: float) -> float:
+    return round(min(max(value, 0.0), 1.0), 4)
+
+
+def reflection_wanted(*, session: AlertSession) -> bool:
+    """Memory is on and the session's chain learns from its sessions."""
+    config = get_config()
+    chain = config.chains.get(session.chain_id)
+    return config.memory.enabled and (chain is None or (chain.memory is not None and chain.memory.reflect))
+
+
+def reflection_request(*, session: AlertSession, trigger: str) -> None:
+    """Queue a reflection on the session once the current transaction commits (when memory wants one)."""
+    if reflection_wanted(session=session):
+        enact_on_commit([ReflectSession(str(session.id), trigger)])
+
+
+@dataclass(frozen=True)
+class Learned:
+    """A candidate after masking, with its embedding when one was computed."""
+
+    candidate: Candidate
+    embedding: list[float] | None = None
+
+
+def _duplicate(text: str, embedding: list[float] | None, model: str, pool: list[Memory]) -> Memory | None:
+    words = tokens(text)
+    for memory in pool:
+        if jaccard(words, tokens(memory.text)) >= DUPLICATE_JACCARD:
+            return memory
+        if (embedding and memory.embedding and memory.embedding_model == model
+                and cosine(embedding, memory.embedding) >= DUPLICATE_COSINE):
+            return memory
+    return None
+
+
+@transaction.atomic
+def memory_learn(*, session_id: Any, learned: list[Learned], alert_type: str, chain_id: str,
+                 alert_labels: dict[str, str], embedding_model: str = "") -> list[Memory]:
+    """Store what a reflection found: a near-duplicate of an active memory confirms it (confidence up, once per
+    session) instead of adding a copy; one of a retired memory is dropped (an engineer said no)."""
+    now = timezone.now()
+    pool = list(Memory.objects.select_for_update().filter(alert_type__in=[alert_type, ""]))
+    stored: list[Memory] = []
+    for item in learned:
+        text = mask_text(item.candidate.text)[:MAX_MEMORY_CHARS]
+        same = _duplicate(text, item.embedding, embedding_model, pool)
+        if same is not None:
+            if same.state == MemoryState.ACTIVE:
+                stored.append(_confirm(same, str(session_id), item.candidate.evidence_ids, now))
+            continue
+        labels = clean_labels({k: mask_text(v) for k, v in item.candidate.labels.items()}) or alert_labels
+        memory = Memory.objects.create(
+            kind=item.candidate.kind, text=text, alert_type=alert_type, chain_id=chain_id, labels=labels,
+            session_id=session_id, source_sessions=[str(session_id)], evidence_ids=item.candidate.evidence_ids,
+            confidence=LEARNED_CONFIDENCE, embedding=item.embedding, embedding_model=embedding_model if
+            item.embedding else "", confirmed_at=now)
+        pool.append(memory)
+        stored.append(memory)
+    return stored
+
+
+def _confirm(memory: Memory, session_id: str, evidence_ids: list[str], now) -> Memory:
+    if session_id in memory.source_sessions:  # the same session again (scored, then reviewed): no new support
+        if str(memory.session_id) == session_id:
+            memory.evidence_ids = list(dict.fromkeys([*memory.evidence_ids, *evidence_ids]))
+        memory.save(update_fields=["evidence_ids", "updated_at"])
+        return memory
+    memory.confidence = _clamp(memory.confidence + CONFIRM_STEP)
+    memory.source_sessions = [*memory.source_sessions, session_id]
+    memory.confirmed_at = now
+    memory.save(update_fields=["confidence", "source_sessions", "confirmed_at", "updated_at"])
+    return memory
+
+
+@transaction.atomic
+def memory_review_adjust(*, session_id: Any, rating: str, previous: str | None = None) -> int:
+    """An engineer rated the session: its memories' confidence follows (accurate up, partially down, inaccurate
+    retires those it produced and lowers those it only confirmed). A review saved again with the same rating
+    changes nothing. Returns how many memories changed."""
+    if rating == previous:
+        return 0
+    sid = str(session_id)
+    session = AlertSession.all_objects.filter(id=session_id).values("alert_type").first()
+    if session is None:
+        return 0
+    now = timezone.now()
+    changed = 0
+    rows = Memory.objects.select_for_update().filter(state=MemoryState.ACTIVE, alert_type__in=[session["alert_type"],
+                                                                                               ""])
+    for memory in rows:
+        if sid not in memory.source_sessions and str(memory.session_id) != sid:
+            continue
+        produced = str(memory.session_id) == sid
+        if rating == Rating.INACCURATE and produced:
+            memory.state, memory.retired_reason = MemoryState.RETIRED, f"session {sid} was reviewed inaccurate"
+        else:
+            steps: dict[str, float] = {Rating.ACCURATE: ACCURATE_STEP, Rating.PARTIALLY_ACCURATE: PARTIAL_STEP}
+            step = steps.get(rating, INACCURATE_STEP)
+            memory.confidence = _clamp(memory.confidence + step)
+            if step > 0:
+                memory.confirmed_at = now
+            elif memory.confidence < RETIRE_BELOW:
+                memory.state = MemoryState.RETIRED
+                memory.retired_reason = f"confidence fell below {RETIRE_BELOW} after a review of session {sid}"
+        memory.save(update_fields=["state", "retired_reason", "confidence", "confirmed_at", "updated_at"])
+        changed += 1
+    return changed
+
+
+def memory_mark_used(*, memory_ids: list[int]) -> None:
+    """The memories were injected into a prompt."""
+    Memory.objects.filter(id__in=memory_ids).update(use_count=F("use_count") + 1, last_used_at=timezone.now())
+
+
+def memory_get(*, memory_id: Any) -> Memory:
+    try:
+        return Memory.objects.get(id=memory_id)
+    except (Memory.DoesNotExist, ValueError, TypeError) as exc:
+        raise NotFound(f"memory {memory_id} not found") from exc
+
+
+def memory_create(*, kind: str, text: str, alert_type: str = "", chain_id: str = "",
+                  labels: dict[str, Any] | None = None, confidence: float = LEARNED_CONFIDENCE) -> Memory:
+    """A memory written by a person (or a fixture): masked and validated like a learned one."""
+    _check(kind=kind, text=text, confidence=confidence)
+    return Memory.objects.create(kind=kind, text=mask_text(" ".join(text.split()))[:MAX_MEMORY_CHARS],
+                                 alert_type=alert_type, chain_id=chain_id, labels=clean_labels(labels or {}),
+                                 confidence=confidence, confirmed_at=timezone.now())
+
+
+def _check(*, kind: str | None = None, text: str | None = None, confidence: float | None = None) -> None:
+    if kind is not None and kind not in KINDS:
+        raise ValidationFailed(f"unknown memory kind {kind!r}", {"kind": [f"One of: {', '.join(KINDS)}."]})
+    if text is not None and not text.strip():
+        raise ValidationFailed("a memory needs text", {"text": ["This field may not be blank."]})
+    if text is not None and len(text) > MAX_MEMORY_CHARS:
+        raise ValidationFailed("memory text is too long", {"text": [f"At most {MAX_MEMORY_CHARS} characters."]})
+    if confidence is not None and not 0 <= confidence <= 1:
+        raise ValidationFailed("confidence is between 0 and 1", {"confidence": ["Between 0 and 1."]})
+
+
+@transaction.atomic
+def memory_update(*, memory_id: Any, kind: str | None = None, text: str | None = None,
+                  confidence: float | None = None, labels: dict[str, Any] | None = None,
+                  state: str | None = None) -> Memory:
+    """An engineer's correction. New text drops the stored embedding (it described the old text): the memory is
+    found by keyword until a reflection confirms it again."""
+    _check(kind=kind, text=text, confidence=confidence)
+    if state is not None and state not in MemoryState.values:
+        raise ValidationFailed(f"unknown state {state!r}", {"state": [f"One of: {', '.join(MemoryState.values)}."]})
+    memory = memory_get(memory_id=memory_id)
+    if kind is not None:
+        memory.kind = kind
+    if text is not None:
+        memory.text, memory.embedding, memory.embedding_model = mask_text(" ".join(text.split())), None, ""
+    if confidence is not None:
+        memory.confidence = confidence
+    if labels is not None:
+        memory.labels = clean_labels(labels)
+    if state is not None:
+        memory.state = state
+        memory.retired_reason = "retired by an engineer" if state == MemoryState.RETIRED else ""
+    memory.save()
+    return memory
+
+
+def memory_retire(*, memory_id: Any, reason: str = "retired by an engineer") -> Memory:
+    memory = memory_get(memory_id=memory_id)
+    Memory.objects.filter(id=memory.id).update(state=MemoryState.RETIRED, retired_reason=mask_text(reason)[:500],
+                                               updated_at=timezone.now())
+    memory.refresh_from_db()
+    return memory
+
+
+def reflection_due(*, session_id: Any, trigger: str) -> int | None:
+    """The reflection's number for this session (1 for its first: a scripted reflector answers by it), or None
+    when one already ran after the trigger (a redelivered task, or a trigger that has gone: no score, no review)."""
+    from tarsy.models import InteractionType, LLMInteraction, SessionReview, SessionScore
+
+    if trigger == "score":
+        since = SessionScore.objects.filter(session_id=session_id).values_list("scored_at", flat=True).first()
+    elif trigger == "review":
+        since = SessionReview.objects.filter(session_id=session_id).values_list("updated_at", flat=True).first()
+    else:
+        since = AlertSession.all_objects.filter(id=session_id).values_list("completed_at", flat=True).first()
+    if since is None:
+        return None
+    done = LLMInteraction.objects.filter(session_id=session_id, interaction_type=InteractionType.MEMORY_REFLECTION)
+    if done.filter(created_at__gte=since).exists():
+        return None
+    return done.count() + 1

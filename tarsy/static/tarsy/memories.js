@@ -1,0 +1,33 @@
+/* Memory page: save a memory's corrected text and retire a memory through the API, then reload the page (the
+   server renders and escapes every memory). */
+"use strict";
+
+(() => {
+  const page = document.getElementById("memories-page");
+  if (!page) return;
+
+  function status(id, text) {
+    const target = page.querySelector(`#memory-${id} .memory-status`);
+    if (target) target.textContent = text;
+  }
+
+  page.addEventListener("submit", async (e) => {
+    const form = e.target.closest("form.memory-edit");
+    if (!form) return;
+    e.preventDefault();
+    const id = form.dataset.memoryId;
+    const result = await Tarsy.api("PATCH", `/api/v1/memories/${id}`, {text: form.text.value});
+    if (!result.ok) { status(id, Tarsy.errorText(result.data)); return; }
+    status(id, "Saved.");
+    window.location.reload();
+  });
+
+  page.addEventListener("click", async (e) => {
+    const button = e.target.closest("button.memory-retire");
+    if (!button) return;
+    const id = button.dataset.memoryId;
+    const result = await Tarsy.api("POST", `/api/v1/memories/${id}/retire`, {});
+    if (!result.ok) { status(id, Tarsy.errorText(result.data)); return; }
+    window.location.reload();
+  });
+})();

@@ -1,0 +1,129 @@
+"""Memory recall quality on PostgreSQL: does the right memory reach the first prompt, and does a look-alike beat it?
+
+Fills the benchmark database with labelled memories — every (service, cause) pair of a small catalogue, so each
+service has memories of several causes that read alike (same service, namespace and vocabulary) — and asks
+queries written the way a new alert would put a known problem: other words, the service named, no scope labels
+(the ranking alone must pick among all memories). Per query: recall@5 (the memory of the query's cause and
+service is among the 5 recalled) and whether a distractor (same service, another cause) is ranked first.
+
+    python -m tests.bench.memory_recall [--mode hybrid|keyword] [--services 25] [--queries 60]
+
+`hybrid` embeds with the fake OpenAI server's deterministic embedding (tests/fakes/embedding.py, a stand-in
+model with a small fixed concept list): it measures the pipeline — fusion, floor, decay, cap — not a real
+model. `keyword` is what a deployment without an embedding provider gets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+
+from tests.bench import harness
+
+SERVICES = ["checkout", "payments", "cart", "search", "auth", "inventory", "shipping", "billing", "catalog",
+            "orders", "profile", "notifications", "recommendations", "reviews", "gateway", "ledger", "pricing",
+            "media", "chat", "reports", "scheduler", "exporter", "importer", "audit", "sessions"]
+# cause: (what a memory says, how a new alert puts it)
+CAUSES = {
+    "oom": ("{s} pods are OOMKilled because the memory limit of 512Mi is too low for the {s} heap; raising the "
+            "limit to 1Gi fixed it.",
+            "{s} containers keep restarting: killed for exceeding memory, out of memory errors in {s}"),
+    "configmap": ("{s} crash-loops when its config map {s}-config is missing; restoring {s}-config from git fixed "
+                  "it.",
+                  "{s} keeps restarting at startup, its configuration object cannot be found"),
+    "db_pool": ("{s} errors come from the postgres connection pool running out; max_connections was reached and "
+                "scaling pgbouncer for {s} fixed it.",
+                "{s} requests fail: the database refuses new clients, too many connections"),
+    "cert": ("{s} TLS certificate expired; renewing it with cert-manager fixed the {s} handshake errors.",
+             "{s} x509 errors: the cert is no longer valid, handshakes with {s} fail"),
+    "dns": ("{s} cannot resolve service names because coredns pods are overloaded; scaling coredns fixed it.",
+            "{s} lookups time out, hosts cannot be resolved from {s} pods"),
+    "disk": ("{s} node disk fills with logs because log rotation is off; cleaning /var/log and enabling rotation "
+             "fixed it.",
+             "{s} writes fail with no space left on device on the volume"),
+    "image": ("{s} ImagePullBackOff: the registry pull secret expired; rotating the pull secret fixed {s}.",
+              "{s} new pods cannot fetch their image: unauthorized from the registry"),
+    "cpu": ("{s} latency rises because of CPU throttling: the CPU limit is too low; raising it fixed {s}.",
+            "{s} responses are slow, the processor quota is throttled"),
+}
+PROBE = ("{s} pods are killed by a liveness probe whose timeout is too short during GC pauses; raising "
+         "timeoutSeconds fixed it.")  # a ninth memory per service: a look-alike of both oom and restarts
+
+
+def _corpus(services: list[str]) -> list[tuple[str, str, str]]:
+    """(service, cause, text) for every labelled memory."""
+    rows = [(s, cause, memory.format(s=s)) for s in services for cause, (memory, _) in CAUSES.items()]
+    return rows + [(s, "probe", PROBE.format(s=s)) for s in services]
+
+
+def _fill(rows: list[tuple[str, str, str]], embed) -> dict[tuple[str, str], int]:
+    from django.utils import timezone
+
+    from tarsy.models import Memory
+
+    rng = random.Random(31)
+    vectors = embed([text for _, _, text in rows]) if embed else [None] * len(rows)
+    now = timezone.now()
+    created = Memory.objects.bulk_create([Memory(
+        kind="incident", text=text, alert_type="kubernetes", labels={"service": service},
+        confidence=round(rng.uniform(0.45, 0.85), 2), confirmed_at=now - timezone.timedelta(days=rng.randint(0, 60)),
+        embedding=vector, embedding_model="fake-embedding" if vector else "",
+    ) for (service, _, text), vector in zip(rows, vectors, strict=True)])
+    return {(service, cause): m.id for (service, cause, _), m in zip(rows, created, strict=True)}
+
+
+def _queries(services: list[str], count: int) -> list[tuple[str, str, str]]:
+    pairs = [(s, c) for s in services for c in CAUSES]
+    random.Random(7).shuffle(pairs)
+    return [(s, c, CAUSES[c][1].format(s=s)) for s, c in pairs[:count]]
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mode", choices=["hybrid", "keyword"], default="hybrid")
+    parser.add_argument("--services", type=int, default=len(SERVICES))
+    parser.add_argument("--queries", type=int, default=60)
+    args = parser.parse_args(argv)
+    services = SERVICES[: args.services]
+    fake = None
+    providers: dict = {}
+    memory: dict = {"enabled": True}
+    if args.mode == "hybrid":
+        from tests.fakes.fake_openai import start_fake_openai
+
+        fake = start_fake_openai()
+        providers["embedder"] = {"type": "openai", "model": "fake-embedding", "base_url": f"{fake.url}/v1"}
+        memory["embedding_provider"] = "embedder"
+    harness.bootstrap("memory_recall", tarsy={"agents": harness.BASE_AGENTS, "memory": memory}, providers=providers)
+
+    from agents.llm.embeddings import embed_texts
+    from tarsy.config import get_config
+    from tarsy.pipeline.memory.recall import recall
+
+    embed = None
+    if fake is not None:
+        config = get_config()
+        embed = lambda texts: embed_texts("embedder", config.provider("embedder"), texts)  # noqa: E731
+    rows = _corpus(services)
+    ids = _fill(rows, embed)
+    queries = _queries(services, args.queries)
+    found = distracted = 0
+    for service, cause, text in queries:
+        hits, mode = recall(query=f"kubernetes\n{text}", alert_type="kubernetes", chain_id="kubernetes", labels={})
+        top = [h.memory.id for h in hits]
+        found += ids[(service, cause)] in top[:5]
+        look_alikes = {ids[(service, other)] for other in [*CAUSES, "probe"] if other != cause}
+        distracted += bool(top) and top[0] in look_alikes
+    if fake is not None:
+        fake.stop()
+    figures = {"recall_at_5": round(found / len(queries), 3), "distractor_first_rate": round(distracted / len(queries),
+                                                                                          3),
+               "queries": len(queries), "mode": args.mode, "memories": len(rows)}
+    print(f"[memory_recall] {args.mode}: recall@5 {figures['recall_at_5']}, distractor first "
+          f"{figures['distractor_first_rate']} over {len(queries)} queries and {len(rows)} memories", flush=True)
+    harness.emit(figures)
+    return figures
+
+
+if __name__ == "__main__":
+    harness.run(main)

@@ -1,0 +1,156 @@
+"""Memories in process, on whichever database the run uses (PostgreSQL full-text or SQLite word overlap):
+reflection (masking, merging, bad replies), review adjustments and recall ranking."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from agents.memory.reflection import Candidate
+from tarsy.models import AlertSession, LLMInteraction, Memory
+from tarsy.pipeline.memory.recall import recall
+from tarsy.pipeline.memory.reflect import session_reflect
+from tarsy.services import memories, quality
+from tests.support.configdir import scripted_provider
+
+pytestmark = [pytest.mark.django_db]
+
+PASSWORD = "hunter2xyz"
+TOKEN = "ghp_0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def _session(alert_data: str = '{"labels": {"service": "checkout", "namespace": "shop"}}') -> AlertSession:
+    return AlertSession.objects.create(alert_data=alert_data, alert_type="kubernetes", chain_id="kubernetes",
+                                       status="completed", final_analysis="checkout lacks its config map.",
+                                       completed_at=timezone.now())
+
+
+def _configure(scripted_config, turns, **memory):
+    scripted_config({"KubernetesAgent": ["Final Answer: x"]},
+                    tarsy={"memory": {"enabled": True, "llm_provider": "reflector", **memory}},
+                    extra_providers={"reflector": scripted_provider({"memory_reflection": turns})})
+
+
+def _learn(session, *texts: str) -> list[Memory]:
+    return memories.memory_learn(
+        session_id=session.id, learned=[memories.Learned(Candidate(kind="fact", text=t)) for t in texts],
+        alert_type="kubernetes", chain_id="kubernetes", alert_labels={"service": "checkout"})
+
+
+def test_memory_text_never_holds_a_planted_secret(scripted_config):
+    reply = {"memories": [
+        {"kind": "fact", "text": f"The checkout DB password: {PASSWORD} is in the secret; token: {TOKEN}.",
+         "labels": {"service": f"token: {TOKEN}"}},
+        {"kind": "procedure", "text": f"Log in with password={PASSWORD} and check checkout-config first."},
+    ]}
+    _configure(scripted_config, [{"text": json.dumps(reply)}])
+    session = _session()
+    session_reflect(session_id=session.id, trigger="completion")
+
+    stored = list(Memory.objects.filter(session=session))
+    assert len(stored) == 2
+    for memory in stored:
+        assert PASSWORD not in memory.text and TOKEN not in memory.text and "__MASKED_" in memory.text
+        assert TOKEN not in json.dumps(memory.labels)
+    made = memories.memory_create(kind="fact", text=f"api key token: {TOKEN}")
+    assert TOKEN not in made.text
+    edited = memories.memory_update(memory_id=made.id, text=f"password: {PASSWORD} rotates monthly")
+    assert PASSWORD not in edited.text
+
+
+def test_a_near_duplicate_confirms_the_memory_instead_of_copying_it(scripted_config):
+    _configure(scripted_config, [])
+    first, second = _session(), _session()
+    [memory] = _learn(first, "The checkout service crash-loops when config map checkout-config is missing.")
+    _learn(first, "The checkout service crash-loops when config map checkout-config is missing!")  # same session
+    assert Memory.objects.get(id=memory.id).confidence == 0.5
+    [again] = _learn(second, "Checkout service crash-loops when the config map checkout-config is missing.")
+    assert again.id == memory.id and Memory.objects.count() == 1
+    memory.refresh_from_db()
+    assert memory.confidence == 0.6 and memory.source_sessions == [str(first.id), str(second.id)]
+    memories.memory_retire(memory_id=memory.id)
+    assert _learn(second, "The checkout service crash-loops when config map checkout-config is missing.") == []
+    assert Memory.objects.count() == 1  # a retired memory is not learned back
+
+
+@pytest.mark.parametrize("turn", [{"text": "Nothing worth remembering here, I think."},
+                                  {"text": '{"memories": "none"} and [1, 2'},
+                                  {"error": {"message": "quota exhausted"}}])
+def test_an_unusable_reflection_learns_nothing_and_says_why(scripted_config, caplog, turn):
+    _configure(scripted_config, [turn])
+    session = _session()
+    with caplog.at_level(logging.WARNING, logger="tarsy.pipeline.memory.reflect"):
+        session_reflect(session_id=session.id, trigger="completion")
+    assert not Memory.objects.exists()
+    assert "reflection on session" in caplog.text
+    assert LLMInteraction.objects.filter(session=session, interaction_type="memory_reflection").count() == 1
+    session_reflect(session_id=session.id, trigger="completion")  # redelivered: already done, no second call
+    assert LLMInteraction.objects.filter(session=session, interaction_type="memory_reflection").count() == 1
+
+
+def test_reviews_move_confidence_and_inaccurate_retires(scripted_config):
+    _configure(scripted_config, [{"text": '{"memories": []}'}])
+    source, confirmer = _session(), _session()
+    [memory] = _learn(source, "checkout-config must exist for checkout to start.")
+    _learn(confirmer, "checkout-config must exist for checkout to start")
+    quality.review_save(session_id=source.id, rating="accurate", author="sre")
+    assert Memory.objects.get(id=memory.id).confidence == 0.75  # 0.5 + confirmed 0.1 + accurate 0.15
+    quality.review_save(session_id=source.id, rating="accurate", feedback="still right", author="sre")
+    assert Memory.objects.get(id=memory.id).confidence == 0.75  # the same rating again changes nothing
+    quality.review_save(session_id=confirmer.id, rating="inaccurate", author="sre")
+    memory.refresh_from_db()
+    assert (memory.state, memory.confidence) == ("active", 0.45)  # only confirmed by it: lowered
+    quality.review_save(session_id=source.id, rating="inaccurate", author="sre")
+    memory.refresh_from_db()
+    assert memory.state == "retired" and str(source.id) in memory.retired_reason
+
+
+def test_recall_filters_by_scope_ranks_and_caps(scripted_config):
+    _configure(scripted_config, [], max_injected=2, half_life_days=10)
+    session = _session()
+    fresh = memories.memory_create(kind="incident", text="checkout crash loop: config map checkout-config missing",
+                                   alert_type="kubernetes", labels={"service": "checkout"}, confidence=0.8)
+    stale = memories.memory_create(kind="incident", text="checkout crash loop: config map checkout-config missing "
+                                   "after a deploy", alert_type="kubernetes", confidence=0.8)
+    Memory.objects.filter(id=stale.id).update(confirmed_at=timezone.now() - timedelta(days=60))
+    weak = memories.memory_create(kind="procedure", text="for checkout crash loop check config map checkout-config",
+                                  alert_type="", confidence=0.1)
+    memories.memory_create(kind="fact", text="payments crash loop: config map checkout-config missing",
+                           labels={"service": "payments"}, confidence=1.0)
+    memories.memory_create(kind="fact", text="checkout crash loop config map checkout-config", alert_type="node")
+    retired = memories.memory_create(kind="fact", text="checkout crash loop config map checkout-config missing")
+    memories.memory_retire(memory_id=retired.id)
+    memories.memory_create(kind="fact", text="disk pressure on node-3 evicts pods", confidence=1.0)
+
+    hits, mode = recall(query="kubernetes checkout pods crash loop, config map checkout-config not found",
+                        alert_type="kubernetes", chain_id=session.chain_id, labels={"service": "checkout"})
+    assert mode == "keyword"
+    # Capped at 2; payments (another service), node (another alert type), retired and disk (no match) are out;
+    # the stale memory, six half-lives old, weighs less than a fresh one of confidence 0.1.
+    assert [h.memory.id for h in hits] == [fresh.id, weak.id]
+    assert hits[0].ranked.score > hits[1].ranked.score
+    memories.memory_retire(memory_id=fresh.id)
+    memories.memory_update(memory_id=weak.id, state="retired")
+    hits, _ = recall(query="checkout crash loop config map checkout-config", alert_type="kubernetes",
+                     chain_id="kubernetes", labels={"service": "checkout"})
+    assert [h.memory.id for h in hits] == [stale.id]  # old is weaker, not forgotten
+
+
+def test_the_analysis_may_cite_only_the_memories_its_session_recalled(scripted_config):
+    from tarsy.models import TimelineEvent
+    from tarsy.services.citations import citations_verify
+
+    _configure(scripted_config, [])
+    session = _session()
+    memory = memories.memory_create(kind="fact", text="checkout-config lives in git")
+    TimelineEvent.objects.create(session=session, sequence_number=1, event_type="memory.recalled",
+                                 metadata={"memory_ids": [memory.id], "scores": [1.0], "mode": "keyword"})
+    AlertSession.objects.filter(id=session.id).update(
+        final_analysis=f"The config map is missing, restore it from git [M{memory.id}]; also [M{memory.id + 100}].")
+    result = citations_verify(session_id=session.id)
+    assert [e["id"] for e in result["valid"]] == [f"M{memory.id}"]
+    assert [(e["id"], e["reason"]) for e in result["invalid"]] == [(f"M{memory.id + 100}", "not_recalled")]

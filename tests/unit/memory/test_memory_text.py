@@ -1,0 +1,57 @@
+"""Reading the reflector's reply, fusing rankings and scoping: plain functions, the same on every database."""
+
+from __future__ import annotations
+
+from agents.memory.ranking import decay, fuse, tokens, weight
+from agents.memory.reflection import parse_memories
+from agents.memory.scope import alert_labels, in_scope
+
+
+def test_the_reply_is_read_from_fenced_or_bare_json_and_capped():
+    reply = ('Here you go:\n```json\n{"memories": [{"kind": "Fact", "text": "  metric  x\\nis absent ", '
+             '"evidence_ids": ["E2", "E3x", 4], "labels": {"cluster": "eu", "bad": null}}, {"kind": "incident"}, '
+             '{"kind": "procedure", "text": "check y"}, {"kind": "fact", "text": "z"}]}\n```')
+    found, problem = parse_memories(reply, 2)
+    assert problem == ""
+    assert [(c.kind, c.text, c.evidence_ids, c.labels) for c in found] == [
+        ("fact", "metric x is absent", ["E2"], {"cluster": "eu"}), ("procedure", "check y", [], {})]
+    assert parse_memories('[{"kind": "fact", "text": "a"}]', 5)[0][0].text == "a"
+    assert parse_memories('{"memories": []}', 5) == ([], "")
+
+
+def test_a_reply_without_the_json_gives_no_memories_and_a_reason():
+    for reply in ("nothing to add", '{"memories": "none"}', '{"memories": [', ""):
+        found, problem = parse_memories(reply, 5)
+        assert found == [] and "no JSON list of memories" in problem
+
+
+def test_fusion_rewards_agreement_and_weights_confidence_and_age():
+    ranked = fuse([1, 2, 3], [(2, 0.9), (4, 0.8)], weights={1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0}, limit=3)
+    assert [r.memory_id for r in ranked] == [2, 1, 4]  # 2 is in both lists
+    assert ranked[0].keyword_rank == 2 and ranked[0].similarity == 0.9
+    weighted = fuse([1, 2], [], weights={1: 0.1, 2: 1.0}, limit=5)
+    assert [r.memory_id for r in weighted] == [2, 1]
+    assert decay(30, 30) == 0.5 and decay(0, 30) == 1.0
+    assert weight(1.0, 0, 30) == 1.0 and weight(0.0, 30, 30) == 0.25  # confidence counts by half, age in full
+
+
+def test_words_are_stemmed_lightly_and_hyphenated_names_split_too():
+    assert tokens("The pods are crashing; crash-loops in checkout-7d9") == [
+        "pod", "crash", "crash-loops", "loop", "checkout-7d9", "checkout", "7d9"]
+    assert tokens("services crashes status restarted") == ["service", "crash", "status", "restart"]
+
+
+def test_scope_labels_come_from_the_alert_and_only_a_contradiction_excludes():
+    labels = alert_labels('{"labels": {"service": "checkout", "pod": "x"}, "cluster": "eu"}')
+    assert labels == {"service": "checkout", "cluster": "eu"}
+    assert alert_labels("not json") == {}
+    assert in_scope({"service": "checkout"}, labels) and in_scope({"namespace": "shop"}, labels)
+    assert not in_scope({"service": "payments"}, labels)
+
+
+def test_a_memory_citation_is_valid_only_when_the_session_recalled_it():
+    from agents.citations import NOT_RECALLED, verify_citations
+
+    result = verify_citations("Root cause: config map gone [M3][E1]; seen before [M9].", [], "{}", {"M3"})
+    assert result["valid"] == [{"id": "M3", "kind": "memory", "memory_id": 3}]
+    assert {(e["id"], e["reason"]) for e in result["invalid"]} == {("M9", NOT_RECALLED), ("E1", "not_in_session")}
