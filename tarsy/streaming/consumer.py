@@ -36,13 +36,15 @@ from tarsy.selectors.events import (
     events_after_seq,
     is_numbered,
     session_exists,
+    sessions_last_numbers,
 )
 
 from .auth import websocket_allowed
-from .fanout import Event, fanout_for_loop
+from .fanout import Event, fanout_for_loop, use_number_reader
 from .publisher import SESSIONS_CHANNEL, event_message
 
 CATCHUP_LIMIT = 200  # beyond this the client reloads over REST (catchup.overflow)
+use_number_reader(sessions_last_numbers)  # the fan-out's reconciliation reads the stored counters through us
 REFUSED_CODE = 4403  # close code when auth or Origin refuse the connection
 MAX_MESSAGE_CHARS = 4096  # a client message is a few dozen characters; past this it is garbage, not parsed
 MAX_EVENT_ID = 2**63 - 1  # event ids are PostgreSQL bigints

@@ -29,7 +29,7 @@ import asyncio
 import itertools
 import logging
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from django.conf import settings
@@ -43,6 +43,16 @@ log = logging.getLogger(__name__)
 READ_TIMEOUT_S = 1.0  # how long the reader waits for a frame before re-checking that it still has channels
 RETRY_DELAY_S = 0.5  # after a Redis error; redis-py reconnects and re-subscribes on the next read
 RECONCILE_S = 5.0  # a session event stored but never published reaches its sockets within two of these
+
+NumberReader = Callable[[list[str]], dict[str, int]]  # session ids -> the last number each gave an event
+_number_reader: NumberReader | None = None
+
+
+def use_number_reader(reader: NumberReader) -> None:
+    """How the reconciliation reads the sessions' stored counters: given by the consumer module (the read side,
+    tarsy.selectors.events), as the fan-out sits below it and imports none of it."""
+    global _number_reader
+    _number_reader = reader
 
 
 Event = tuple[int | None, str]  # event id (None: transient), JSON text
@@ -255,10 +265,11 @@ class Fanout:
         counter has not moved since the previous round (a counter still moving may have its publish on the way)."""
         from asgiref.sync import sync_to_async
 
-        from tarsy.selectors.events import sessions_last_numbers
-
+        reader = _number_reader
+        if reader is None:
+            return
         channels = {channel[len("session:"):]: channel for channel in self._sinks if channel.startswith("session:")}
-        stored = {channels[s]: n for s, n in (await sync_to_async(sessions_last_numbers)(list(channels))).items()}
+        stored = {channels[s]: n for s, n in (await sync_to_async(reader)(list(channels))).items()}
         behind = [(channel, sink) for channel, last in stored.items() if last == self._stored.get(channel)
                   for sink in tuple(self._sinks.get(channel, ())) if (sink.last_seq(channel) or 0) < last]
         self._stored = stored
