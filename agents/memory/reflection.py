@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.llm.types import ConversationMessage
-from agents.prompts.builder import data_block
+from agents.prompts.builder import data_block, evidence_text, text_cut
 
 MAX_ALERT_CHARS = 6_000
 MAX_ANALYSIS_CHARS = 20_000
@@ -57,28 +57,16 @@ def system_prompt(max_memories: int) -> str:
     )
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + f"\n… [{len(text) - limit} more characters]"
-
-
 def reflection_messages(*, alert_type: str, alert_data: str, final_analysis: str, results: list[dict[str, Any]],
                         review: Mapping[str, Any] | None, max_memories: int) -> list[ConversationMessage]:
     """The reflector's conversation: the rubric as the system prompt; alert, evidence, analysis and the review
     as fenced data."""
-    evidence, used = [], 0
-    for result in results:
-        entry = f"[{result['evidence_id'] or '(no id)'}] {result['tool'] or 'tool'}:\n" \
-                f"{_cut(result['content'], MAX_RESULT_CHARS)}"
-        if used + len(entry) > MAX_EVIDENCE_CHARS:
-            break
-        evidence.append(entry)
-        used += len(entry)
     sections = [
         f"Alert type: {alert_type or 'unspecified'}",
-        data_block("Alert", _cut(alert_data, MAX_ALERT_CHARS), what="the alert as submitted (masked)"),
-        data_block("Evidence", "\n\n".join(evidence) or "(no tool was called)",
+        data_block("Alert", text_cut(alert_data, MAX_ALERT_CHARS), what="the alert as submitted (masked)"),
+        data_block("Evidence", evidence_text(results, per_result=MAX_RESULT_CHARS, total=MAX_EVIDENCE_CHARS),
                    what="the tool results the investigation saw, each with its evidence id"),
-        data_block("Final analysis", _cut(final_analysis or "(none)", MAX_ANALYSIS_CHARS),
+        data_block("Final analysis", text_cut(final_analysis or "(none)", MAX_ANALYSIS_CHARS),
                    what="the investigation's conclusion"),
     ]
     if review:

@@ -51,6 +51,28 @@ def data_block(title: str, content: str, *, what: str, preface: str = "", suspec
     return f"## {title}\n\n{note}The block below contains {what}. {DATA_NOTE}{warning}\n\n{fenced(content)}"
 
 
+def text_cut(text: str, limit: int) -> str:
+    """At most `limit` characters of the text, saying how many were left out."""
+    return text if len(text) <= limit else text[:limit] + f"\n… [{len(text) - limit} more characters]"
+
+
+def evidence_text(results: list[dict[str, Any]], *, per_result: int, total: int) -> str:
+    """An investigation's tool results (services.quality.session_evidence) as one judge's or reflector's data:
+    `[E3] tool (error):` and the output cut to `per_result` characters, as many as fit in `total`."""
+    entries: list[str] = []
+    used = 0
+    for result in results:
+        status = " (error)" if result.get("is_error") else ""
+        entry = (f"[{result['evidence_id'] or '(no id)'}] {result['tool'] or 'tool'}{status}:\n"
+                 f"{text_cut(result['content'], per_result)}")
+        if used + len(entry) > total:
+            entries.append(f"… {len(results) - len(entries)} more tool results not shown")
+            break
+        entries.append(entry)
+        used += len(entry)
+    return "\n\n".join(entries) or "(no tool was called)"
+
+
 # ---- system prompts --------------------------------------------------------------------------------------------
 
 

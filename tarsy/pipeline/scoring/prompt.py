@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from agents.llm.types import ConversationMessage
-from agents.prompts.builder import data_block
+from agents.prompts.builder import data_block, evidence_text, text_cut
 
 from .rubric import BANDS, FAILURE_TAGS
 
@@ -14,10 +14,6 @@ MAX_ALERT_CHARS = 8_000
 MAX_RESULT_CHARS = 3_000  # per tool result: enough to judge, bounded for many calls
 MAX_EVIDENCE_CHARS = 60_000
 MAX_ANALYSIS_CHARS = 30_000
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + f"\n… [{len(text) - limit} more characters]"
 
 
 def system_prompt() -> str:
@@ -39,25 +35,14 @@ def system_prompt() -> str:
 
 def scoring_messages(*, alert_type: str, alert_data: str, final_analysis: str, results: list[dict[str, Any]],
                      signals: dict[str, Any]) -> list[ConversationMessage]:
-    evidence: list[str] = []
-    used = 0
-    for result in results:
-        label = result["evidence_id"] or "(no id)"
-        status = " (error)" if result["is_error"] else ""
-        entry = f"[{label}] {result['tool'] or 'tool'}{status}:\n{_cut(result['content'], MAX_RESULT_CHARS)}"
-        if used + len(entry) > MAX_EVIDENCE_CHARS:
-            evidence.append(f"… {len(results) - len(evidence)} more tool results not shown")
-            break
-        evidence.append(entry)
-        used += len(entry)
     sections = [
         f"Alert type: {alert_type or 'unspecified'}",
-        data_block("Alert", _cut(alert_data, MAX_ALERT_CHARS), what="the alert as submitted (masked)"),
-        data_block("Evidence", "\n\n".join(evidence) or "(no tool was called)",
+        data_block("Alert", text_cut(alert_data, MAX_ALERT_CHARS), what="the alert as submitted (masked)"),
+        data_block("Evidence", evidence_text(results, per_result=MAX_RESULT_CHARS, total=MAX_EVIDENCE_CHARS),
                    what="the tool results the investigation saw, each with its evidence id"),
         data_block("Checks already made", json.dumps(signals, indent=2, sort_keys=True),
                    what="deterministic checks of the run (citations, tool calls, budget)"),
-        data_block("Final analysis", _cut(final_analysis, MAX_ANALYSIS_CHARS), what="the analysis to score"),
+        data_block("Final analysis", text_cut(final_analysis, MAX_ANALYSIS_CHARS), what="the analysis to score"),
         "Score the final analysis now, as the JSON object described.",
     ]
     return [ConversationMessage(role="system", content=system_prompt()),
