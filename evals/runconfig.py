@@ -10,6 +10,9 @@ It is the deployment's own configuration (TARSY_CONFIG_DIR, or the built-ins) pl
   (TARSy picks providers per chain, so each reference run needs a chain of its own; its alert type is
   `<alert type>@eval-reference-<scenario>`).
 
+A scenario with memory fixtures (`memories.yaml`) also selects the built-in `tarsy` MCP server, and memory is
+enabled for the run: no chain reflects, and only the reference chains of such scenarios inject memories.
+
 With `--provider NAME` every chain of the deployment is bound to NAME instead, and scenarios are submitted
 with their own alert type. The content depends only on the scenarios, the provider and the concurrency, so
 external workers started with `TARSY_CONFIG_DIR=<dir>` serve any later run with the same options.
@@ -33,7 +36,7 @@ from agents.config.loader import PROVIDERS_FILE, TARSY_FILE
 from agents.config.schema import ChainConfig
 
 from .fixtures import ScenarioError, toolset
-from .scenario import Scenario
+from .scenario import MEMORY_SERVER, Scenario
 
 REFERENCE = "reference"  # the provider name that means "each scenario's own reference run"
 REFERENCE_PREFIX = "eval-reference-"  # chain and provider names of reference runs
@@ -53,7 +56,9 @@ class ScenarioPlan:
 
     @property
     def mcp_selection(self) -> dict[str, Any]:
-        return {"servers": [{"name": name} for name in self.servers.values()]}
+        """Its fixture servers, and the built-in memory server when the scenario remembers a prior incident."""
+        names = [*self.servers.values(), *([MEMORY_SERVER] if self.scenario.memories else [])]
+        return {"servers": [{"name": name} for name in names]}
 
 
 @dataclass(frozen=True)
@@ -88,9 +93,13 @@ def rewrite_servers(value: Any, names: dict[str, str]) -> Any:
     return value
 
 
-def bound_chain(chain: ChainConfig, provider: str, alert_types: list[str] | None = None) -> dict[str, Any]:
-    """The chain as config data with every LLM call it makes bound to `provider`."""
+def bound_chain(chain: ChainConfig, provider: str, alert_types: list[str] | None = None, *,
+                recall: bool = False) -> dict[str, Any]:
+    """The chain as config data with every LLM call it makes bound to `provider`. It never reflects (a run must not
+    learn from itself: runs stay deterministic), and memories are injected into its first prompts only with
+    `recall` (a scenario's own reference chain, when it declares memories)."""
     data = chain.model_dump(mode="json", exclude_none=True)
+    data["memory"] = {"recall": recall, "reflect": False}
     if alert_types is not None:
         data["alert_types"] = alert_types
     data["llm_provider"] = data["executive_summary_provider"] = provider
@@ -170,7 +179,7 @@ def write_run_config(directory: Path, scenarios: list[Scenario], *, provider: st
                                          allow_unicode=True, width=1000))
         providers[reference] = {"type": "scripted", "script_file": f"scripts/{script.name}"}
         alias = f"{alert_type}@{reference}"
-        chains[reference] = bound_chain(base.chain(chain_id), reference, [alias])
+        chains[reference] = bound_chain(base.chain(chain_id), reference, [alias], recall=bool(scenario.memories))
         plans.append(ScenarioPlan(scenario, alias if provider == REFERENCE else alert_type, alias, names))
     if problems:
         raise ScenarioError(problems)
@@ -180,6 +189,8 @@ def write_run_config(directory: Path, scenarios: list[Scenario], *, provider: st
             if not chain_id.startswith(REFERENCE_PREFIX):
                 chains[chain_id] = bound_chain(chain, provider)
     tarsy.setdefault("queue", {})["max_concurrent_sessions"] = concurrency
+    if any(s.memories for s in scenarios):
+        tarsy.setdefault("memory", {})["enabled"] = True  # chains recall only where bound_chain says so
     _dump(directory / TARSY_FILE, tarsy)
     _dump(directory / PROVIDERS_FILE, providers_file)
     load_config(directory)  # the run must not start on a configuration a worker would refuse
