@@ -94,12 +94,12 @@ def rewrite_servers(value: Any, names: dict[str, str]) -> Any:
 
 
 def bound_chain(chain: ChainConfig, provider: str, alert_types: list[str] | None = None, *,
-                recall: bool = False) -> dict[str, Any]:
-    """The chain as config data with every LLM call it makes bound to `provider`. It never reflects (a run must not
-    learn from itself: runs stay deterministic), and memories are injected into its first prompts only with
-    `recall` (a scenario's own reference chain, when it declares memories)."""
+                memory: dict[str, bool] | None = None) -> dict[str, Any]:
+    """The chain as config data with every LLM call it makes bound to `provider`; `memory`, when given, replaces
+    its memory switches."""
     data = chain.model_dump(mode="json", exclude_none=True)
-    data["memory"] = {"recall": recall, "reflect": False}
+    if memory is not None:
+        data["memory"] = memory
     if alert_types is not None:
         data["alert_types"] = alert_types
     data["llm_provider"] = data["executive_summary_provider"] = provider
@@ -111,6 +111,13 @@ def bound_chain(chain: ChainConfig, provider: str, alert_types: list[str] | None
         if "synthesis" in stage:
             stage["synthesis"]["llm_provider"] = provider
     return data
+
+
+def _memory(remembering: bool, recall: bool) -> dict[str, bool] | None:
+    """A run with memory fixtures never reflects (it must not learn from itself: runs stay deterministic) and
+    injects memories only where `recall` (the reference chain of a scenario that declares them); other runs leave
+    the chains' memory switches as configured."""
+    return {"recall": recall, "reflect": False} if remembering else None
 
 
 def _server(base: TarsyConfig, logical: str, scenario: Scenario) -> dict[str, Any]:
@@ -163,6 +170,7 @@ def write_run_config(directory: Path, scenarios: list[Scenario], *, provider: st
         raise ScenarioError([f"--provider {provider}: unknown LLM provider (known: {REFERENCE}, "
                              f"{', '.join(sorted(base.llm_providers))})"])
     plans, problems = [], []
+    remembering = any(s.memories for s in scenarios)
     for scenario in scenarios:
         alert_type = scenario.alert.alert_type or base.defaults.alert_type
         chain_id = base.chain_for_alert_type(alert_type)
@@ -179,7 +187,8 @@ def write_run_config(directory: Path, scenarios: list[Scenario], *, provider: st
                                          allow_unicode=True, width=1000))
         providers[reference] = {"type": "scripted", "script_file": f"scripts/{script.name}"}
         alias = f"{alert_type}@{reference}"
-        chains[reference] = bound_chain(base.chain(chain_id), reference, [alias], recall=bool(scenario.memories))
+        chains[reference] = bound_chain(base.chain(chain_id), reference, [alias],
+                                        memory=_memory(remembering, bool(scenario.memories)))
         plans.append(ScenarioPlan(scenario, alias if provider == REFERENCE else alert_type, alias, names))
     if problems:
         raise ScenarioError(problems)
@@ -187,10 +196,10 @@ def write_run_config(directory: Path, scenarios: list[Scenario], *, provider: st
         tarsy.setdefault("defaults", {})["llm_provider"] = provider
         for chain_id, chain in base.chains.items():
             if not chain_id.startswith(REFERENCE_PREFIX):
-                chains[chain_id] = bound_chain(chain, provider)
+                chains[chain_id] = bound_chain(chain, provider, memory=_memory(remembering, False))
     tarsy.setdefault("queue", {})["max_concurrent_sessions"] = concurrency
-    if any(s.memories for s in scenarios):
-        tarsy.setdefault("memory", {})["enabled"] = True  # chains recall only where bound_chain says so
+    if remembering:
+        tarsy.setdefault("memory", {})["enabled"] = True  # chains recall only where _memory says so
     _dump(directory / TARSY_FILE, tarsy)
     _dump(directory / PROVIDERS_FILE, providers_file)
     load_config(directory)  # the run must not start on a configuration a worker would refuse

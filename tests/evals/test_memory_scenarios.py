@@ -130,6 +130,12 @@ def test_a_recurrence_selects_the_memory_server_and_memory_is_on_without_reflect
     assert all((c.memory.recall, c.memory.reflect) == (False, False)
                for cid, c in config.chains.items() if not cid.startswith("eval-reference-"))
 
+    # a run without memory fixtures (a replay, the other scenarios) leaves memory as the deployment has it
+    write_run_config(tmp_path / "plain", [prior])
+    config = load_config(tmp_path / "plain")
+    assert not config.memory.enabled
+    assert all((c.memory.recall, c.memory.reflect) == (True, True) for c in config.chains.values())
+
 
 @pytest.mark.django_db
 def test_memory_fixtures_load_masked_with_provenance_once(tmp_path):
