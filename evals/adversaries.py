@@ -26,7 +26,7 @@ from typing import Any
 
 from .fixtures import find_fixture
 from .samples import samples
-from .scenario import Claim, Regex, Scenario
+from .scenario import MEMORY_SERVER, Claim, Regex, Scenario
 from .scoring import Call, Observation, normalize
 
 ROOT_LABEL = re.compile(r"\*\*Root cause:\*\*\s*")
@@ -69,7 +69,9 @@ def reference_calls(scenario: Scenario) -> list[Call]:
             name = match.group(1)
             fixture = find_fixture(scenario.tools, name, arguments)
             server, _, tool = name.partition(".")
-            if fixture is not None:
+            if server == MEMORY_SERVER:  # the built-in memory server answers with the scenario's memories
+                calls.append(Call(server, tool, arguments, True, "", "\n".join(m.text for m in scenario.memories)))
+            elif fixture is not None:
                 calls.append(Call(server, tool, arguments, fixture.result is not None, fixture.error or "",
                                   fixture.result or ""))
     return calls

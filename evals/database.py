@@ -8,6 +8,7 @@ when missing and migrated before the run. The switch is made as Django's test ru
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +18,7 @@ from django.core.management import call_command
 from django.db import connections
 
 EVAL_SUFFIX = "_eval"
+DATABASE_NAME_ENV = "TARSY_DATABASE_NAME"  # read by tarsy.settings
 
 
 def eval_name(name: str | Path, vendor: str) -> str:
@@ -34,10 +36,16 @@ def _create_postgresql(name: str) -> None:
             cursor.execute(f"CREATE DATABASE {connection.ops.quote_name(name)}")
 
 
-def _switch(name: str | Path) -> None:
+def _switch(name: str | Path, env: str | None) -> None:
+    """`env`: TARSY_DATABASE_NAME for the stdio children started from now on (the built-in `tarsy` MCP server
+    must read the memories and sessions of the database the run writes to); None removes it."""
     connections.close_all()
     connections["default"].settings_dict["NAME"] = name
     settings.DATABASES["default"]["NAME"] = name
+    if env is None:
+        os.environ.pop(DATABASE_NAME_ENV, None)
+    else:
+        os.environ[DATABASE_NAME_ENV] = env
 
 
 @contextmanager
@@ -49,9 +57,10 @@ def eval_database() -> Iterator[str]:
     name = eval_name(main, connection.vendor)
     if connection.vendor == "postgresql":
         _create_postgresql(name)
-    _switch(name)
+    before = os.environ.get(DATABASE_NAME_ENV)
+    _switch(name, str(name))
     try:
         call_command("migrate", interactive=False, verbosity=0)
         yield name
     finally:
-        _switch(main)
+        _switch(main, before)

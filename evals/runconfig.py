@@ -10,6 +10,9 @@ It is the deployment's own configuration (TARSY_CONFIG_DIR, or the built-ins) pl
   (TARSy picks providers per chain, so each reference run needs a chain of its own; its alert type is
   `<alert type>@eval-reference-<scenario>`).
 
+A scenario with memory fixtures (`memories.yaml`) also selects the built-in `tarsy` MCP server, and memory is
+enabled for the run: no chain reflects, and only the reference chains of such scenarios inject memories.
+
 With `--provider NAME` every chain of the deployment is bound to NAME instead, and scenarios are submitted
 with their own alert type. The content depends only on the scenarios, the provider and the concurrency, so
 external workers started with `TARSY_CONFIG_DIR=<dir>` serve any later run with the same options.
@@ -33,7 +36,7 @@ from agents.config.loader import PROVIDERS_FILE, TARSY_FILE
 from agents.config.schema import ChainConfig
 
 from .fixtures import ScenarioError, toolset
-from .scenario import Scenario
+from .scenario import MEMORY_SERVER, Scenario
 
 REFERENCE = "reference"  # the provider name that means "each scenario's own reference run"
 REFERENCE_PREFIX = "eval-reference-"  # chain and provider names of reference runs
@@ -53,7 +56,9 @@ class ScenarioPlan:
 
     @property
     def mcp_selection(self) -> dict[str, Any]:
-        return {"servers": [{"name": name} for name in self.servers.values()]}
+        """Its fixture servers, and the built-in memory server when the scenario remembers a prior incident."""
+        names = [*self.servers.values(), *([MEMORY_SERVER] if self.scenario.memories else [])]
+        return {"servers": [{"name": name} for name in names]}
 
 
 @dataclass(frozen=True)
@@ -88,9 +93,13 @@ def rewrite_servers(value: Any, names: dict[str, str]) -> Any:
     return value
 
 
-def bound_chain(chain: ChainConfig, provider: str, alert_types: list[str] | None = None) -> dict[str, Any]:
-    """The chain as config data with every LLM call it makes bound to `provider`."""
+def bound_chain(chain: ChainConfig, provider: str, alert_types: list[str] | None = None, *,
+                memory: dict[str, bool] | None = None) -> dict[str, Any]:
+    """The chain as config data with every LLM call it makes bound to `provider`; `memory`, when given, replaces
+    its memory switches."""
     data = chain.model_dump(mode="json", exclude_none=True)
+    if memory is not None:
+        data["memory"] = memory
     if alert_types is not None:
         data["alert_types"] = alert_types
     data["llm_provider"] = data["executive_summary_provider"] = provider
@@ -102,6 +111,13 @@ def bound_chain(chain: ChainConfig, provider: str, alert_types: list[str] | None
         if "synthesis" in stage:
             stage["synthesis"]["llm_provider"] = provider
     return data
+
+
+def _memory(remembering: bool, recall: bool) -> dict[str, bool] | None:
+    """A run with memory fixtures never reflects (it must not learn from itself: runs stay deterministic) and
+    injects memories only where `recall` (the reference chain of a scenario that declares them); other runs leave
+    the chains' memory switches as configured."""
+    return {"recall": recall, "reflect": False} if remembering else None
 
 
 def _server(base: TarsyConfig, logical: str, scenario: Scenario) -> dict[str, Any]:
@@ -154,6 +170,7 @@ def write_run_config(directory: Path, scenarios: list[Scenario], *, provider: st
         raise ScenarioError([f"--provider {provider}: unknown LLM provider (known: {REFERENCE}, "
                              f"{', '.join(sorted(base.llm_providers))})"])
     plans, problems = [], []
+    remembering = any(s.memories for s in scenarios)
     for scenario in scenarios:
         alert_type = scenario.alert.alert_type or base.defaults.alert_type
         chain_id = base.chain_for_alert_type(alert_type)
@@ -170,7 +187,8 @@ def write_run_config(directory: Path, scenarios: list[Scenario], *, provider: st
                                          allow_unicode=True, width=1000))
         providers[reference] = {"type": "scripted", "script_file": f"scripts/{script.name}"}
         alias = f"{alert_type}@{reference}"
-        chains[reference] = bound_chain(base.chain(chain_id), reference, [alias])
+        chains[reference] = bound_chain(base.chain(chain_id), reference, [alias],
+                                        memory=_memory(remembering, bool(scenario.memories)))
         plans.append(ScenarioPlan(scenario, alias if provider == REFERENCE else alert_type, alias, names))
     if problems:
         raise ScenarioError(problems)
@@ -178,8 +196,10 @@ def write_run_config(directory: Path, scenarios: list[Scenario], *, provider: st
         tarsy.setdefault("defaults", {})["llm_provider"] = provider
         for chain_id, chain in base.chains.items():
             if not chain_id.startswith(REFERENCE_PREFIX):
-                chains[chain_id] = bound_chain(chain, provider)
+                chains[chain_id] = bound_chain(chain, provider, memory=_memory(remembering, False))
     tarsy.setdefault("queue", {})["max_concurrent_sessions"] = concurrency
+    if remembering:
+        tarsy.setdefault("memory", {})["enabled"] = True  # chains recall only where _memory says so
     _dump(directory / TARSY_FILE, tarsy)
     _dump(directory / PROVIDERS_FILE, providers_file)
     load_config(directory)  # the run must not start on a configuration a worker would refuse

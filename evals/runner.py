@@ -21,6 +21,7 @@ from tarsy.services.errors import ServiceError
 from tarsy.services.sessions import session_cancel, session_submit
 
 from .judge import Judgement, judge
+from .memories import load_memories
 from .runconfig import RunPlan, ScenarioPlan
 from .scoring import Call, Observation, Score, score
 
@@ -76,7 +77,9 @@ def run(plan: RunPlan, *, repeat: int = 1, concurrency: int = 4, run_timeout: fl
         on_result: Callable[[RunResult], None] | None = None, judge_provider: str = "") -> list[RunResult]:
     """Run every scenario `repeat` times, `concurrency` sessions at a time; results in completion order.
     A session not finished within `run_timeout` seconds of its submission is scored as it stands (a fail);
-    with `judge_provider`, each finished session is also judged by that LLM (evals.judge)."""
+    with `judge_provider`, each finished session is also judged by that LLM (evals.judge). The scenarios' memory
+    fixtures are loaded first (evals.memories)."""
+    load_memories(list({id(p.scenario): p.scenario for p in plan.plans}.values()))
     pending = [(p, attempt) for p in plan.plans for attempt in range(1, repeat + 1)]
     pending.reverse()
     in_flight: dict[str, tuple[ScenarioPlan, int, float]] = {}

@@ -1,4 +1,5 @@
-"""A scenario folder: `alert.yaml`, `tools.yaml`, `expect.yaml` and the scripted reference run `reference.yaml`.
+"""A scenario folder: `alert.yaml`, `tools.yaml`, `expect.yaml`, the scripted reference run `reference.yaml` and,
+optionally, `memories.yaml` (what TARSy remembers from a prior incident when this one is investigated).
 
 Loading validates everything up front (schemas, tool and argument names, regexes, script turns) and reports
 every problem as `scenario/file: where: reason`, so a broken scenario is found before any session runs.
@@ -10,13 +11,16 @@ import fnmatch
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+from uuid import UUID
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 
 from agents.config.schema import RegexText
 from agents.llm.scripted import ScriptTurn
+from agents.memory.reflection import KINDS, MAX_MEMORY_CHARS
+from agents.memory.scope import LABEL_KEYS
 
 from .fixture_tools import TOOLS
 from .fixtures import LOADER, ScenarioError, ToolFixtures, check_arguments, load_tools, split_name
@@ -24,6 +28,9 @@ from .fixtures import LOADER, ScenarioError, ToolFixtures, check_arguments, load
 SCENARIOS_DIR = Path(__file__).resolve().parent / "scenarios"
 FILES = ("alert.yaml", "tools.yaml", "expect.yaml", "reference.yaml")
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")  # used in provider, chain and server names
+MEMORY_FILE = "memories.yaml"
+MEMORY_SERVER = "tarsy"  # the built-in MCP server a scenario with memories offers its investigation
+MEMORY_TOOLS = ("recall_past_investigations", "search_past_sessions")
 
 
 class _Strict(BaseModel):
@@ -107,6 +114,32 @@ class Expect(_Strict):
         return self
 
 
+class MemoryFixture(_Strict):
+    """A memory of a prior incident, loaded into the run's database before the run (evals.memories)."""
+
+    kind: str
+    text: str = Field(min_length=1, max_length=MAX_MEMORY_CHARS)
+    labels: dict[str, str] = Field(default_factory=dict)  # scope: cluster / namespace / service
+    confidence: float = Field(default=0.8, ge=0, le=1)
+    session: UUID  # provenance: the prior investigation's session (a fixture id; it need not exist here)
+    evidence: list[Annotated[str, StringConstraints(pattern=r"^E[1-9][0-9]*$")]] = Field(default_factory=list)
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if value not in KINDS:
+            raise ValueError(f"unknown kind {value!r} (known: {', '.join(KINDS)})")
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _known_labels(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(value) - set(LABEL_KEYS))
+        if unknown:
+            raise ValueError(f"unknown scope label {', '.join(unknown)} (known: {', '.join(LABEL_KEYS)})")
+        return value
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -115,6 +148,7 @@ class Scenario:
     tools: ToolFixtures
     expect: Expect
     reference: Any  # a scripted-provider script
+    memories: tuple[MemoryFixture, ...] = ()
 
     @property
     def servers(self) -> list[str]:
@@ -176,9 +210,14 @@ def _check_expect(expect: Expect, where: str) -> list[str]:
     for i, requirement in enumerate(expect.tools):
         for spec in requirement.any:
             try:
-                _, tool = split_name(spec.tool)
+                server, tool = split_name(spec.tool)
             except ValueError as exc:
                 problems.append(f"{where}: tools.{i}: {exc}")
+                continue
+            if server == MEMORY_SERVER:
+                if tool not in MEMORY_TOOLS:
+                    problems.append(f"{where}: tools.{i}: unknown tool {tool!r} of the {MEMORY_SERVER} server "
+                                    f"(known: {', '.join(MEMORY_TOOLS)})")
                 continue
             if tool not in TOOLS:
                 problems.append(f"{where}: tools.{i}: unknown tool {tool!r}")
@@ -208,9 +247,27 @@ def load_scenario(path: Path) -> Scenario:
         tools = load_tools(path / "tools.yaml")
     except ScenarioError as exc:
         problems += [f"{name}/{p}" for p in exc.problems]
+    memories = _memories(path, problems)
+    if MEMORY_SERVER in tools or any(key.partition(".")[0] == MEMORY_SERVER for key in tools):
+        problems.append(f"{name}/tools.yaml: {MEMORY_SERVER}: the built-in memory server is not recorded; "
+                        f"declare what it remembers in {MEMORY_FILE}")
     if problems:
         raise ScenarioError(problems)
-    return Scenario(name=name, path=path.resolve(), alert=alert, tools=tools, expect=expect, reference=reference)
+    return Scenario(name=name, path=path.resolve(), alert=alert, tools=tools, expect=expect, reference=reference,
+                    memories=memories)
+
+
+def _memories(path: Path, problems: list[str]) -> tuple[MemoryFixture, ...]:
+    """The optional `memories.yaml`: a list of memory fixtures."""
+    where = f"{path.name}/{MEMORY_FILE}"
+    if not (path / MEMORY_FILE).exists():
+        return ()
+    data = _read(path / MEMORY_FILE, problems, where)
+    if not isinstance(data, list) or not data:
+        problems.append(f"{where}: (root): a non-empty list of memories")
+        return ()
+    loaded = [_model(MemoryFixture, item, f"{where}: {i}", problems) for i, item in enumerate(data)]
+    return tuple(m for m in loaded if m is not None)
 
 
 def select(patterns: list[str] | None, root: Path = SCENARIOS_DIR) -> list[Path]:

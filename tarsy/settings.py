@@ -196,6 +196,10 @@ else:
             "TEST": {"NAME": str(DATA_DIR / "test_tarsy.sqlite3")},
         }
     }
+# A process that switched databases after it started (an eval run writes to `<name>_eval`, evals.database) names
+# the one in use here for the children that must read it too: the built-in `tarsy` MCP server.
+if os.environ.get("TARSY_DATABASE_NAME"):
+    DATABASES["default"]["NAME"] = os.environ["TARSY_DATABASE_NAME"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # ---- live events ----------------------------------------------------------------

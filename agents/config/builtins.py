@@ -70,8 +70,9 @@ def prometheus_server() -> MCPServerConfig:
 
 
 # What the built-in `tarsy` server needs to open TARSy's database and configuration (tarsy.settings).
+# TARSY_DATABASE_NAME: the database a process switched to after start (an eval's own database, evals.database).
 TARSY_SERVER_ENV = ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "TARSY_DATA_DIR", "TARSY_CONFIG_DIR",
-                    "DJANGO_SETTINGS_MODULE", "PYTHONPATH")
+                    "TARSY_DATABASE_NAME", "DJANGO_SETTINGS_MODULE", "PYTHONPATH")
 
 
 def builtin_mcp_servers(env: Mapping[str, str] | None = None) -> dict[str, MCPServerConfig]:

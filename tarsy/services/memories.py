@@ -156,12 +156,16 @@ def memory_get(*, memory_id: Any) -> Memory:
 
 
 def memory_create(*, kind: str, text: str, alert_type: str = "", chain_id: str = "",
-                  labels: dict[str, Any] | None = None, confidence: float = LEARNED_CONFIDENCE) -> Memory:
-    """A memory written by a person (or a fixture): masked and validated like a learned one."""
+                  labels: dict[str, Any] | None = None, confidence: float = LEARNED_CONFIDENCE,
+                  source_sessions: list[str] | None = None, evidence_ids: list[str] | None = None) -> Memory:
+    """A memory written by a person (or a fixture): masked and validated like a learned one. `source_sessions`
+    names where it was learned when that session is not in this database (an eval fixture's prior incident)."""
     _check(kind=kind, text=text, confidence=confidence)
     return Memory.objects.create(kind=kind, text=mask_text(" ".join(text.split()))[:MAX_MEMORY_CHARS],
                                  alert_type=alert_type, chain_id=chain_id, labels=clean_labels(labels or {}),
-                                 confidence=confidence, confirmed_at=timezone.now())
+                                 confidence=confidence, confirmed_at=timezone.now(),
+                                 source_sessions=[str(s) for s in source_sessions or []],
+                                 evidence_ids=list(evidence_ids or []))
 
 
 def _check(*, kind: str | None = None, text: str | None = None, confidence: float | None = None) -> None:

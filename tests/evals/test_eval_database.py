@@ -8,18 +8,18 @@ import pytest
 from django.core.management import call_command
 from django.db import connections
 
-from evals.database import eval_name
+from evals.database import eval_database, eval_name
 from evals.scenario import SCENARIOS_DIR
-from tarsy.models import AlertSession
+from tarsy.models import AlertSession, MCPInteraction, Memory
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 SCENARIO = str(SCENARIOS_DIR / "oomkilled-memory-limit")
 
 
-def _eval(tmp_path, *extra: str) -> dict:
+def _eval(tmp_path, *extra: str, scenario: str = SCENARIO) -> dict:
     report = tmp_path / "report.jsonl"
-    call_command("eval", "--scenario", SCENARIO, "--concurrency", "1", "--config-dir", str(tmp_path / "config"),
+    call_command("eval", "--scenario", scenario, "--concurrency", "1", "--config-dir", str(tmp_path / "config"),
                  "--json", str(report), *extra)
     return json.loads(report.read_text().splitlines()[-1])
 
@@ -47,3 +47,17 @@ def test_eval_sessions_stay_out_of_the_main_database(tmp_path):
     totals = _eval(tmp_path, "--into-main-db")
     assert totals["passed"] == 1 and totals["database"] == main
     assert AlertSession.all_objects.count() == 1
+
+
+@pytest.mark.timeout(240)
+def test_a_recurrence_recalls_its_memory_fixtures_from_the_eval_database(tmp_path):
+    """The fixtures go to the eval database, and the `tarsy` MCP server (a stdio child of the in-process worker)
+    reads that database, not the one its DATABASE_URL names."""
+    totals = _eval(tmp_path, scenario=str(SCENARIOS_DIR / "recurrence-settlement-nightly-lag"))
+    assert totals["passed"] == 1
+    assert not Memory.objects.exists()  # the main database has none of them
+    with eval_database():
+        (recall,) = MCPInteraction.objects.filter(server="tarsy", tool="recall_past_investigations")
+        assert recall.success
+        assert "sftp.clearhouse.example" in recall.result and "nightly" in recall.result
+        assert Memory.objects.count() == 2
