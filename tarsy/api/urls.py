@@ -2,7 +2,7 @@ from django.urls import path
 
 from tarsy.slack import views as slack_views
 
-from . import memory_views, quality_views, session_views, views, webhook_views
+from . import memory_views, quality_views, session_views, triage_views, views, webhook_views
 
 S = "sessions/<uuid:session_id>"
 
@@ -14,6 +14,7 @@ urlpatterns = [
     path("alert-types", views.AlertTypesView.as_view(), name="alert-types"),
     path("sessions", session_views.SessionListView.as_view(), name="session-list"),
     path("sessions/active", session_views.SessionActiveView.as_view(), name="session-active"),
+    path("sessions/triage", triage_views.SessionTriageBulkView.as_view(), name="session-triage-bulk"),
     path("sessions/filter-options", session_views.SessionFilterOptionsView.as_view(), name="session-filter-options"),
     path(S, session_views.SessionDetailView.as_view(), name="session-detail"),
     path(f"{S}/timeline", session_views.SessionTimelineView.as_view(), name="session-timeline"),
@@ -22,6 +23,7 @@ urlpatterns = [
     path(f"{S}/cancel", session_views.SessionCancelView.as_view(), name="session-cancel"),
     path(f"{S}/score", quality_views.SessionScoreView.as_view(), name="session-score"),
     path(f"{S}/review", quality_views.SessionReviewView.as_view(), name="session-review"),
+    path(f"{S}/triage", triage_views.SessionTriageView.as_view(), name="session-triage"),
     path("quality", quality_views.QualityView.as_view(), name="quality"),
     path(f"{S}/chat/messages", session_views.ChatMessagesView.as_view(), name="session-chat-messages"),
     path("memories", memory_views.MemoryListView.as_view(), name="memory-list"),

@@ -32,6 +32,15 @@ from .sessions import (
 )
 from .slack import SlackPost, SlackPostKind, SlackThread
 from .tokens import APIToken
+from .triage import (
+    TRIAGE_ACTIONS,
+    TRIAGE_BULK_ACTIONS,
+    TRIAGE_MAX_BULK,
+    TRIAGE_MAX_NOTE_CHARS,
+    Resolution,
+    TriageActivity,
+    TriageStatus,
+)
 
 __all__ = [
     "FAILURE_TAGS", "SUPPORT_BANDS",
@@ -42,7 +51,9 @@ __all__ = [
     "LLMInteraction", "MCPInteraction",
     "Memory", "MemoryKind", "MemoryState",
     "Message", "MessageRole", "OccurrenceKind", "OutboxTask", "ParallelType",
-    "Rating", "ScoreStatus", "SessionReview", "SessionScore", "SessionStatus", "Severity", "SlackPost", "SlackPostKind",
+    "Rating", "Resolution",
+    "ScoreStatus", "SessionReview", "SessionScore", "SessionStatus", "Severity", "SlackPost", "SlackPostKind",
     "SlackThread", "Stage", "StageKind", "Support",
-    "TimelineEvent", "TimelineEventType", "TimelineStatus",
+    "TimelineEvent", "TimelineEventType", "TimelineStatus", "TriageActivity", "TriageStatus",
+    "TRIAGE_ACTIONS", "TRIAGE_BULK_ACTIONS", "TRIAGE_MAX_BULK", "TRIAGE_MAX_NOTE_CHARS",
 ]

@@ -121,6 +121,11 @@ class AlertSession(TokenTotals):
     budget_reached = models.JSONField(
         null=True, blank=True, help_text="The budget that forced the investigation to conclude: kind, limit, used",
     )
+    # Triage (tarsy.services.triage): empty until the session is terminal, then needs_review → in_progress → resolved.
+    triage_status = models.CharField(max_length=20, blank=True, default="", db_index=True)
+    assignee = models.CharField(max_length=255, blank=True, default="", db_index=True)
+    resolution = models.CharField(max_length=20, blank=True, default="")
+    resolution_note = models.TextField(blank=True, default="", help_text="Masked")
 
     objects = LiveSessionManager()
     all_objects = models.Manager()  # noqa: DJ012 - ruff takes models.Manager() for a field

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from django.db import connection, transaction
+from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from agents.config.schema import AlertMaskingConfig
@@ -27,12 +28,13 @@ from tarsy.models import (
     SessionStatus,
     Severity,
     Stage,
+    TriageStatus,
 )
 from tarsy.selectors import queue
 from tarsy.signals import session_status_changed
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 
-from . import executions, fingerprints, occurrences, stages
+from . import executions, fingerprints, occurrences, stages, triage
 from .errors import Conflict, NotFound, PayloadTooLarge, ValidationFailed
 
 MAX_ALERT_DATA_BYTES = 1024 * 1024  # larger alerts are refused with 413
@@ -272,6 +274,9 @@ def session_set_status(
     now = timezone.now()
     if status in TERMINAL_SESSION_STATUSES:
         fields.setdefault("completed_at", now)
+        # Same statement as the status: a finished session is never seen without its triage state.
+        fields.setdefault("triage_status", Case(When(triage_status="", then=Value(TriageStatus.NEEDS_REVIEW)),
+                                                default=F("triage_status")))
     updated = AlertSession.all_objects.filter(id=session_id, status__in=from_statuses).update(status=status, **fields)
     if not updated:
         return None
@@ -279,6 +284,7 @@ def session_set_status(
     publish_session_status(session, "session.completed" if status in TERMINAL_SESSION_STATUSES else "session.status")
     if status in TERMINAL_SESSION_STATUSES:
         SESSIONS_TERMINAL.labels(status).inc()
+        triage.triage_publish(session, action="finish", actor="")
     return session
 
 

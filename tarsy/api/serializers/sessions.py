@@ -117,7 +117,7 @@ class SessionSerializer(CostMixin, serializers.ModelSerializer):
                   "executive_summary", "executive_summary_error", "error_message", "current_stage_index",
                   "created_at", "started_at", "completed_at", "last_interaction_at", "duration_seconds",
                   "budget_reached", "citations", *TOKEN_FIELDS, *COST_FIELDS, *STORM_FIELDS, "score",
-                  "review"]
+                  "review", "triage_status", "assignee"]
 
     @extend_schema_field(ScoreSerializer(allow_null=True))
     def get_score(self, session: AlertSession) -> dict | None:
@@ -145,7 +145,7 @@ class SessionListItemSerializer(CostMixin, serializers.ModelSerializer):
         fields = ["id", "session_url", "title", "alert_type", "chain_id", "status", "author", "error_message",
                   "created_at",
                   "started_at", "completed_at", "duration_seconds", "executive_summary_preview", "budget_reached",
-                  *TOKEN_FIELDS, *COST_FIELDS, *STORM_FIELDS, "score", "review"]
+                  *TOKEN_FIELDS, *COST_FIELDS, *STORM_FIELDS, "score", "review", "triage_status", "assignee"]
 
     @extend_schema_field(ScoreBriefSerializer(allow_null=True))
     def get_score(self, session: AlertSession) -> dict | None:
