@@ -30,6 +30,7 @@ from .models import (
     SessionScore,
     Stage,
     TimelineEvent,
+    TriageActivity,
 )
 
 
@@ -119,15 +120,23 @@ class ReviewInline(ReadOnlyMixin, admin.StackedInline):
     readonly_fields = fields
 
 
+class TriageActivityInline(ReadOnlyInline):
+    model = TriageActivity
+    can_delete = False
+    fields = ["created_at", "actor", "action", "from_status", "to_status", "assignee", "resolution", "note"]
+    readonly_fields = fields
+
+
 @admin.register(AlertSession)
 class AlertSessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["short_id", "alert_type", "chain_id", "status", "author", "created_at", "duration",
                     "total_tokens", "score_value", "review_rating", "summary_preview"]
-    list_filter = ["status", "alert_type", "chain_id", ("created_at", admin.DateFieldListFilter), DeletedFilter,
-                   ("score__support", admin.ChoicesFieldListFilter), ("review__rating", admin.ChoicesFieldListFilter)]
+    list_filter = ["status", "triage_status", "alert_type", "chain_id", ("created_at", admin.DateFieldListFilter),
+                   DeletedFilter, ("score__support", admin.ChoicesFieldListFilter),
+                   ("review__rating", admin.ChoicesFieldListFilter)]
     search_fields = ["id", "alert_data", "final_analysis", "executive_summary", "author"]
     date_hierarchy = "created_at"
-    inlines = [ScoreInline, ReviewInline, StageInline]
+    inlines = [ScoreInline, ReviewInline, TriageActivityInline, StageInline]
     readonly_fields = [f.name for f in AlertSession._meta.fields]
     list_per_page = 50
 

@@ -95,3 +95,14 @@ def test_score_and_review_show_in_the_session_list_and_page(admin_client, sessio
     assert "Follows from the disk usage." in detail and "carol" in detail
     assert admin_client.get("/admin/tarsy/sessionscore/").status_code == 200
     assert admin_client.get("/admin/tarsy/sessionreview/").status_code == 200
+
+
+def test_the_triage_log_shows_on_the_session_page_and_filters_the_list(admin_client, sessions):
+    from tarsy.services import triage
+
+    failed, done, _ = sessions
+    triage.resolve(session_id=done.id, actor="dave", resolution="false_positive", note="disk was a test fill")
+    detail = admin_client.get(f"/admin/tarsy/alertsession/{done.id}/change/").content.decode()
+    assert "disk was a test fill" in detail and "dave" in detail
+    filtered = admin_client.get("/admin/tarsy/alertsession/?triage_status=resolved").content.decode()
+    assert str(done.id)[:8] in filtered and str(failed.id)[:8] not in filtered
