@@ -83,7 +83,8 @@ def test_investigation_streams_live_in_order_and_reconnects_catch_up(scripted_co
             seen_by_dropper = collect_until(dropper, lambda e: e["type"] == "timeline_event.completed", 60)
             dropper.close()
             try:
-                events = collect_until(live, lambda e: e["type"] == "session.completed", 60)
+                # The session's last event: it enters triage (needs_review) in the commit that completes it.
+                events = collect_until(live, lambda e: e["type"] == "triage.updated", 60)
             except (AssertionError, TimeoutError):
                 raise AssertionError(f"worker log:\n{proc.log()}\nserver log:\n{server.log()}") from None
 
