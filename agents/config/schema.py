@@ -225,6 +225,18 @@ class MCPServerConfig(_Strict):
         return STDIO_CALL_SLOTS if self.transport.type == "stdio" else NETWORK_CALL_SLOTS
 
 
+class OrchestratorConfig(_Strict):
+    """Guardrails of an agent that dispatches sub-agents (`sub_agents`): how many at once and in all, how deep
+    sub-agents may dispatch their own, how long each may run, and what share of the session's budget each may use."""
+
+    max_concurrent: int = Field(default=5, gt=0)
+    max_total: int = Field(default=10, gt=0)
+    max_depth: int = Field(default=1, gt=0)  # 1: sub-agents cannot dispatch their own
+    timeout: Duration = 600.0  # per sub-agent, from its start
+    budget_share: float | None = Field(default=None, gt=0, le=1)  # of the session budget's tokens / cost
+    on_limit: Literal["wait", "refuse"] = "wait"  # a dispatch beyond max_concurrent: queued, or refused
+
+
 class AgentConfig(_Strict):
     description: str = ""
     mcp_servers: list[str] = Field(default_factory=list)
@@ -235,6 +247,8 @@ class AgentConfig(_Strict):
     llm_provider: str | None = None
     fallback_providers: list[str] | None = None  # tried in order when the provider fails (see README)
     native_tools: NativeTools = Field(default_factory=NativeTools)
+    sub_agents: list[str] = Field(default_factory=list)  # agents it may dispatch (tarsy.pipeline.sub_agents)
+    orchestrator: OrchestratorConfig = Field(default_factory=OrchestratorConfig)
 
 
 class StageAgentConfig(_Strict):

@@ -52,7 +52,7 @@ def resolve_for_execution(execution: AgentExecution) -> ResolvedAgentConfig:
     session = execution.session
     kwargs: dict[str, Any] = {"strategy_override": execution.iteration_strategy,
                               "provider_override": execution.llm_provider or None}
-    if stage.kind == StageKind.INVESTIGATION:
+    if stage.kind == StageKind.INVESTIGATION and execution.parent_execution_id is None:  # a sub-agent: its own
         kwargs.update(chain_id=session.chain_id, stage_index=stage.chain_stage_index,
                       stage_agent_index=0 if stage.parallel_type == "replica" else execution.agent_index)
     return resolve_agent(get_config(), agent_name=execution.agent_config_name, mcp_selection=session.mcp_selection,

@@ -15,6 +15,9 @@ from tarsy.config import get_config
 from tarsy.decisions import FinishSession, Nothing, StartStage, StartSynthesis, enact_on_commit
 from tarsy.models import AlertSession, ExecStatus, SessionStatus, Stage, StageKind
 from tarsy.services import executions, sessions, stages
+from tarsy.services import sub_agents as sub_agent_rows
+
+from .sub_agents import wake
 
 
 def next_after_stage(stage: Stage, session: AlertSession) -> StartStage | StartSynthesis | FinishSession | Nothing:
@@ -45,11 +48,22 @@ def execution_end(*, execution_id: Any, status: str, error: str = "", final_anal
                                                       final_analysis=final_analysis)
         if stage_id is None:
             return False
+        _sub_agents_after_end(execution_id)
         stage = stages.stage_join(stage_id=stage_id)
         if stage is not None:
             session = sessions.session_lock(session_id=stage.session_id)
             _carry_out(next_after_stage(stage, session), session, stage)
     return True
+
+
+def _sub_agents_after_end(execution_id: Any) -> None:
+    """An execution that ends takes its unfinished sub-agents with it; a sub-agent that ends wakes its parked
+    orchestrator and frees a slot for a queued sibling (tarsy.pipeline.sub_agents)."""
+    for child_id in sub_agent_rows.sub_agents_unfinished(parent_id=execution_id):
+        execution_end(execution_id=child_id, status=ExecStatus.CANCELLED, error="Its orchestrator ended")
+    parent_id = sub_agent_rows.sub_agent_parent(execution_id=execution_id)
+    if parent_id is not None:
+        wake(parent_id)
 
 
 def _carry_out(decision: StartStage | StartSynthesis | FinishSession | Nothing, session: AlertSession,

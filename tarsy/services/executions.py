@@ -148,7 +148,9 @@ def executions_orphaned(*, now: datetime, stale: datetime) -> list[AgentExecutio
     """Unfinished executions of live sessions (and chats) whose task is gone: a lease that ran out (the task
     died mid-iteration), or no lease and no sign of life since `stale` (a queued task got lost)."""
     live = Q(session__status=SessionStatus.IN_PROGRESS) | Q(stage__kind=StageKind.CHAT)
-    running = AgentExecution.objects.filter(live).exclude(status__in=TERMINAL_EXEC_STATUSES)
+    # A parked orchestrator and a queued sub-agent have no task on purpose: a sub-agent's end starts them.
+    running = AgentExecution.objects.filter(live).exclude(
+        status__in=[*TERMINAL_EXEC_STATUSES, ExecStatus.WAITING, ExecStatus.QUEUED])
     crashed = running.filter(lease_expires_at__lt=now)
     lost = running.filter(lease_expires_at__isnull=True).filter(
         Q(last_heartbeat_at__lt=stale) | Q(last_heartbeat_at__isnull=True, created_at__lt=stale))

@@ -41,7 +41,8 @@ def stage_payload(stage: Stage) -> dict[str, Any]:
         "error_message": stage.error_message,
         "executions": [
             {"id": str(e.id), "agent_name": e.agent_name, "status": e.status, "llm_provider": e.llm_provider,
-             "iteration_strategy": e.iteration_strategy}
+             "iteration_strategy": e.iteration_strategy,
+             "parent_execution_id": str(e.parent_execution_id) if e.parent_execution_id else None}
             for e in stage.executions.all()
         ],
     }
@@ -154,7 +155,8 @@ def stage_join(*, stage_id: int) -> Stage | None:
     stage = Stage.objects.select_for_update(no_key=True).prefetch_related("executions").get(id=stage_id)
     if stage.status in TERMINAL_EXEC_STATUSES:
         return None
-    executions = list(stage.executions.all())
+    # Sub-agents are their orchestrator's business: the stage joins its own agents.
+    executions = [e for e in stage.executions.all() if e.parent_execution_id is None]
     if any(e.status not in TERMINAL_EXEC_STATUSES for e in executions):
         return None
     status = aggregate_status([e.status for e in executions], stage.success_policy)
