@@ -37,9 +37,9 @@ def _native(**extra) -> dict:
 
 
 def _config(scripted_config, script: dict, *, orchestrator: dict | None = None, sub_agents=("Pods", "Network", "Logs"),
-            agents: dict | None = None) -> None:
+            agents: dict | None = None, chunk_size: int = 0, tarsy: dict | None = None) -> None:
     script.setdefault("executive_summary", ["summary"])
-    scripted_config(script, tarsy={
+    scripted_config(script, chunk_size=chunk_size, tarsy={**(tarsy or {}),
         "mcp_servers": {"tools": TOOLS},
         "agents": {
             "Orchestrator": _native(sub_agents=list(sub_agents), orchestrator=orchestrator or {}),
@@ -89,15 +89,7 @@ def test_orchestrator_dispatches_waits_without_a_task_and_cites_two_sub_agents(s
         parent.refresh_from_db()
         return parent.status == "waiting" and parent.iterations_completed >= 2
 
-    try:
-        wait_for(parked, timeout=30, message="the orchestrator to park")
-    except AssertionError:
-        for e in AgentExecution.objects.filter(session=session):
-            print("EXEC", e.agent_name, e.status, e.iterations_completed, e.current_iteration, e.error_message)
-        for t in TimelineEvent.objects.filter(session=session).order_by("id"):
-            print("EV", t.execution_id and str(t.execution_id)[:6], t.iteration, t.event_type, t.status, t.content[:150])
-        print(proc.log()[-3000:])
-        raise
+    wait_for(parked, timeout=30, message="the orchestrator to park")
     running = AgentExecution.objects.filter(parent_execution=parent).exclude(
         status__in=["completed", "failed", "timed_out", "cancelled"])
     assert running.exists()  # sub-agents still work…
@@ -201,7 +193,7 @@ def test_cancelling_the_session_cancels_every_sub_agent_within_seconds(scripted_
         "Orchestrator": [_dispatch(("Pods", "a"), ("Network", "b")), {"text": "never"}],
         "Pods": [{"text": "Thought: " + "looking " * 60, "latency_ms": 30000}],
         "Network": [{"text": "Thought: " + "tracing " * 60, "latency_ms": 30000}],
-    }, orchestrator={"timeout": "10m"})
+    }, orchestrator={"timeout": "10m"}, chunk_size=8)
     proc = worker(concurrency=3)
     session = session_submit(alert_type="triage", data="api-1 down")
     wait_for(lambda: TimelineEvent.objects.filter(session=session, status="streaming",
@@ -214,3 +206,28 @@ def test_cancelling_the_session_cancels_every_sub_agent_within_seconds(scripted_
     assert done.status == "cancelled"
     assert elapsed < 6, f"cancel took {elapsed:.1f}s"
     assert set(AgentExecution.objects.filter(session=done).values_list("status", flat=True)) == {"cancelled"}
+
+
+@pytest.mark.timeout(180)
+def test_worker_killed_while_a_sub_agent_streams_loses_and_duplicates_nothing(scripted_config, worker, beat):
+    slow = {**_echo("Back-off restarting failed container", latency_ms=4000), "text": "Reading the pod events."}
+    _config(scripted_config, {
+        "Orchestrator": [_dispatch(("Pods", "Why does api-1 restart?")), {"text": "api-1 restarts {evidence}."}],
+        "Pods": [_echo("OOMKilled"), slow, {"text": "api-1 is OOMKilled {evidence}."}],
+    }, chunk_size=8, tarsy={"defaults": {"iteration_timeout": "8s"},
+                            "queue": {"orphan_threshold": "20s", "max_resumes": 3}})
+    first = worker(concurrency=2, TARSY_HARD_LIMIT_GRACE="1")
+    beat(interval=1.0)
+    session = session_submit(alert_type="triage", data="api-1 restarts")
+    wait_for(lambda: TimelineEvent.objects.filter(session=session, iteration=2, status="streaming",
+                                                  execution__parent_execution__isnull=False).exists(),
+             timeout=60, message="the sub-agent's second iteration to stream")
+    first.kill()  # SIGKILL the whole worker mid-stream
+    survivor = worker(concurrency=2, TARSY_HARD_LIMIT_GRACE="1")
+    (done,) = wait_terminal([session.id], 120, survivor)
+    assert done.status == "completed", (done.error_message, survivor.log()[-3000:])
+    pods = AgentExecution.objects.get(session=done, agent_name="Pods")  # dispatched once
+    assert pods.status == "completed" and pods.resume_count >= 1
+    assert pods.final_analysis.startswith("api-1 is OOMKilled")
+    assert done.citations["invalid"] == [] and done.citations["valid"]
+    assert_no_duplicates(done.id)
