@@ -276,16 +276,22 @@ class StageConfig(_Strict):
     llm_provider: str | None = None
     iteration_strategy: IterationStrategy | None = None
     synthesis: SynthesisConfig | None = None
+    # One orchestrator (the built-in `Orchestrator` agent) dispatches the stage's agents as sub-agents on demand,
+    # instead of running them all in parallel; `orchestrator`: its guardrails.
+    orchestrate: bool = False
+    orchestrator: OrchestratorConfig | None = None
 
     @model_validator(mode="after")
     def _replicas_need_one_agent(self) -> StageConfig:
         if self.replicas > 1 and len(self.agents) > 1:
             raise ValueError("replicas can only be used with exactly one agent")
+        if self.orchestrate and self.replicas > 1:
+            raise ValueError("orchestrate dispatches the stage's agents: it cannot be combined with replicas")
         return self
 
     @property
     def is_parallel(self) -> bool:
-        return self.replicas > 1 or len(self.agents) > 1
+        return not self.orchestrate and (self.replicas > 1 or len(self.agents) > 1)
 
 
 class BudgetConfig(_Strict):

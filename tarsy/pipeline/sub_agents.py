@@ -24,6 +24,7 @@ from typing import Any
 from django.db import transaction
 
 from agents.citations import cite
+from agents.config.builtins import IMPLICIT_ORCHESTRATOR
 from agents.config.schema import AgentConfig, OrchestratorConfig
 from agents.context import MCPInteractionRecord, Recorder, ToolExecutor, ToolResult
 from agents.llm.types import ConversationMessage, ToolCall, ToolDefinition
@@ -76,10 +77,19 @@ class SubAgentCalls:
 
 def orchestrator_config(execution: AgentExecution) -> AgentConfig | None:
     """The agent config of an execution that may dispatch sub-agents (investigation stages), else None."""
-    agent = get_config().agents.get(execution.agent_config_name)
-    if agent is None or not agent.sub_agents or execution.stage.kind != StageKind.INVESTIGATION:
+    config = get_config()
+    agent = config.agents.get(execution.agent_config_name)
+    stage = execution.stage
+    if agent is None or stage.kind != StageKind.INVESTIGATION:
         return None
-    return agent
+    chain = config.chains.get(execution.session.chain_id)
+    stage_cfg = chain.stages[stage.chain_stage_index] if chain and stage.chain_stage_index is not None \
+        and stage.chain_stage_index < len(chain.stages) else None
+    if stage_cfg is not None and stage_cfg.orchestrate and execution.agent_config_name == IMPLICIT_ORCHESTRATOR \
+            and execution.parent_execution_id is None:
+        return agent.model_copy(update={"sub_agents": [a.name for a in stage_cfg.agents],
+                                        "orchestrator": stage_cfg.orchestrator or agent.orchestrator})
+    return agent if agent.sub_agents else None
 
 
 class SubAgentTools:
@@ -208,7 +218,7 @@ def dispatches_apply(execution_id: Any, calls: SubAgentCalls) -> None:
     queued on commit). The cancels are the caller's (tarsy.pipeline.iteration ends them)."""
     if not calls.dispatches:
         return
-    parent = AgentExecution.objects.select_related("session").get(id=execution_id)
+    parent = AgentExecution.objects.select_related("stage", "session").get(id=execution_id)
     timeout = _limits(parent).timeout
     for dispatch in calls.dispatches:
         child = sub_agents.sub_agent_create(parent=parent, execution_id=dispatch.execution_id, agent=dispatch.agent,
@@ -255,7 +265,7 @@ def wake(parent_id: Any) -> None:
 
 
 def _limits(parent: AgentExecution) -> OrchestratorConfig:
-    agent = get_config().agents.get(parent.agent_config_name)
+    agent = orchestrator_config(parent)
     return agent.orchestrator if agent is not None else OrchestratorConfig()
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from agents.config.builtins import IMPLICIT_ORCHESTRATOR
 from agents.config.registry import TarsyConfig
 from agents.context import resolve_agent
 from tarsy.config import get_config
@@ -91,11 +92,15 @@ def stage_start_chain(*, session: AlertSession, chain_stage_index: int) -> Stage
     config = get_config()
     stage_cfg = config.chain(session.chain_id).stages[chain_stage_index]
     base = {"chain_id": session.chain_id, "stage_index": chain_stage_index}
-    if stage_cfg.replicas > 1:
+    parallel: ParallelType | None
+    if stage_cfg.orchestrate:  # its agents are dispatched by one orchestrator (tarsy.pipeline.sub_agents)
+        agents = [{"display": IMPLICIT_ORCHESTRATOR, "config_name": IMPLICIT_ORCHESTRATOR, "resolve": base}]
+        parallel = None
+    elif stage_cfg.replicas > 1:
         agent = stage_cfg.agents[0]
         agents = [{"display": f"{agent.name}-{n}", "config_name": agent.name,
                    "resolve": {**base, "stage_agent_index": 0}} for n in range(1, stage_cfg.replicas + 1)]
-        parallel: ParallelType | None = ParallelType.REPLICA
+        parallel = ParallelType.REPLICA
     else:
         agents = [{"display": a.name, "config_name": a.name, "resolve": {**base, "stage_agent_index": i}}
                   for i, a in enumerate(stage_cfg.agents)]

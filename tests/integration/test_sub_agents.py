@@ -231,3 +231,31 @@ def test_worker_killed_while_a_sub_agent_streams_loses_and_duplicates_nothing(sc
     assert pods.final_analysis.startswith("api-1 is OOMKilled")
     assert done.citations["invalid"] == [] and done.citations["valid"]
     assert_no_duplicates(done.id)
+
+
+@pytest.mark.timeout(120)
+def test_a_stage_with_orchestrate_runs_one_orchestrator_over_its_agents(scripted_config, worker):
+    scripted_config({
+        "Orchestrator": [_dispatch(("Pods", "pods?"), ("Network", "network?")), {"text": "Both checked {evidence}."}],
+        "Pods": [_echo("api-1 Running"), {"text": "running {evidence}"}],
+        "Network": [_echo("db refused"), {"text": "refused {evidence}"}],
+        "executive_summary": ["summary"],
+    }, tarsy={
+        "mcp_servers": {"tools": TOOLS},
+        "defaults": {"iteration_strategy": "native-thinking"},
+        "agents": {"Pods": {"mcp_servers": ["tools"]}, "Network": {"mcp_servers": ["tools"]}},
+        "agent_chains": {"triage": {"alert_types": ["triage"], "stages": [
+            {"name": "investigate", "orchestrate": True, "orchestrator": {"max_concurrent": 2},
+             "agents": [{"name": "Pods"}, {"name": "Network"}]}]}},
+    })
+    proc = worker(concurrency=3)
+    session = session_submit(alert_type="triage", data="api-1 down")
+    (done,) = wait_terminal([session.id], 90, proc)
+    assert done.status == "completed", (done.error_message, proc.log()[-3000:])
+    (stage,) = Stage.objects.filter(session=done)
+    assert stage.parallel_type is None and stage.status == "completed"
+    parent = _orchestrator(session)
+    assert parent.agent_name == "Orchestrator"
+    assert sorted(AgentExecution.objects.filter(parent_execution=parent).values_list("agent_name", flat=True)) == [
+        "Network", "Pods"]
+    assert done.final_analysis.startswith("Both checked [E")
