@@ -259,3 +259,23 @@ def test_a_stage_with_orchestrate_runs_one_orchestrator_over_its_agents(scripted
     assert sorted(AgentExecution.objects.filter(parent_execution=parent).values_list("agent_name", flat=True)) == [
         "Network", "Pods"]
     assert done.final_analysis.startswith("Both checked [E")
+
+
+@pytest.mark.timeout(120)
+def test_a_sub_agent_concludes_once_it_spent_its_share_of_the_budget(scripted_config, worker):
+    small = {"input_tokens": 10, "output_tokens": 1}
+    _config(scripted_config, {
+        "Orchestrator": [{**_dispatch(("Pods", "pods?")), "usage": small}, {"text": "done", "usage": small}],
+        "Pods": [{**_echo("api-1 Running"), "usage": {"input_tokens": 200, "output_tokens": 1}},
+                 {"text": "Pods concluded within its share.", "usage": small}],
+        "executive_summary": [{"text": "summary", "usage": small}],
+    }, orchestrator={"budget_share": 0.1}, tarsy={"defaults": {"budget": {"tokens": 1000}}})
+    proc = worker(concurrency=2)
+    session = session_submit(alert_type="triage", data="api-1 down")
+    (done,) = wait_terminal([session.id], 90, proc)
+    assert done.status == "completed", (done.error_message, proc.log()[-3000:])
+    assert done.budget_reached is None  # the session's budget is far from reached…
+    pods = AgentExecution.objects.get(session=done, agent_name="Pods")
+    second = LLMInteraction.objects.get(execution=pods, iteration=2)
+    assert second.interaction_type == "forced_conclusion"  # …the sub-agent's share of it is
+    assert pods.final_analysis == "Pods concluded within its share."
