@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from django.test import Client
 from rest_framework.test import APIClient
 
 from tarsy.celery import app
@@ -116,6 +117,9 @@ def test_orchestrator_dispatches_waits_without_a_task_and_cites_two_sub_agents(s
     executions = {e["agent_name"]: e for e in body["stages"][0]["executions"]}
     assert executions["Pods"]["parent_execution_id"] == str(parent.id)
     assert executions["Orchestrator"]["parent_execution_id"] is None
+    for page in (f"/sessions/{done.id}", f"/sessions/{done.id}/trace"):
+        html = Client().get(page).content.decode()
+        assert html.count(f'data-parent-execution="{parent.id}"') == 3, page
 
 
 @pytest.mark.timeout(150)
