@@ -101,6 +101,7 @@ def _orchestrating(tools: Any, execution: AgentExecution, agent: AgentConfig | N
         return tools
     calls = calls if calls is not None else SubAgentCalls()
     calls.orchestrator = True
+    calls.one_call_per_reply = execution.iteration_strategy == "react"
     return SubAgentTools(tools, execution=execution, agent=agent, recorder=recorder, calls=calls)
 
 

@@ -73,6 +73,9 @@ class SubAgentCalls:
     orchestration_calls: int = 0
     other_calls: int = 0
     orchestrator: bool = False  # the execution may dispatch (set when its tools are built)
+    # Several calls per reply (native): a reply that only dispatched is done for now. ReAct makes one call per
+    # reply, so after a dispatch it goes on (it may dispatch more); it waits when a reply calls nothing.
+    one_call_per_reply: bool = False
 
 
 def orchestrator_config(execution: AgentExecution) -> AgentConfig | None:
@@ -229,13 +232,14 @@ def dispatches_apply(execution_id: Any, calls: SubAgentCalls) -> None:
 
 def orchestrator_next(execution_id: Any, iteration: int, decision: RunIteration | EndExecution,
                       calls: SubAgentCalls) -> RunIteration | EndExecution | None:
-    """After an orchestrator's iteration (its calls applied): None to park it. It parks when it only dispatched,
-    listed or cancelled, or when it concluded, while sub-agents still run; it goes on at once when results
-    arrived during the iteration (it must read them before concluding)."""
+    """After an orchestrator's iteration (its calls applied): None to park it. It parks when its reply only
+    dispatched, listed or cancelled (or called nothing), or when it concluded, while sub-agents still run; it goes
+    on at once when results arrived during the iteration (it must read them before concluding)."""
     unfinished = bool(sub_agents.sub_agents_unfinished(parent_id=execution_id))
     results = sub_agents.sub_agent_results_pending(parent_id=execution_id)
     concluded = isinstance(decision, EndExecution) and decision.status == ExecStatus.COMPLETED
-    waits = concluded or (isinstance(decision, RunIteration) and calls.orchestration_calls and not calls.other_calls)
+    idle = not calls.other_calls and (not calls.orchestration_calls or not calls.one_call_per_reply)
+    waits = concluded or (isinstance(decision, RunIteration) and idle)
     if not waits:
         return decision
     if results:

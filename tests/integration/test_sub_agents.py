@@ -283,3 +283,26 @@ def test_a_sub_agent_concludes_once_it_spent_its_share_of_the_budget(scripted_co
     second = LLMInteraction.objects.get(execution=pods, iteration=2)
     assert second.interaction_type == "forced_conclusion"  # …the sub-agent's share of it is
     assert pods.final_analysis == "Pods concluded within its share."
+
+
+@pytest.mark.timeout(150)
+def test_a_react_orchestrator_dispatches_one_per_reply_and_waits_when_it_calls_nothing(scripted_config, worker):
+    def action(agent: str) -> dict:
+        return {"text": f'Thought: ask {agent}.\nAction: tarsy.dispatch_agent\n'
+                        f'Action Input: {{"agent": "{agent}", "task": "check {agent}"}}'}
+
+    _config(scripted_config, {
+        "Orchestrator": [action("Pods"), action("Network"), {"text": "Thought: waiting for both results."},
+                         {"text": "Thought: both answered.\nFinal Answer: pods and network checked {evidence}"}],
+        "Pods": [_echo("api-1 Running", latency_ms=3000), {"text": "running {evidence}"}],
+        "Network": [_echo("db refused"), {"text": "refused {evidence}"}],
+    }, agents={"Orchestrator": {"iteration_strategy": "react", "sub_agents": ["Pods", "Network"]}})
+    proc = worker(concurrency=3)
+    session = session_submit(alert_type="triage", data="api-1 down")
+    (done,) = wait_terminal([session.id], 90, proc)
+    assert done.status == "completed", (done.error_message, proc.log()[-3000:])
+    pods = AgentExecution.objects.get(session=done, agent_name="Pods")
+    network = AgentExecution.objects.get(session=done, agent_name="Network")
+    assert network.created_at < pods.completed_at  # the second dispatch did not wait for the first result
+    assert done.final_analysis.startswith("pods and network checked [E")
+    assert done.citations["invalid"] == []
