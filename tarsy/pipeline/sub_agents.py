@@ -95,6 +95,12 @@ def orchestrator_config(execution: AgentExecution) -> AgentConfig | None:
     return agent if agent.sub_agents else None
 
 
+def may_dispatch(agent_config_name: str) -> bool:
+    """Whether executions of this agent may have sub-agents (it lists some, or is the implicit orchestrator)."""
+    agent = get_config().agents.get(agent_config_name)
+    return agent_config_name == IMPLICIT_ORCHESTRATOR or bool(agent and agent.sub_agents)
+
+
 class SubAgentTools:
     """The orchestrator's tool executor: the three tools above in-process, every other call to `tools`."""
 

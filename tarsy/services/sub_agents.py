@@ -123,11 +123,6 @@ def orchestrator_wake(*, execution_id: Any) -> AgentExecution | None:
     return parent
 
 
-def sub_agent_parent(*, execution_id: Any) -> Any | None:
-    """The orchestrator that dispatched the execution, None for a stage's own agent."""
-    return AgentExecution.objects.filter(id=execution_id).values_list("parent_execution_id", flat=True).first()
-
-
 def sub_agent_iteration_timeout(*, execution_id: Any) -> float:
     return AgentExecution.objects.filter(id=execution_id).values_list("iteration_timeout_s", flat=True).get()
 
