@@ -58,13 +58,12 @@ def _orchestrator(session) -> AgentExecution:
     return AgentExecution.objects.get(session=session, parent_execution__isnull=True)
 
 
-def _in_flight(execution_id: str) -> list[dict]:
-    """Tasks the workers hold (running or prefetched) for the execution, as the workers report them."""
-    inspect = app.control.inspect(timeout=2.0)
-    held = []
-    for tasks in [*(inspect.active() or {}).values(), *(inspect.reserved() or {}).values()]:
-        held += [t for t in tasks if execution_id in str(t.get("args"))]
-    return held
+def _in_flight() -> str:
+    """The arguments of every task the workers hold (running or prefetched), as the workers report them."""
+    inspect = app.control.inspect(timeout=1.0)
+    active, reserved = inspect.active(), inspect.reserved()
+    assert active is not None and reserved is not None, "no worker answered the inspection"
+    return " ".join(str(t.get("args")) for tasks in [*active.values(), *reserved.values()] for t in tasks)
 
 
 @pytest.mark.timeout(180)
@@ -72,13 +71,13 @@ def test_orchestrator_dispatches_waits_without_a_task_and_cites_two_sub_agents(s
     _config(scripted_config, {
         "Orchestrator": [
             _dispatch(("Pods", "Is api-1 running?"), ("Network", "Can api-1 reach db:5432?")),
-            _dispatch(("Logs", "What does api-1 log about the database?")),
+            {"tool_calls": [{"name": "tarsy.list_agents"}, *_dispatch(("Logs", "What does api-1 log?"))["tool_calls"]]},
             {"text": "api-1 runs but cannot reach its database {evidence}."},
         ],
         "Pods": [_echo("api-1 Running"), {"text": "api-1 is Running {evidence}."}],
-        "Network": [_echo("connection refused to db:5432", latency_ms=4000),
-                    {"text": "db:5432 refuses connections {evidence}.", "latency_ms": 2000}],
-        "Logs": [_echo("ERROR db timeout", latency_ms=4000), {"text": "api-1 logs db timeouts {evidence}."}],
+        "Network": [_echo("connection refused to db:5432", latency_ms=5000),
+                    {"text": "db:5432 refuses connections {evidence}.", "latency_ms": 3000}],
+        "Logs": [_echo("ERROR db timeout", latency_ms=5000), {"text": "api-1 logs db timeouts {evidence}."}],
     })
     proc = worker(concurrency=3)
     session = session_submit(alert_type="triage", data={"pod": "api-1"})
@@ -95,7 +94,19 @@ def test_orchestrator_dispatches_waits_without_a_task_and_cites_two_sub_agents(s
         status__in=["completed", "failed", "timed_out", "cancelled"])
     assert running.exists()  # sub-agents still work…
     assert parent.lease_expires_at is None
-    assert _in_flight(str(parent.id)) == []  # …and the workers hold no task of the orchestrator
+    child_ids = [str(i) for i in running.values_list("id", flat=True)]
+
+    parked_after = parent.iterations_completed
+
+    def a_sub_agent_task_seen() -> bool:
+        held = _in_flight()
+        parent.refresh_from_db()
+        if parent.status != "waiting" or parent.iterations_completed != parked_after:
+            raise AssertionError("a sub-agent ended before the inspection: no view of the orchestrator parked")
+        assert str(parent.id) not in held  # the workers hold no task of the orchestrator…
+        return any(i in held for i in child_ids)  # …while they run the sub-agents'
+
+    wait_for(a_sub_agent_task_seen, timeout=20, interval=0.2, message="a sub-agent's task in a worker")
 
     (done,) = wait_terminal([session.id], 120, proc)
     assert done.status == "completed", (done.error_message, proc.log()[-3000:])
@@ -105,6 +116,9 @@ def test_orchestrator_dispatches_waits_without_a_task_and_cites_two_sub_agents(s
     # The third dispatch came after the orchestrator had read the Pods result.
     second = LLMInteraction.objects.get(execution=parent, iteration=2, interaction_type="iteration")
     assert any("Result of sub-agent Pods" in m["content"] for m in second.conversation)
+    listing = TimelineEvent.objects.get(execution=parent, event_type="tool_result", metadata__tool_name="list_agents")
+    assert '"agent": "Logs", "description": "Application logs"' in listing.content
+    assert f'"execution_id": "{children["Pods"].id}", "agent": "Pods", "status": "completed"' in listing.content
     # The final analysis cites evidence of different sub-agents, and the check passes.
     cited = {e["id"] for e in done.citations["valid"]}
     assert done.citations["invalid"] == []
