@@ -198,10 +198,14 @@ def _own_tool(name: str) -> str | None:
 
 
 def results_inject(execution: AgentExecution, iteration: int, recorder: DbRecorder) -> None:
-    """Give the iteration the results of the sub-agents that ended since the last one, as user messages."""
-    ended = sub_agents.sub_agent_results_take(parent_id=execution.id, iteration=iteration)
-    if ended:
-        recorder.add_messages([ConversationMessage(role="user", content=result_message(child)) for child in ended])
+    """Give the iteration the results of the sub-agents that ended since the last one, as user messages (shown on
+    its timeline as the late results of its dispatch_agent calls)."""
+    for child in sub_agents.sub_agent_results_take(parent_id=execution.id, iteration=iteration):
+        content = result_message(child)
+        recorder.add_messages([ConversationMessage(role="user", content=content)])
+        recorder.add_event(TimelineEventType.TOOL_RESULT, content, metadata=event_metadata(
+            TimelineEventType.TOOL_RESULT, server_name=SERVER, tool_name=DISPATCH,
+            is_error=child.status != ExecStatus.COMPLETED))
 
 
 def result_message(child: AgentExecution) -> str:
