@@ -32,7 +32,7 @@ class SilenceListView(JsonAPIView, generics.ListAPIView):
         return silences_list(state=query.validated_data["state"])
 
     @extend_schema(parameters=[SilenceQuerySerializer],
-                   responses={200: SilenceSerializer(many=True), **errors(400, *AUTH_ERRORS)})
+                   responses={200: SilenceSerializer(many=True), **errors(400, 404, *AUTH_ERRORS)})
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
