@@ -50,7 +50,9 @@ def session_finish(*, session_id: Any) -> None:
                  and not (s.kind == StageKind.INVESTIGATION and s.parallel_type)]
     final_analysis = completed[-1].final_analysis if completed else ""
     if last.status == ExecStatus.COMPLETED:
-        summary, summary_error = _executive_summary(session, final_analysis)
+        # A healthy check run is closed quietly: its short analysis is all anyone reads, no summary call per run.
+        quiet = checks.check_healthy(session=session, status=SessionStatus.COMPLETED, final_analysis=final_analysis)
+        summary, summary_error = ("", "") if quiet else _executive_summary(session, final_analysis)
         changes = dict(status=SessionStatus.COMPLETED, executive_summary=summary, executive_summary_error=summary_error)
     else:
         changes = dict(status=_STAGE_TO_SESSION.get(last.status, SessionStatus.FAILED),

@@ -90,12 +90,17 @@ def _open_problem(session: AlertSession) -> AlertSession | None:
             .exclude(id=session.id).order_by("created_at").first())
 
 
+def check_healthy(*, session: AlertSession, status: str, final_analysis: str) -> bool:
+    """A check run that completed with every verdict line HEALTHY (agents.prompts.checks)."""
+    return bool(session.check_name) and status == SessionStatus.COMPLETED and check_verdict(final_analysis) == HEALTHY
+
+
 def check_close(*, session: AlertSession, status: str, final_analysis: str) -> CheckClose:
     """Call inside the transaction that ends the run (before its status is set): see the module docstring.
     A session that is not a check run closes as any other."""
     if not session.check_name:
         return CheckClose()
-    healthy = status == SessionStatus.COMPLETED and check_verdict(final_analysis) == HEALTHY
+    healthy = check_healthy(session=session, status=status, final_analysis=final_analysis)
     _lock(session.check_name, session.chain_id)
     open_problem = _open_problem(session)
     if healthy:
