@@ -45,14 +45,17 @@ def board():
 
 def test_the_triage_page_shows_three_columns_with_counts(board):
     waiting, mine, done = board
+    calm = _finished("batch-1", severity="info")  # waiting as long, less severe: listed after the critical one
     html = Client(REMOTE_ADDR="127.0.0.1").get("/triage").content.decode()
-    assert str(waiting.id) in _column(html, "needs_review") and str(mine.id) not in _column(html, "needs_review")
+    needs_review = _column(html, "needs_review")
+    assert needs_review.index(str(waiting.id)) < needs_review.index(str(calm.id))
+    assert str(mine.id) not in needs_review
     in_progress = _column(html, "in_progress")
     assert str(mine.id) in in_progress and "<strong>alice</strong>" in in_progress
     resolved = _column(html, "resolved")
     assert str(done.id) in resolved and "False positive" in resolved
-    assert '<span class="count" data-count>1</span>' in _column(html, "needs_review")
-    assert '<span class="group-name">critical</span>' in _column(html, "needs_review")  # grouped by severity
+    assert '<span class="count" data-count>2</span>' in needs_review
+    assert '<span class="group-name">critical</span> <span class="count">1</span>' in needs_review  # by severity
     assert EVIL not in html and "&lt;img src=x" in html
     assert 'href="/triage" aria-current="page"' in html  # the nav link
 
