@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from agents.config.schema import AutoDismissConfig
 from agents.mcp.masking.boundary import mask_text
 from tarsy.config import get_config
 from tarsy.metrics import TRIAGE_TIME_TO_CLAIM, TRIAGE_TIME_TO_RESOLVE
@@ -220,10 +221,14 @@ def triage_bulk(*, session_ids: list[Any], actor: str, action: str, resolution: 
 # ---- the chain's auto-dismiss policy (agent_chains.<id>.triage.auto_dismiss) ------------------------------------
 
 
+def _policy(chain_id: str) -> AutoDismissConfig | None:
+    chain = get_config().chains.get(chain_id)
+    return chain.triage.auto_dismiss if chain else None
+
+
 def _dismiss_reason(session: AlertSession, score: int | None) -> str:
     """Why the chain's policy dismisses this completed session, or "" when it does not."""
-    chain = get_config().chains.get(session.chain_id)
-    rule = chain.triage.auto_dismiss if chain else None
+    rule = _policy(session.chain_id)
     if rule is None or session.status != SessionStatus.COMPLETED:
         return ""
     if SEVERITY_RANK.get(session.severity, 0) < SEVERITY_RANK[rule.max_severity]:
@@ -253,11 +258,13 @@ def _auto_dismiss(session_id: Any, score: int | None) -> bool:
 def triage_on_finish(*, session: AlertSession) -> None:
     """A session just became terminal (needs_review in the same UPDATE): the chain's policy may dismiss it at
     once; otherwise the pages and lists hear that it waits for review."""
-    if not _auto_dismiss(session.id, None):
+    rule = _policy(session.chain_id)  # most chains have none: no further query on every completion
+    if rule is None or rule.min_score is not None or not _auto_dismiss(session.id, None):
         triage_publish(session, action="finish", actor="")
 
 
 @transaction.atomic
 def triage_on_score(*, session_id: Any, score: int) -> bool:
     """A completed session's automatic score landed: a policy with `min_score` may dismiss it now."""
-    return _auto_dismiss(session_id, score)
+    chain_id = AlertSession.all_objects.filter(id=session_id).values_list("chain_id", flat=True).first()
+    return chain_id is not None and _policy(chain_id) is not None and _auto_dismiss(session_id, score)
