@@ -1,6 +1,7 @@
 """The Triage view in a real browser, two people at once: bob watches the view while alice claims a session on its
 page — bob's view moves it to in progress under alice's name without a reload; bob's own bulk claim of it then
-says clearly that alice was first; bob resolves two others from the list; alice resolves hers with a review."""
+says clearly that alice was first; bob resolves two others from the list; alice resolves hers with a review, and
+her page follows bob's reopen."""
 
 from __future__ import annotations
 
@@ -105,8 +106,40 @@ def test_the_triage_view_follows_another_persons_claim_live(waiting, scripted_co
     shot(alice, "triage-session")
     bob.wait_for_selector(_card("resolved", first))
 
+    # Bob reopens it over the API: alice's panel follows live, with his entry in the log.
+    reopened = httpx.post(f"{base}/api/v1/sessions/{first}/triage", json={"action": "reopen", "note": "back again"},
+                          headers={"X-Forwarded-User": "bob"}, timeout=10)
+    assert reopened.status_code == 200, reopened.text
+    alice.wait_for_selector("#triage-status:has-text('Needs review')")
+    assert "back again" in alice.inner_text("#triage-log") and alice.is_visible("#triage-claim")
+
     body = httpx.get(f"{base}/api/v1/sessions/{first}/triage", timeout=10).json()
-    assert [(a["actor"], a["action"]) for a in body["activity"]] == [("alice", "claim"), ("alice", "resolve")]
+    assert [(a["actor"], a["action"]) for a in body["activity"]] == [("alice", "claim"), ("alice", "resolve"),
+                                                                     ("bob", "reopen")]
     review = httpx.get(f"{base}/api/v1/sessions/{first}/review", timeout=10).json()["review"]
     assert (review["rating"], review["author"]) == ("accurate", "alice")
     assert bob.problems == [] and alice.problems == []
+
+
+@pytest.mark.timeout(120)
+def test_a_claim_from_a_stale_session_page_says_who_was_first(waiting, scripted_config, web, browser):
+    session_id = waiting[0]
+    scripted_config({"KubernetesAgent": ["Final Answer: x"]})
+    base = web()
+    bob = open_page(browser)
+    bob.set_extra_http_headers({"X-Forwarded-User": "bob"})
+    bob.route_web_socket("**/ws", lambda ws: None)  # his live socket hears nothing: the page goes stale
+    bob.goto(f"{base}/sessions/{session_id}")
+    assert bob.inner_text("#triage-status") == "Needs review"
+
+    claimed = httpx.post(f"{base}/api/v1/sessions/{session_id}/triage", json={"action": "claim"},
+                         headers={"X-Forwarded-User": "alice"}, timeout=10)
+    assert claimed.status_code == 200, claimed.text
+    bob.click("#triage-claim")
+    bob.wait_for_selector("#triage-error:not([hidden])")
+    assert bob.inner_text("#triage-error") == ("Someone else acted first: cannot claim: triage is in_progress "
+                                               "(assigned to alice)")
+    bob.wait_for_selector("#triage-assignee:has-text('alice')")  # the panel shows the state as it now is
+    assert bob.inner_text("#triage-status") == "In progress"
+    shot(bob, "triage-conflict")
+    assert [p for p in bob.problems if "HTTP 409" not in p] == []
