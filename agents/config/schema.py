@@ -235,6 +235,10 @@ class AgentConfig(_Strict):
     llm_provider: str | None = None
     fallback_providers: list[str] | None = None  # tried in order when the provider fails (see README)
     native_tools: NativeTools = Field(default_factory=NativeTools)
+    # Skills (agents.config.skills): the bodies of `required_skills` are in the system prompt; the others of
+    # `skills` ("all" or absent: the whole catalog; []: none) are offered by name and loaded with tarsy.load_skill.
+    required_skills: list[str] = Field(default_factory=list)
+    skills: list[str] | Literal["all"] | None = None
 
 
 class StageAgentConfig(_Strict):
