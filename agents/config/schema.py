@@ -540,6 +540,8 @@ class SlackConfig(_Strict):
     base_url: str = ""  # Web API base URL; "" = https://slack.com/api/ (proxies, test servers)
     update_interval: Duration = 10.0  # at most one in-place update of the message per interval while running
     timeout: Duration = 10.0  # per Web API call
+    # Slack member ID → TARSy identity, for triage from Slack; unmapped members are matched by their Slack email.
+    users: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("base_url")
     @classmethod
