@@ -20,6 +20,7 @@ from .schema import (
     SlackConfig,
     SystemConfig,
 )
+from .skills import Skill
 
 EMBEDDING_PROVIDER_TYPES = ("google", "openai")  # the SDKs TARSy calls for embeddings (agents.llm.embeddings)
 
@@ -45,6 +46,7 @@ class TarsyConfig:
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     slack: SlackConfig | None = None
+    skills: dict[str, Skill] = field(default_factory=dict)  # the catalog of the directory's skills/, by name
     user_defined: dict[str, set[str]] = field(default_factory=dict)
     file_names: dict[str, str] = field(default_factory=lambda: {"tarsy": "tarsy.yaml",
                                                                  "providers": "llm-providers.yaml"})
@@ -72,6 +74,17 @@ class TarsyConfig:
 
     def provider(self, name: str | None) -> LLMProviderConfig:
         return self.llm_providers[name or self.default_provider]
+
+    def agent_skills(self, agent_name: str) -> tuple[tuple[Skill, ...], tuple[Skill, ...]]:
+        """The agent's (required, loadable) skills: the required ones in its prompt, the loadable ones the rest of
+        its `skills` (the whole catalog when it names none), in the order named. Unknown names are config errors
+        (`cross_reference_problems`), skipped here."""
+        agent = self.agents[agent_name]
+        required = tuple(self.skills[n] for n in dict.fromkeys(agent.required_skills) if n in self.skills)
+        offered = agent.skills if isinstance(agent.skills, list) else list(self.skills)
+        loadable = tuple(self.skills[n] for n in dict.fromkeys(offered)
+                         if n in self.skills and n not in agent.required_skills)
+        return required, loadable
 
     def mcp_servers_in_use(self) -> set[str]:
         """MCP servers some chain can call: named by a chain, a stage agent, or an agent a chain runs (in a stage,
@@ -129,6 +142,12 @@ class TarsyConfig:
                 need("llm provider", fallback, f"{where}.fallback_providers.{i}", self.llm_providers)
             for i, server in enumerate(agent.mcp_servers):
                 need("MCP server", server, f"{where}.mcp_servers.{i}", self.mcp_servers)
+            for key in ("required_skills", "skills"):
+                names = getattr(agent, key)
+                for i, skill in enumerate(names if isinstance(names, list) else []):
+                    if skill not in self.skills:
+                        known = ", ".join(sorted(self.skills)) or "none: the skills/ folder holds no skill"
+                        problems.append(f"{where}.{key}.{i}: unknown skill {skill!r} (known: {known})")
         seen_types: dict[str, str] = {}
         for chain_id, chain in self.chains.items():
             where = f"{self._origin('agent_chains', chain_id)}: agent_chains.{chain_id}"

@@ -236,6 +236,10 @@ class AgentConfig(_Strict):
     llm_provider: str | None = None
     fallback_providers: list[str] | None = None  # tried in order when the provider fails (see README)
     native_tools: NativeTools = Field(default_factory=NativeTools)
+    # Skills (agents.config.skills): the bodies of `required_skills` are in the system prompt; the others of
+    # `skills` ("all" or absent: the whole catalog; []: none) are offered by name and loaded with tarsy.load_skill.
+    required_skills: list[str] = Field(default_factory=list)
+    skills: list[str] | Literal["all"] | None = None
 
 
 class StageAgentConfig(_Strict):
@@ -547,6 +551,8 @@ class SlackConfig(_Strict):
     base_url: str = ""  # Web API base URL; "" = https://slack.com/api/ (proxies, test servers)
     update_interval: Duration = 10.0  # at most one in-place update of the message per interval while running
     timeout: Duration = 10.0  # per Web API call
+    # Slack member ID → TARSy identity, for triage from Slack; unmapped members are matched by their Slack email.
+    users: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("base_url")
     @classmethod

@@ -17,7 +17,7 @@ def backfill_changed_at(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tarsy', '0020_triage'),
+        ('tarsy', '0021_slack_triage'),
     ]
 
     operations = [

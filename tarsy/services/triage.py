@@ -30,6 +30,7 @@ from tarsy.models import (
     TriageStatus,
 )
 from tarsy.selectors.queue import SEVERITY_RANK
+from tarsy.signals import triage_changed
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 
 from .errors import Conflict, NotFound, ValidationFailed
@@ -76,6 +77,7 @@ def _apply(session: AlertSession, *, actor: str, action: str, to: str, assignee:
     TriageActivity.objects.create(session=session, actor=actor[:255], action=action, from_status=previous,
                                   to_status=to, assignee=assignee, resolution=resolution, note=note)
     triage_publish(session, action=action, actor=actor)
+    triage_changed.send(sender=AlertSession, session=session, action=action, actor=actor[:255], note=note)
     return session
 
 
