@@ -66,9 +66,9 @@ def _expect(session: AlertSession, action: str, *allowed: str) -> None:
 
 
 def _apply(session: AlertSession, *, actor: str, action: str, to: str, assignee: str, resolution: str = "",
-           resolution_note: str = "", note: str = "") -> AlertSession:
+           resolution_note: str = "", note: str = "", observe: bool = True) -> AlertSession:
     previous = session.triage_status or ""
-    if actor != SYSTEM_ACTOR:
+    if observe:  # the waiting-time histograms: people's actions, not the policy's
         _observe_on_commit(session, previous=previous, to=to, resolution=resolution)
     session.triage_status, session.assignee = to, assignee
     session.resolution, session.resolution_note = resolution, resolution_note
@@ -252,7 +252,7 @@ def _auto_dismiss(session_id: Any, score: int | None) -> bool:
     if not reason:
         return False
     _apply(session, actor=SYSTEM_ACTOR, action="auto_dismiss", to=TriageStatus.RESOLVED, assignee="",
-           resolution=Resolution.DISMISSED, resolution_note=reason, note=reason)
+           resolution=Resolution.DISMISSED, resolution_note=reason, note=reason, observe=False)
     return True
 
 

@@ -75,3 +75,17 @@ def test_a_reopen_restarts_the_wait(finished):
     name = "tarsy_triage_time_to_claim_seconds_bucket"
     assert _value(after, name, le="900.0") - _value(before, name, le="900.0") == 0
     assert _value(after, name, le="1800.0") - _value(before, name, le="1800.0") == 1  # 20 minutes, not 5 hours
+
+
+def test_auto_dismissals_count_as_resolved_but_not_as_waiting_time(tmp_path, finished):
+    from tests.support.configdir import write_config
+
+    chain = {"alert_types": ["kubernetes"], "stages": [{"name": "analysis", "agents": [{"name": "KubernetesAgent"}]}],
+             "triage": {"auto_dismiss": {"max_severity": "info"}}}
+    write_config(tmp_path / "config", tarsy={"agent_chains": {"kubernetes": chain}})
+    before = _scrape()
+    finished(severity="info")
+    after = _scrape()
+    assert _value(after, "tarsy_triage_sessions", state="resolved") == 1
+    name = "tarsy_triage_time_to_resolve_seconds_count"
+    assert _value(after, name, resolution="dismissed") == _value(before, name, resolution="dismissed")
