@@ -158,6 +158,10 @@ class TarsyConfig:
                  self.llm_providers)
             for i, server in enumerate(chain.mcp_servers or []):
                 need("MCP server", server, f"{where}.mcp_servers.{i}", self.mcp_servers)
+            dismiss = chain.triage.auto_dismiss
+            if dismiss is not None and dismiss.min_score is not None and not self.scoring.enabled:
+                problems.append(f"{where}.triage.auto_dismiss.min_score: needs automatic scoring "
+                                "(scoring.llm_provider); without it no session would ever be dismissed")
             if chain.chat.enabled:
                 need("agent", chain.chat.agent, f"{where}.chat.agent", self.agents)
                 need("llm provider", chain.chat.llm_provider, f"{where}.chat.llm_provider", self.llm_providers)

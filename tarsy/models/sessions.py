@@ -126,6 +126,8 @@ class AlertSession(TokenTotals):
     assignee = models.CharField(max_length=255, blank=True, default="", db_index=True)
     resolution = models.CharField(max_length=20, blank=True, default="")
     resolution_note = models.TextField(blank=True, default="", help_text="Masked")
+    triage_changed_at = models.DateTimeField(null=True, blank=True, db_index=True,
+                                             help_text="When triage_status last changed (the Triage view's order)")
 
     objects = LiveSessionManager()
     all_objects = models.Manager()  # noqa: DJ012 - ruff takes models.Manager() for a field
