@@ -62,3 +62,18 @@ def block_action(*, action_id: str, block_id: str, message_ts: str, user: str = 
         "actions": [action],
     }
     return urlencode({"payload": json.dumps(payload)})
+
+
+def blocks_text(blocks: Any) -> str:
+    """Every `text` string in a Block Kit structure, one per line: what a reader of the message sees."""
+    out: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                out.append(item) if key == "text" and isinstance(item, str) else walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+    walk(blocks)
+    return "\n".join(out)

@@ -18,7 +18,7 @@ from django.utils import timezone
 from tarsy.models import AlertSession, TriageActivity
 from tarsy.services import sessions
 from tarsy.slack.delivery import deliver
-from tests.support.slack import block_action, signed_headers, slack_section, slash_command
+from tests.support.slack import block_action, blocks_text, signed_headers, slack_section, slash_command
 
 pytestmark = [pytest.mark.timeout(60)]
 
@@ -43,18 +43,6 @@ def client():
     return Client(REMOTE_ADDR="203.0.113.7")  # Slack is not on loopback
 
 
-def _texts(blocks) -> str:
-    out = []
-
-    def walk(value):
-        if isinstance(value, dict):
-            for key, item in value.items():
-                out.append(item) if key == "text" and isinstance(item, str) else walk(item)
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
-    walk(blocks)
-    return "\n".join(out)
 
 
 def _finished_in_slack(fake_slack) -> tuple[AlertSession, str]:
@@ -64,7 +52,7 @@ def _finished_in_slack(fake_slack) -> tuple[AlertSession, str]:
     sessions.session_set_status(session_id=session.id, status="completed", from_statuses=("in_progress",),
                                 final_analysis="missing config map", executive_summary="Config map missing.")
     assert deliver(session_id=session.id) is None
-    [root] = [m for m in fake_slack.top_level() if f"Session `{session.id}`" in _texts(m.blocks)]
+    [root] = [m for m in fake_slack.top_level() if f"Session `{session.id}`" in blocks_text(m.blocks)]
     return session, root.ts
 
 
@@ -101,9 +89,9 @@ def test_a_signed_claim_click_makes_the_member_the_assignee_and_the_thread_says_
                                                                                "in_progress")
 
     deliver(session_id=session.id)
-    assert "Claimed by alice" in _texts(fake_slack.replies(ts)[-1].blocks)
+    assert "Claimed by alice" in blocks_text(fake_slack.replies(ts)[-1].blocks)
     message = fake_slack.messages[ts]  # updated in place: the claim is shown and no longer offered
-    assert "In progress* · alice" in _texts(message.blocks)
+    assert "In progress* · alice" in blocks_text(message.blocks)
     assert [e["action_id"] for e in _triage_block(message)["elements"]] == ["triage_acknowledge", "triage_resolve"]
 
     pick = block_action(action_id="triage_resolve", block_id=block["block_id"], message_ts=ts, selected="actioned")
@@ -111,7 +99,7 @@ def test_a_signed_claim_click_makes_the_member_the_assignee_and_the_thread_says_
     session.refresh_from_db()
     assert (session.triage_status, session.resolution, session.assignee) == ("resolved", "actioned", "alice")
     deliver(session_id=session.id)
-    assert "Resolved as actioned by alice" in _texts(fake_slack.replies(ts)[-1].blocks)
+    assert "Resolved as actioned by alice" in blocks_text(fake_slack.replies(ts)[-1].blocks)
     assert [e["action_id"] for e in _triage_block(fake_slack.messages[ts])["elements"]] == ["triage_reopen"]
 
 
@@ -154,7 +142,7 @@ def test_resolving_by_slash_command_with_a_masked_note(slack_on, fake_slack, cli
     assert (entry.actor, entry.action, entry.resolution) == ("slack:alice", "resolve", "duplicate")
 
     deliver(session_id=session.id)
-    text = _texts(fake_slack.replies(ts)[-1].blocks)
+    text = blocks_text(fake_slack.replies(ts)[-1].blocks)
     assert "Resolved as duplicate by slack:alice: same as INC-42" in text and "hunter2" not in text
     assert not any("hunter2" in str(call.body) for call in fake_slack.calls)
 
@@ -231,7 +219,7 @@ def test_a_claim_in_the_dashboard_is_told_in_the_thread(slack_on, fake_slack):
                              content_type="application/json", HTTP_X_FORWARDED_USER="carol")
     assert response.status_code == 200, response.content
     deliver(session_id=session.id)
-    assert "Claimed by carol" in _texts(fake_slack.replies(ts)[-1].blocks)
+    assert "Claimed by carol" in blocks_text(fake_slack.replies(ts)[-1].blocks)
 
 
 @pytest.mark.django_db(transaction=True)
