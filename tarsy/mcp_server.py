@@ -4,7 +4,8 @@ Tools: `recall_past_investigations(query)` (investigation memory) and `search_pa
 since?)` (completed sessions), answering masked snippets with memory ids and session links. Run as
 `python -m tarsy.mcp_server` (stdio): the built-in server `tarsy` starts it for agents that list it in their
 `mcp_servers`, passing it the database settings (agents.config.builtins). The ORM is called through asgiref's
-`sync_to_async`, as the server's tools run on its event loop.
+`sync_to_async`, as the server's tools run on its event loop. The server's `load_skill` tool is answered
+in-process by the agent's tool executor instead (agents.mcp.skill_tool says why).
 """
 
 from __future__ import annotations

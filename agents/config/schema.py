@@ -17,6 +17,7 @@ IterationStrategy = Literal["react", "native-thinking", "synthesis", "synthesis-
 ProviderType = Literal["google", "openai", "anthropic", "xai", "vertexai", "demo", "scripted"]
 LLMBackend = Literal["", "google-native", "langchain"]
 SuccessPolicy = Literal["all", "any"]
+SeverityName = Literal["critical", "high", "warning", "info"]
 
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -235,6 +236,10 @@ class AgentConfig(_Strict):
     llm_provider: str | None = None
     fallback_providers: list[str] | None = None  # tried in order when the provider fails (see README)
     native_tools: NativeTools = Field(default_factory=NativeTools)
+    # Skills (agents.config.skills): the bodies of `required_skills` are in the system prompt; the others of
+    # `skills` ("all" or absent: the whole catalog; []: none) are offered by name and loaded with tarsy.load_skill.
+    required_skills: list[str] = Field(default_factory=list)
+    skills: list[str] | Literal["all"] | None = None
 
 
 class StageAgentConfig(_Strict):
@@ -347,6 +352,18 @@ class ChainMemoryConfig(_Strict):
     reflect: bool = True  # learn from its scored and reviewed sessions
 
 
+class AutoDismissConfig(_Strict):
+    """Completed sessions this calm need no human follow-up: resolved as `dismissed` by `system` instead of waiting
+    in needs_review. With `min_score`, a session is dismissed when its automatic score lands (it needs scoring)."""
+
+    max_severity: SeverityName  # this severity and below (critical > high > warning > info)
+    min_score: int | None = Field(default=None, ge=0, le=100)  # None: dismissed at completion, score or not
+
+
+class ChainTriageConfig(_Strict):
+    auto_dismiss: AutoDismissConfig | None = None
+
+
 class ChainConfig(_Strict):
     alert_types: list[str] = Field(default_factory=list)
     description: str = ""
@@ -366,6 +383,7 @@ class ChainConfig(_Strict):
     budget: BudgetConfig | None = None  # over the defaults' budget, limit by limit
     memory: Annotated[ChainMemoryConfig | None, BeforeValidator(_off_is_none)] = Field(
         default_factory=ChainMemoryConfig)
+    triage: ChainTriageConfig = Field(default_factory=ChainTriageConfig)
     stages: list[StageConfig] = Field(min_length=1)
 
 
@@ -382,9 +400,6 @@ class DefaultsConfig(_Strict):
     runbook: str = ""
     alert_masking: AlertMaskingConfig = Field(default_factory=AlertMaskingConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
-
-
-SeverityName = Literal["critical", "high", "warning", "info"]
 
 
 class QueueConfig(_Strict):
@@ -536,6 +551,8 @@ class SlackConfig(_Strict):
     base_url: str = ""  # Web API base URL; "" = https://slack.com/api/ (proxies, test servers)
     update_interval: Duration = 10.0  # at most one in-place update of the message per interval while running
     timeout: Duration = 10.0  # per Web API call
+    # Slack member ID → TARSy identity, for triage from Slack; unmapped members are matched by their Slack email.
+    users: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("base_url")
     @classmethod

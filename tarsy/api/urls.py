@@ -39,5 +39,6 @@ urlpatterns = [
     # Signed by Slack (not the API's auth mode): see tarsy/slack/views.py.
     path("slack/events", slack_views.events, name="slack-events"),
     path("slack/commands", slack_views.commands, name="slack-commands"),
+    path("slack/interactions", slack_views.interactions, name="slack-interactions"),
     # Anything else under /api/ (a malformed session id included) is a JSON 404: see tarsy/urls.py.
 ]

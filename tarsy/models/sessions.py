@@ -142,6 +142,8 @@ class AlertSession(TokenTotals):
     check_name = models.CharField(max_length=100, blank=True, default="", db_index=True)
     check_result = models.CharField(max_length=20, blank=True, default="",
                                     choices=CheckResult.choices)
+    triage_changed_at = models.DateTimeField(null=True, blank=True, db_index=True,
+                                             help_text="When triage_status last changed (the Triage view's order)")
 
     objects = LiveSessionManager()
     all_objects = models.Manager()  # noqa: DJ012 - ruff takes models.Manager() for a field

@@ -295,6 +295,8 @@ def session_set_status(
         # Same statement as the status: a finished session is never seen without its triage state.
         fields.setdefault("triage_status", Case(When(triage_status="", then=Value(TriageStatus.NEEDS_REVIEW)),
                                                 default=F("triage_status")))
+        fields.setdefault("triage_changed_at", Case(When(triage_status="", then=Value(now)),
+                                                    default=F("triage_changed_at")))
     updated = AlertSession.all_objects.filter(id=session_id, status__in=from_statuses).update(status=status, **fields)
     if not updated:
         return None
@@ -302,7 +304,7 @@ def session_set_status(
     publish_session_status(session, "session.completed" if status in TERMINAL_SESSION_STATUSES else "session.status")
     if status in TERMINAL_SESSION_STATUSES:
         SESSIONS_TERMINAL.labels(status).inc()
-        triage.triage_publish(session, action="finish", actor="")
+        triage.triage_on_finish(session=session)
     return session
 
 

@@ -24,7 +24,7 @@ from tarsy.models import (
     StageKind,
 )
 from tarsy.services import slack as slack_service
-from tarsy.signals import alert_attached, alert_resolved, session_status_changed, stage_status_changed
+from tarsy.signals import alert_attached, alert_resolved, session_status_changed, stage_status_changed, triage_changed
 
 from . import messages
 from .config import session_link, slack_config
@@ -38,6 +38,7 @@ def connect() -> None:
     stage_status_changed.connect(on_stage_status, dispatch_uid="tarsy.slack.stage")
     alert_attached.connect(on_alert_attached, dispatch_uid="tarsy.slack.attached")
     alert_resolved.connect(on_alert_resolved, dispatch_uid="tarsy.slack.resolved")
+    triage_changed.connect(on_triage_changed, dispatch_uid="tarsy.slack.triage")
 
 
 def _record(session_id: Any, write: Callable[[str], None]) -> None:
@@ -124,3 +125,19 @@ def on_alert_resolved(sender, session: AlertSession, text: str, **kwargs) -> Non
     body, blocks = messages.resolved_message(text=text, url=session_link(session.id))
     _record(session.id, lambda channel: slack_service.slack_post_add(
         session_id=session.id, channel=channel, kind=SlackPostKind.RESOLVED, text=body, blocks=blocks))
+
+
+def on_triage_changed(sender, session: AlertSession, action: str, actor: str, note: str, **kwargs) -> None:
+    """Someone claimed, resolved, … the session (in Slack or the dashboard): the message shows its triage state
+    and the buttons that state allows, and the thread says who did what — the channel sees the hand-over."""
+    if not _shown(session):
+        return
+    text, blocks = messages.triage_message(action=action, actor=actor, session=session, note=note,
+                                           url=session_link(session.id))
+
+    def write(channel: str) -> None:
+        slack_service.slack_thread_touch(session_id=session.id, channel=channel)
+        slack_service.slack_post_add(session_id=session.id, channel=channel, kind=SlackPostKind.TRIAGE, text=text,
+                                     blocks=blocks)
+
+    _record(session.id, write)

@@ -77,5 +77,6 @@
     show("review-saved", "Saved.");
   });
 
+  window.TarsyQuality = {refresh};  // a review saved from the triage panel's resolve dialog
   follow();
 })();
