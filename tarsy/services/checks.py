@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from agents.config.schema import SCHEDULED_CHECK_ALERT_TYPE, CheckConfig
 from agents.prompts.checks import HEALTHY, check_verdict
@@ -109,7 +110,8 @@ def check_close(*, session: AlertSession, status: str, final_analysis: str) -> C
                 session_id=open_problem.id, event_type=TimelineEventType.ALERT_RESOLVED,
                 content=f"Check {session.check_name!r} passed again (run {session.id}); this problem is still "
                         "open for whoever resolves it.",
-                metadata={"check": session.check_name, "run": str(session.id), "action": "passed"})
+                metadata={"source": f"check {session.check_name}", "fingerprint": session.fingerprint,
+                          "resolved_at": timezone.now().isoformat(), "action": "annotated"})
         return CheckClose({"check_result": CheckResult.HEALTHY, "triage_status": ""})
     if open_problem is None:
         return CheckClose({"check_result": CheckResult.PROBLEM})
