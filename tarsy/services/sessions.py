@@ -273,7 +273,9 @@ def session_submit(
     dispatch happens after commit. Alerts from the outside world come through `session_receive`."""
     alert = _alert_validate(data=data, alert_type=alert_type, runbook=runbook, mcp=mcp, author=author,
                             fingerprint=fingerprint, severity=severity, group_key="", chain_id=chain_id)
-    session = _session_create(replace(alert, check_name=check_name), silences=silences)
+    if check_name:
+        alert = replace(alert, check_name=check_name, title=f"Check {check_name}")
+    session = _session_create(alert, silences=silences)
     SESSIONS_SUBMITTED.labels(alert.alert_type).inc()
     return session
 

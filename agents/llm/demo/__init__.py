@@ -115,6 +115,7 @@ def _all_user(request: LLMRequest) -> str:
 # ---- other interaction types ------------------------------------------------------------------
 
 _ROOT_CAUSE = re.compile(r"\*\*Root cause:\*\*\s*(.+)")
+_CHECK_PROBLEM = re.compile(r"\*\*Problem:\*\*\s*(.+)")  # a check's report (check.py)
 
 
 def _strip_markdown(text: str) -> str:
@@ -127,6 +128,10 @@ def executive_summary(analysis: str) -> str:
     if match:
         cause = _strip_markdown(CITATION.sub("", match.group(1))).rstrip(". ")
         return f"Root cause: {cause}. (Summary by the demo investigator.)"
+    match = _CHECK_PROBLEM.search(analysis)
+    if match:
+        problem = _strip_markdown(CITATION.sub("", match.group(1))).rstrip(". ")
+        return f"Check failed: {problem}. (Summary by the demo investigator.)"
     body = " ".join(line for line in (_strip_markdown(x) for x in analysis.splitlines()) if line)
     sentences = re.split(r"(?<=[.!?])\s+", body)
     return " ".join(sentences[:2])[:600] or "No analysis was available to summarise."

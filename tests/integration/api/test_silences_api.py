@@ -46,7 +46,9 @@ def test_a_matching_alert_is_stored_silenced_and_an_other_one_is_queued(api):
     assert (body["created_by"], body["state"], body["mode"]) == ("alice", "active", "skip")
     assert GITHUB_TOKEN not in body["reason"]  # outside text, masked like the rest
 
-    quiet = post_alert(api, alert("payments"))
+    answer = api.post("/api/v1/alerts", alert("payments"), format="json").json()
+    assert answer["status"] == "silenced"
+    quiet = AlertSession.objects.get(id=answer["session_id"])
     loud = post_alert(api, alert("shop"))
     assert (quiet.status, quiet.silenced_by_id, quiet.triage_status) == ("silenced", body["id"], "")
     assert quiet.completed_at is not None and not quiet.stages.exists()
