@@ -186,6 +186,7 @@ def load_config(config_dir: str | os.PathLike[str] | None = None, env: dict[str,
         scoring=tarsy_file.scoring,
         memory=tarsy_file.memory,
         slack=tarsy_file.slack,
+        checks=tarsy_file.checks,
         file_names={"tarsy": tarsy_path.name, "providers": providers_path.name},
         user_defined={
             "llm_providers": set(providers_file.llm_providers),

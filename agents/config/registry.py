@@ -7,9 +7,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .schema import (
+    SCHEDULED_CHECK_ALERT_TYPE,
     AgentConfig,
     BudgetConfig,
     ChainConfig,
+    CheckConfig,
     DefaultsConfig,
     IntakeConfig,
     LLMProviderConfig,
@@ -46,6 +48,7 @@ class TarsyConfig:
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     slack: SlackConfig | None = None
+    checks: list[CheckConfig] = field(default_factory=list)
     skills: dict[str, Skill] = field(default_factory=dict)  # the catalog of the directory's skills/, by name
     user_defined: dict[str, set[str]] = field(default_factory=dict)
     file_names: dict[str, str] = field(default_factory=lambda: {"tarsy": "tarsy.yaml",
@@ -65,6 +68,9 @@ class TarsyConfig:
 
     def chain(self, chain_id: str) -> ChainConfig:
         return self.chains[chain_id]
+
+    def check(self, name: str) -> CheckConfig | None:
+        return next((c for c in self.checks if c.name == name), None)
 
     def budget(self, chain_id: str) -> BudgetConfig:
         """The chain's budget over the defaults' (a chain no longer configured keeps the defaults')."""
@@ -166,6 +172,8 @@ class TarsyConfig:
                 need("agent", chain.chat.agent, f"{where}.chat.agent", self.agents)
                 need("llm provider", chain.chat.llm_provider, f"{where}.chat.llm_provider", self.llm_providers)
             for alert_type in chain.alert_types:
+                if alert_type == SCHEDULED_CHECK_ALERT_TYPE:
+                    problems.append(f"{where}.alert_types: {alert_type!r} is reserved for the sessions of `checks:`")
                 if alert_type in seen_types and self._origin("agent_chains", chain_id) != "(built-in)":
                     problems.append(
                         f"{where}.alert_types: alert type {alert_type!r} is already handled by chain "
@@ -191,6 +199,8 @@ class TarsyConfig:
                      self.alert_types())
         for alert_type in self.queue.severities:
             need("alert type", alert_type, f"{self.file_names['tarsy']}: queue.severities", seen_types)
+        for i, check in enumerate(self.checks):
+            need("chain", check.chain, f"{self.file_names['tarsy']}: checks.{i}.chain", self.chains)
         if self.slack:
             for chain_id in self.slack.chain_channels:
                 need("chain", chain_id, f"{self.file_names['tarsy']}: slack.chain_channels", self.chains)

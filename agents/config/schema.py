@@ -565,6 +565,69 @@ class SlackConfig(_Strict):
         return self.chain_channels.get(chain_id, self.channel)
 
 
+SCHEDULED_CHECK_ALERT_TYPE = "scheduled_check"  # the alert type of a check's sessions; no chain may claim it
+_CHECK_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+_CRON_FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12),
+                ("day of week", 0, 6))
+_CRON_PART_RE = re.compile(r"^(?:\*|(\d+)(?:-(\d+))?)(?:/(\d+))?$")
+
+
+def _cron_part(part: str, name: str, low: int, high: int) -> None:
+    match = _CRON_PART_RE.match(part)
+    if not match:
+        raise ValueError(f"{name}: {part!r} is not *, a number, a range a-b, or one of those with /step")
+    first, last, step = (int(g) if g is not None else None for g in match.groups())
+    if step is not None and step <= 0:
+        raise ValueError(f"{name}: step must be positive")
+    for value in (first, last):
+        if value is not None and not low <= value <= high:
+            raise ValueError(f"{name}: {value} is outside {low}-{high}")
+    if first is not None and last is not None and last < first:
+        raise ValueError(f"{name}: range {first}-{last} runs backwards")
+
+
+def cron_fields(value: str) -> tuple[str, str, str, str, str]:
+    """The five fields of a cron expression (minute hour day-of-month month day-of-week), each `*`, numbers,
+    ranges and steps, comma-separated; a ValueError saying what is wrong otherwise."""
+    fields = str(value).split()
+    if len(fields) != 5:
+        raise ValueError(f"invalid cron {value!r}: expected 5 fields (minute hour day-of-month month day-of-week)")
+    for field, (name, low, high) in zip(fields, _CRON_FIELDS, strict=True):
+        for part in field.split(","):
+            _cron_part(part, name, low, high)
+    return fields[0], fields[1], fields[2], fields[3], fields[4]
+
+
+def _cron(value: str) -> str:
+    return " ".join(cron_fields(value))
+
+
+class CheckConfig(_Strict):
+    """A proactive check: on its cron schedule the chain investigates `instruction` as an alert of type
+    `scheduled_check`; a run whose analysis ends `VERDICT: HEALTHY` closes quietly, any other opens the normal path."""
+
+    name: str
+    schedule: Annotated[str, AfterValidator(_cron)]
+    chain: str
+    instruction: str = Field(min_length=1, max_length=4000)
+    enabled: bool = True
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _CHECK_NAME_RE.match(value):
+            raise ValueError("name must be 1-100 letters, digits, '.', '_' or '-' (it is part of a URL)")
+        return value
+
+
+def _unique_check_names(checks: list[CheckConfig]) -> list[CheckConfig]:
+    names = [c.name for c in checks]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"check names must be unique: {', '.join(repeated)} repeated")
+    return checks
+
+
 class TarsyFile(_Strict):
     defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
     queue: QueueConfig = Field(default_factory=QueueConfig)
@@ -576,6 +639,7 @@ class TarsyFile(_Strict):
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     agent_chains: dict[str, ChainConfig] = Field(default_factory=dict)
     slack: SlackConfig | None = None
+    checks: Annotated[list[CheckConfig], AfterValidator(_unique_check_names)] = Field(default_factory=list)
 
 
 MaskingConfig.model_rebuild()

@@ -16,9 +16,11 @@ from string import Template
 from typing import Any
 
 from agents.citations import cite
+from agents.config.schema import SCHEDULED_CHECK_ALERT_TYPE
 from agents.config.skills import LOAD_SKILL_TOOL, Skill
 from agents.context import ChatContext, ResolvedAgentConfig, ToolResult
 from agents.llm.types import ConversationMessage, ToolDefinition
+from agents.prompts.checks import check_instruction
 from agents.prompts.injection import injection_signals
 
 _TEMPLATE_DIR = Path(__file__).with_name("templates")
@@ -184,6 +186,12 @@ def _task_message(*, alert_type: str, alert_data: str, runbook: str, previous_st
                   chat: ChatContext | None, memories: str = "") -> ConversationMessage:
     if chat is not None:
         content = _chat_user(chat, alert_type, alert_data, runbook, previous_stage_context, memories)
+    elif alert_type == SCHEDULED_CHECK_ALERT_TYPE:  # only TARSy creates these: no chain may claim the type
+        name, instruction = check_instruction(alert_data)
+        sections = _context_sections(alert_type, alert_data, runbook, previous_stage_context,
+                                     runbook_required=False, memories=memories)
+        content = _render("check_task", check=name, instruction=fenced(instruction),
+                          sections="\n\n".join(sections))
     else:
         sections = _context_sections(alert_type, alert_data, runbook, previous_stage_context, memories=memories)
         content = _render("investigation_task", sections="\n\n".join(sections))

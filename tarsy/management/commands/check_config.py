@@ -39,6 +39,9 @@ class Command(BaseCommand):
         self.stdout.write(f"  LLM providers: {', '.join(sorted(config.llm_providers))} "
                           f"(default: {config.default_provider})")
         self.stdout.write(f"  MCP servers: {', '.join(sorted(config.mcp_servers))}")
+        if config.checks:
+            self.stdout.write("  checks: " + ", ".join(
+                f"{c.name} ({c.schedule} on {c.chain}{'' if c.enabled else ', disabled'})" for c in config.checks))
         if config.skills:
             self.stdout.write(f"  skills: {', '.join(sorted(config.skills))}")
         for warning in config.warnings():
