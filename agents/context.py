@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from agents.config.registry import TarsyConfig
 from agents.config.schema import LLMProviderConfig, NativeTools
+from agents.config.skills import Skill
 from agents.llm.base import Provider
 from agents.llm.registry import LLMTarget, backend_for
 from agents.llm.types import ConversationMessage, ToolCall, ToolDefinition, Usage
@@ -41,6 +42,8 @@ class ResolvedAgentConfig:
     fallback_providers: tuple[tuple[str, LLMProviderConfig], ...] = ()
     skipped_fallbacks: tuple[tuple[str, str], ...] = ()
     configured_provider_name: str = ""  # the provider configured for the agent; differs once a fallback took over
+    required_skills: tuple[Skill, ...] = ()  # bodies in the system prompt
+    loadable_skills: tuple[Skill, ...] = ()  # listed in the system prompt, loaded with tarsy.load_skill
 
 
 def fallback_route(
@@ -105,8 +108,9 @@ def resolve_agent(
             tool_filter = {e["name"]: tuple(e["tools"]) for e in selected if e.get("tools")}
         if mcp_selection.get("native_tools"):
             native = NativeTools(**mcp_selection["native_tools"]).merged_over(native)
+    required_skills, loadable_skills = config.agent_skills(agent_name)
     if strategy in ("synthesis", "synthesis-native-thinking"):
-        servers = []
+        servers, loadable_skills = [], ()  # tool-less: nothing to load skills with
     fallbacks, skipped = fallback_route(config, configured=configured, current=provider_name,
                                         fallbacks=pick("fallback_providers") or [], native=native, strategy=strategy)
     return ResolvedAgentConfig(
@@ -127,6 +131,8 @@ def resolve_agent(
         fallback_providers=fallbacks,
         skipped_fallbacks=skipped,
         configured_provider_name=configured,
+        required_skills=required_skills,
+        loadable_skills=loadable_skills,
     )
 
 
@@ -143,6 +149,7 @@ class ToolResult:
     summarized: bool = False
     evidence_id: str = ""  # E<n>: shown to the model next to the content, cited by the analysis
     suspected_injection: bool = False  # the output reads like instructions (agents.prompts.injection)
+    guidance: bool = False  # operator-written guidance (a loaded skill), given as such rather than as data
 
 
 class ToolExecutor(Protocol):

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 
+from django import forms
 from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
 from tarsy.selectors.conversations import llm_conversations
-from tarsy.services import memories
+from tarsy.services import memories, silences
+from tarsy.services.errors import ServiceError
 
 from .models import (
     AgentExecution,
@@ -28,6 +30,7 @@ from .models import (
     Message,
     SessionReview,
     SessionScore,
+    Silence,
     Stage,
     TimelineEvent,
     TriageActivity,
@@ -131,7 +134,8 @@ class TriageActivityInline(ReadOnlyInline):
 class AlertSessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["short_id", "alert_type", "chain_id", "status", "author", "created_at", "duration",
                     "total_tokens", "score_value", "review_rating", "summary_preview"]
-    list_filter = ["status", "triage_status", "alert_type", "chain_id", ("created_at", admin.DateFieldListFilter),
+    list_filter = ["status", "triage_status", "check_result", "alert_type", "chain_id",
+                   ("created_at", admin.DateFieldListFilter),
                    DeletedFilter, ("score__support", admin.ChoicesFieldListFilter),
                    ("review__rating", admin.ChoicesFieldListFilter)]
     search_fields = ["id", "alert_data", "final_analysis", "executive_summary", "author"]
@@ -333,3 +337,54 @@ class MemoryAdmin(ReadOnlyMixin, admin.ModelAdmin):
     def retire(self, request, queryset):
         for memory_id in queryset.values_list("id", flat=True):
             memories.memory_retire(memory_id=memory_id, reason=f"retired in the admin by {request.user}")
+
+
+class SilenceForm(forms.ModelForm):
+    """A new silence, checked by the same rules as the API's (tarsy.services.silences)."""
+
+    class Meta:
+        model = Silence
+        fields = ["alert_type", "matchers", "mode", "starts_at", "ends_at", "reason"]
+
+    def clean(self):
+        data = super().clean()
+        try:
+            self.silence_fields = silences.silence_validate(
+                reason=data.get("reason", ""), ends_at=data.get("ends_at"), starts_at=data.get("starts_at"),
+                alert_type=data.get("alert_type", ""), matchers=data.get("matchers"), mode=data.get("mode", ""))
+        except ServiceError as exc:
+            raise forms.ValidationError(exc.message) from exc
+        except TypeError as exc:  # a date missing: its own field error says which
+            raise forms.ValidationError("starts_at and ends_at are required") from exc
+        return data
+
+
+@admin.register(Silence)
+class SilenceAdmin(admin.ModelAdmin):
+    """Maintenance windows: added here or through the API, never edited (end one and add another, so the
+    record shows what was in force when); ending early is an action."""
+
+    form = SilenceForm
+    list_display = ["id", "alert_type", "matchers", "mode", "starts_at", "ends_at", "created_by", "reason"]
+    list_filter = ["mode", "alert_type"]
+    search_fields = ["reason", "created_by", "alert_type"]
+    actions = ["end_now"]
+
+    def has_change_permission(self, request, obj=None):
+        return obj is None  # the list and the add form, no edits
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def save_model(self, request, obj, form, change):
+        created = silences.silence_create(actor=str(request.user), **form.cleaned_data)
+        obj.pk = created.pk
+        obj.refresh_from_db()
+
+    @admin.action(description="End the selected silences now")
+    def end_now(self, request, queryset):
+        for silence_id in queryset.values_list("id", flat=True):
+            try:
+                silences.silence_end(silence_id=silence_id, actor=str(request.user))
+            except ServiceError as exc:
+                self.message_user(request, exc.message, level="warning")

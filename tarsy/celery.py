@@ -67,11 +67,40 @@ app.autodiscover_tasks(["tarsy"], related_name="tasks", force=True)
 
 SWEEP_INTERVAL_S = float(os.environ.get("TARSY_SWEEP_INTERVAL", "10"))  # lost tasks are found within this
 RETENTION_INTERVAL_S = 3600.0
+CHECK_ENTRY_PREFIX = "check:"
 
-app.conf.beat_schedule = {
+
+@app.on_after_configure.connect
+def schedule_checks(sender: Celery, **kwargs) -> None:
+    """Beat runs each enabled check of `checks:` on its cron schedule (read when the process starts: a changed
+    schedule needs a beat restart, like any configuration). An invalid configuration schedules none here;
+    `manage.py check_config` and the worker's start refuse it with every problem listed."""
+    import logging
+
+    from celery.schedules import crontab
+
+    from agents.config.schema import cron_fields
+    from tarsy.config import ConfigError, get_config
+
+    try:
+        checks = get_config().checks
+    except ConfigError:
+        logging.getLogger(__name__).error("invalid configuration: no proactive checks scheduled")
+        return
+    for check in checks:
+        if not check.enabled:
+            continue
+        minute, hour, day_of_month, month, day_of_week = cron_fields(check.schedule)
+        sender.add_periodic_task(
+            crontab(minute=minute, hour=hour, day_of_month=day_of_month, month_of_year=month,
+                    day_of_week=day_of_week),
+            sender.signature("tarsy.tasks.run_check", args=(check.name,)), name=CHECK_ENTRY_PREFIX + check.name)
+
+
+app.conf.beat_schedule.update({  # after the checks: the first look at `conf` above added them
     "sweep": {"task": "tarsy.tasks.sweep", "schedule": SWEEP_INTERVAL_S},
     "retention": {"task": "tarsy.tasks.apply_retention", "schedule": RETENTION_INTERVAL_S},
-}
+})
 
 
 def install_enactor() -> None:

@@ -54,12 +54,17 @@ class PeriodicJobs:
     def _run(self) -> None:
         schedule = app.conf.beat_schedule
         due = {name: time.monotonic() + 1.0 for name in schedule}
+        last_run = {name: app.now() for name in schedule}  # cron entries (checks) are due from their next time
         while not self._stop.is_set():
             now = time.monotonic()
             for name, entry in schedule.items():
-                if now >= due[name]:
-                    app.send_task(entry["task"])
-                    due[name] = now + float(entry["schedule"])
+                if isinstance(entry["schedule"], (int, float)):
+                    if now >= due[name]:
+                        app.send_task(entry["task"])
+                        due[name] = now + float(entry["schedule"])
+                elif entry["schedule"].is_due(last_run[name]).is_due:
+                    app.send_task(entry["task"], args=entry.get("args", ()))
+                    last_run[name] = app.now()
             self._stop.wait(0.5)
 
     def start(self) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ipaddress
 
+from django.contrib.auth import get_user_model
+
 from tarsy.config import get_config
 
 DEFAULT_AUTHOR = "api-client"
@@ -66,3 +68,18 @@ def authorization_token(header: str) -> str | None:
     None when the header is absent or of another scheme."""
     scheme, _, value = header.strip().partition(" ")
     return value.strip() if scheme.lower() in TOKEN_SCHEMES else None
+
+
+def identity_for_email(email: str) -> str:
+    """The TARSy identity of the person with this (verified elsewhere) email: in proxy mode the email itself (SSO
+    proxies such as oauth2-proxy name people by email), else the username of the one active user with it; ''
+    when none (or several) match."""
+    email = email.strip()
+    if not email:
+        return ""
+    if get_config().system.auth.mode == "proxy":
+        return email
+    user_model = get_user_model()
+    names = list(user_model.objects.filter(email__iexact=email, is_active=True)
+                 .values_list(user_model.USERNAME_FIELD, flat=True)[:2])
+    return str(names[0]) if len(names) == 1 else ""

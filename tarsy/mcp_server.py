@@ -4,12 +4,13 @@ Tools: `recall_past_investigations(query)` (investigation memory) and `search_pa
 since?)` (completed sessions), answering masked snippets with memory ids and session links. Run as
 `python -m tarsy.mcp_server` (stdio): the built-in server `tarsy` starts it for agents that list it in their
 `mcp_servers`, passing it the database settings (agents.config.builtins). The ORM is called through asgiref's
-`sync_to_async`, as the server's tools run on its event loop.
+`sync_to_async`, as the server's tools run on its event loop. The server's `load_skill` tool is answered
+in-process by the agent's tool executor instead (agents.mcp.skill_tool says why).
 
 The orchestrator's tools of the same `tarsy` namespace (`dispatch_agent`, `list_agents`, `cancel_agent`) are not
-served here: they act on the calling execution (its stage, depth, guardrails, and the iteration whose completion
-creates the sub-agents), which this shared process does not know, so the worker answers them in-process
-(tarsy.pipeline.sub_agents).
+served here either: they act on the calling execution (its stage, depth, guardrails, and the iteration whose
+completion creates the sub-agents), which this shared process does not know, so the worker answers them
+in-process (tarsy.pipeline.sub_agents).
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """Prometheus metrics: web's /metrics, and each worker's own endpoint.
 
-Counters and histograms are incremented where the work happens (web: submissions, WebSocket
-connections; workers: iterations, LLM and MCP calls, task queue wait, terminal statuses). A web or
-worker container runs several processes (uvicorn workers, Celery's prefork children), which share their
-values through PROMETHEUS_MULTIPROC_DIR (prometheus_client's multiprocess mode: one mmap file per process,
-summed at scrape). Web serves them at /metrics; a worker's parent process serves its children's at
-TARSY_METRICS_PORT (`serve_worker_metrics`), because containers share no directory and a child
-cannot own a port — children come and go. The session gauges (active, queued, by status) and the outbox
-backlog are read from the database at scrape time by web only, so they are right cluster-wide and counted once.
+Counters and histograms are incremented where the work happens (web: submissions, WebSocket connections, triage time
+to claim and resolve; workers: iterations, LLM and MCP calls, task queue wait, terminal statuses). A web or worker
+container runs several processes (uvicorn workers, Celery's prefork children), which share their values through
+PROMETHEUS_MULTIPROC_DIR (prometheus_client's multiprocess mode: one mmap file per process, summed at scrape). Web
+serves them at /metrics; a worker's parent process serves its children's at TARSY_METRICS_PORT
+(`serve_worker_metrics`), because containers share no directory and a child cannot own a port — children come and
+go. The session gauges (active, queued, by status, by triage state) and the outbox backlog are read from the
+database at scrape time by web only, so they are right cluster-wide and counted once.
 
 /metrics needs no login — like /health it is for scrapers and probes, which carry no user
 credentials, and it holds no alert or session content (only counts, provider/model/server/tool names).
@@ -61,6 +61,12 @@ TASKS = Counter("tarsy_tasks_total", "Celery tasks run by workers", ["task", "ou
 SLACK_CALLS = Counter("tarsy_slack_calls_total", "Slack Web API calls by outcome (ok, error, rate_limited, "
                       "unreachable)", ["method", "outcome"])
 SLACK_DROPPED = Counter("tarsy_slack_dropped_total", "Slack messages given up on after bounded retries", ["reason"])
+# Minutes to days: a claim within the shift, a resolution up to a week later (a hand-over or two).
+TRIAGE_BUCKETS = (60, 300, 900, 1800, 3600, 7200, 14400, 28800, 86400, 259200, 604800)
+TRIAGE_TIME_TO_CLAIM = Histogram("tarsy_triage_time_to_claim_seconds", "From needs_review to its first owner "
+                                 "(claim or assign)", buckets=TRIAGE_BUCKETS)
+TRIAGE_TIME_TO_RESOLVE = Histogram("tarsy_triage_time_to_resolve_seconds", "From needs_review to resolved, by "
+                                   "resolution (auto-dismissals not counted)", ["resolution"], buckets=TRIAGE_BUCKETS)
 WS_CONNECTIONS = Gauge("tarsy_ws_connections_active", "Open WebSocket connections", multiprocess_mode="livesum")
 
 
@@ -118,6 +124,23 @@ class SessionStateCollector:
                                 value=counts.get(SessionStatus.PENDING, 0))
 
 
+class TriageStateCollector:
+    """Finished sessions by triage state (needs_review, in_progress, resolved), from the database at scrape time:
+    one indexed GROUP BY, right cluster-wide whichever process changed them."""
+
+    def collect(self):
+        from django.db.models import Count
+
+        from tarsy.models import AlertSession, TriageStatus
+
+        counts = dict(AlertSession.objects.exclude(triage_status="").values_list("triage_status")
+                      .annotate(n=Count("id")).order_by())
+        family = GaugeMetricFamily("tarsy_triage_sessions", "Finished sessions by triage state", labels=["state"])
+        for state in TriageStatus:
+            family.add_metric([state.value], counts.get(state.value, 0))
+        yield family
+
+
 class OutboxCollector:
     """Decided tasks the broker has not taken yet (tarsy/relay.py), from the database at scrape time: above zero
     for more than a few seconds, the broker is unreachable."""
@@ -144,6 +167,7 @@ def render() -> tuple[bytes, str]:
     """The exposition text: process (or multiprocess) metrics, then the database-backed gauges."""
     state = CollectorRegistry(auto_describe=False)
     state.register(SessionStateCollector())
+    state.register(TriageStateCollector())
     state.register(OutboxCollector())
     return generate_latest(process_registry()) + generate_latest(state), CONTENT_TYPE_LATEST
 

@@ -20,3 +20,8 @@ stage_status_changed = Signal()
 # kwargs: session (the session of the alert), text (what the source said, e.g. "Alert resolved in alertmanager at …").
 # Sent when a monitoring source reports the alert behind a session as resolved.
 alert_resolved = Signal()
+
+# kwargs: session (AlertSession, as just written), action ("claim", "assign", "acknowledge", "resolve", "reopen"),
+# actor (who acted), note (masked). Sent by every triage action (tarsy.services.triage), not by the automatic
+# needs_review of a session that finishes (session_status_changed covers that).
+triage_changed = Signal()

@@ -195,3 +195,20 @@ def apply_retention(self) -> None:
     from tarsy.pipeline.retention import retention_apply
 
     retention_apply()
+
+
+@shared_task(name="tarsy.tasks.run_check", **_RELIABLE)
+def run_check(self, name: str) -> None:
+    """Beat's entry for a proactive check (tarsy.celery.schedule_checks): queue a run through intake. A run
+    still in flight or a check gone from the configuration since beat started is logged, not retried."""
+    from tarsy.services.checks import check_run
+    from tarsy.services.errors import Conflict, NotFound
+
+    try:
+        session = check_run(name=name)
+    except (Conflict, NotFound) as exc:
+        log.warning("check %s not run: %s", name, exc.message)
+        return
+    except TRANSIENT_DB_ERRORS as exc:
+        _retry_after_db_error(self, exc)
+    log.info("check %s: session %s", name, session.id)

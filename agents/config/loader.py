@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from . import builtins
 from .registry import TarsyConfig
 from .schema import LLMProvidersFile, TarsyFile
+from .skills import load_skills
 
 TARSY_FILE = "tarsy.yaml"
 PROVIDERS_FILE = "llm-providers.yaml"
@@ -157,6 +158,7 @@ def load_config(config_dir: str | os.PathLike[str] | None = None, env: dict[str,
     providers_path = _pick(directory, PROVIDERS_FILE, allow_examples) if directory else Path(PROVIDERS_FILE)
     tarsy_data = _load_yaml(tarsy_path, env, problems) if directory else {}
     providers_data = _load_yaml(providers_path, env, problems) if directory else {}
+    skills = load_skills(directory, problems) if directory else {}
     tarsy_file = _validate(TarsyFile, tarsy_data, tarsy_path.name, problems)
     providers_file = _validate(LLMProvidersFile, providers_data, providers_path.name, problems)
     if tarsy_file is None or providers_file is None:
@@ -180,9 +182,11 @@ def load_config(config_dir: str | os.PathLike[str] | None = None, env: dict[str,
         default_provider=tarsy_file.defaults.llm_provider or builtins.default_provider_name(env),
         intake=tarsy_file.intake,
         config_dir=str(directory.resolve()) if directory else "",
+        skills=skills,
         scoring=tarsy_file.scoring,
         memory=tarsy_file.memory,
         slack=tarsy_file.slack,
+        checks=tarsy_file.checks,
         file_names={"tarsy": tarsy_path.name, "providers": providers_path.name},
         user_defined={
             "llm_providers": set(providers_file.llm_providers),

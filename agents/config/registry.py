@@ -7,9 +7,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .schema import (
+    SCHEDULED_CHECK_ALERT_TYPE,
     AgentConfig,
     BudgetConfig,
     ChainConfig,
+    CheckConfig,
     DefaultsConfig,
     IntakeConfig,
     LLMProviderConfig,
@@ -20,6 +22,7 @@ from .schema import (
     SlackConfig,
     SystemConfig,
 )
+from .skills import Skill
 
 EMBEDDING_PROVIDER_TYPES = ("google", "openai")  # the SDKs TARSy calls for embeddings (agents.llm.embeddings)
 
@@ -45,6 +48,8 @@ class TarsyConfig:
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     slack: SlackConfig | None = None
+    checks: list[CheckConfig] = field(default_factory=list)
+    skills: dict[str, Skill] = field(default_factory=dict)  # the catalog of the directory's skills/, by name
     user_defined: dict[str, set[str]] = field(default_factory=dict)
     file_names: dict[str, str] = field(default_factory=lambda: {"tarsy": "tarsy.yaml",
                                                                  "providers": "llm-providers.yaml"})
@@ -64,6 +69,9 @@ class TarsyConfig:
     def chain(self, chain_id: str) -> ChainConfig:
         return self.chains[chain_id]
 
+    def check(self, name: str) -> CheckConfig | None:
+        return next((c for c in self.checks if c.name == name), None)
+
     def budget(self, chain_id: str) -> BudgetConfig:
         """The chain's budget over the defaults' (a chain no longer configured keeps the defaults')."""
         chain = self.chains.get(chain_id)
@@ -72,6 +80,17 @@ class TarsyConfig:
 
     def provider(self, name: str | None) -> LLMProviderConfig:
         return self.llm_providers[name or self.default_provider]
+
+    def agent_skills(self, agent_name: str) -> tuple[tuple[Skill, ...], tuple[Skill, ...]]:
+        """The agent's (required, loadable) skills: the required ones in its prompt, the loadable ones the rest of
+        its `skills` (the whole catalog when it names none), in the order named. Unknown names are config errors
+        (`cross_reference_problems`), skipped here."""
+        agent = self.agents[agent_name]
+        required = tuple(self.skills[n] for n in dict.fromkeys(agent.required_skills) if n in self.skills)
+        offered = agent.skills if isinstance(agent.skills, list) else list(self.skills)
+        loadable = tuple(self.skills[n] for n in dict.fromkeys(offered)
+                         if n in self.skills and n not in agent.required_skills)
+        return required, loadable
 
     def mcp_servers_in_use(self) -> set[str]:
         """MCP servers some chain can call: named by a chain, a stage agent, or an agent a chain runs (in a stage,
@@ -159,6 +178,12 @@ class TarsyConfig:
             cycle = self._sub_agent_cycle(name)
             if cycle:
                 problems.append(f"{where}.sub_agents: agents dispatch each other in a cycle ({' -> '.join(cycle)})")
+            for key in ("required_skills", "skills"):
+                names = getattr(agent, key)
+                for i, skill in enumerate(names if isinstance(names, list) else []):
+                    if skill not in self.skills:
+                        known = ", ".join(sorted(self.skills)) or "none: the skills/ folder holds no skill"
+                        problems.append(f"{where}.{key}.{i}: unknown skill {skill!r} (known: {known})")
         seen_types: dict[str, str] = {}
         for chain_id, chain in self.chains.items():
             where = f"{self._origin('agent_chains', chain_id)}: agent_chains.{chain_id}"
@@ -169,10 +194,16 @@ class TarsyConfig:
                  self.llm_providers)
             for i, server in enumerate(chain.mcp_servers or []):
                 need("MCP server", server, f"{where}.mcp_servers.{i}", self.mcp_servers)
+            dismiss = chain.triage.auto_dismiss
+            if dismiss is not None and dismiss.min_score is not None and not self.scoring.enabled:
+                problems.append(f"{where}.triage.auto_dismiss.min_score: needs automatic scoring "
+                                "(scoring.llm_provider); without it no session would ever be dismissed")
             if chain.chat.enabled:
                 need("agent", chain.chat.agent, f"{where}.chat.agent", self.agents)
                 need("llm provider", chain.chat.llm_provider, f"{where}.chat.llm_provider", self.llm_providers)
             for alert_type in chain.alert_types:
+                if alert_type == SCHEDULED_CHECK_ALERT_TYPE:
+                    problems.append(f"{where}.alert_types: {alert_type!r} is reserved for the sessions of `checks:`")
                 if alert_type in seen_types and self._origin("agent_chains", chain_id) != "(built-in)":
                     problems.append(
                         f"{where}.alert_types: alert type {alert_type!r} is already handled by chain "
@@ -198,6 +229,8 @@ class TarsyConfig:
                      self.alert_types())
         for alert_type in self.queue.severities:
             need("alert type", alert_type, f"{self.file_names['tarsy']}: queue.severities", seen_types)
+        for i, check in enumerate(self.checks):
+            need("chain", check.chain, f"{self.file_names['tarsy']}: checks.{i}.chain", self.chains)
         if self.slack:
             for chain_id in self.slack.chain_channels:
                 need("chain", chain_id, f"{self.file_names['tarsy']}: slack.chain_channels", self.chains)

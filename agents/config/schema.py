@@ -17,6 +17,7 @@ IterationStrategy = Literal["react", "native-thinking", "synthesis", "synthesis-
 ProviderType = Literal["google", "openai", "anthropic", "xai", "vertexai", "demo", "scripted"]
 LLMBackend = Literal["", "google-native", "langchain"]
 SuccessPolicy = Literal["all", "any"]
+SeverityName = Literal["critical", "high", "warning", "info"]
 
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -247,6 +248,10 @@ class AgentConfig(_Strict):
     llm_provider: str | None = None
     fallback_providers: list[str] | None = None  # tried in order when the provider fails (see README)
     native_tools: NativeTools = Field(default_factory=NativeTools)
+    # Skills (agents.config.skills): the bodies of `required_skills` are in the system prompt; the others of
+    # `skills` ("all" or absent: the whole catalog; []: none) are offered by name and loaded with tarsy.load_skill.
+    required_skills: list[str] = Field(default_factory=list)
+    skills: list[str] | Literal["all"] | None = None
     sub_agents: list[str] = Field(default_factory=list)  # agents it may dispatch (tarsy.pipeline.sub_agents)
     orchestrator: OrchestratorConfig = Field(default_factory=OrchestratorConfig)
 
@@ -367,6 +372,18 @@ class ChainMemoryConfig(_Strict):
     reflect: bool = True  # learn from its scored and reviewed sessions
 
 
+class AutoDismissConfig(_Strict):
+    """Completed sessions this calm need no human follow-up: resolved as `dismissed` by `system` instead of waiting
+    in needs_review. With `min_score`, a session is dismissed when its automatic score lands (it needs scoring)."""
+
+    max_severity: SeverityName  # this severity and below (critical > high > warning > info)
+    min_score: int | None = Field(default=None, ge=0, le=100)  # None: dismissed at completion, score or not
+
+
+class ChainTriageConfig(_Strict):
+    auto_dismiss: AutoDismissConfig | None = None
+
+
 class ChainConfig(_Strict):
     alert_types: list[str] = Field(default_factory=list)
     description: str = ""
@@ -386,6 +403,7 @@ class ChainConfig(_Strict):
     budget: BudgetConfig | None = None  # over the defaults' budget, limit by limit
     memory: Annotated[ChainMemoryConfig | None, BeforeValidator(_off_is_none)] = Field(
         default_factory=ChainMemoryConfig)
+    triage: ChainTriageConfig = Field(default_factory=ChainTriageConfig)
     stages: list[StageConfig] = Field(min_length=1)
 
 
@@ -402,9 +420,6 @@ class DefaultsConfig(_Strict):
     runbook: str = ""
     alert_masking: AlertMaskingConfig = Field(default_factory=AlertMaskingConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
-
-
-SeverityName = Literal["critical", "high", "warning", "info"]
 
 
 class QueueConfig(_Strict):
@@ -556,6 +571,8 @@ class SlackConfig(_Strict):
     base_url: str = ""  # Web API base URL; "" = https://slack.com/api/ (proxies, test servers)
     update_interval: Duration = 10.0  # at most one in-place update of the message per interval while running
     timeout: Duration = 10.0  # per Web API call
+    # Slack member ID → TARSy identity, for triage from Slack; unmapped members are matched by their Slack email.
+    users: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("base_url")
     @classmethod
@@ -566,6 +583,69 @@ class SlackConfig(_Strict):
 
     def channel_for(self, chain_id: str) -> str:
         return self.chain_channels.get(chain_id, self.channel)
+
+
+SCHEDULED_CHECK_ALERT_TYPE = "scheduled_check"  # the alert type of a check's sessions; no chain may claim it
+_CHECK_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+_CRON_FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12),
+                ("day of week", 0, 6))
+_CRON_PART_RE = re.compile(r"^(?:\*|(\d+)(?:-(\d+))?)(?:/(\d+))?$")
+
+
+def _cron_part(part: str, name: str, low: int, high: int) -> None:
+    match = _CRON_PART_RE.match(part)
+    if not match:
+        raise ValueError(f"{name}: {part!r} is not *, a number, a range a-b, or one of those with /step")
+    first, last, step = (int(g) if g is not None else None for g in match.groups())
+    if step is not None and step <= 0:
+        raise ValueError(f"{name}: step must be positive")
+    for value in (first, last):
+        if value is not None and not low <= value <= high:
+            raise ValueError(f"{name}: {value} is outside {low}-{high}")
+    if first is not None and last is not None and last < first:
+        raise ValueError(f"{name}: range {first}-{last} runs backwards")
+
+
+def cron_fields(value: str) -> tuple[str, str, str, str, str]:
+    """The five fields of a cron expression (minute hour day-of-month month day-of-week), each `*`, numbers,
+    ranges and steps, comma-separated; a ValueError saying what is wrong otherwise."""
+    fields = str(value).split()
+    if len(fields) != 5:
+        raise ValueError(f"invalid cron {value!r}: expected 5 fields (minute hour day-of-month month day-of-week)")
+    for field, (name, low, high) in zip(fields, _CRON_FIELDS, strict=True):
+        for part in field.split(","):
+            _cron_part(part, name, low, high)
+    return fields[0], fields[1], fields[2], fields[3], fields[4]
+
+
+def _cron(value: str) -> str:
+    return " ".join(cron_fields(value))
+
+
+class CheckConfig(_Strict):
+    """A proactive check: on its cron schedule the chain investigates `instruction` as an alert of type
+    `scheduled_check`; a run whose analysis ends `VERDICT: HEALTHY` closes quietly, any other opens the normal path."""
+
+    name: str
+    schedule: Annotated[str, AfterValidator(_cron)]
+    chain: str
+    instruction: str = Field(min_length=1, max_length=4000)
+    enabled: bool = True
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _CHECK_NAME_RE.match(value):
+            raise ValueError("name must be 1-100 letters, digits, '.', '_' or '-' (it is part of a URL)")
+        return value
+
+
+def _unique_check_names(checks: list[CheckConfig]) -> list[CheckConfig]:
+    names = [c.name for c in checks]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"check names must be unique: {', '.join(repeated)} repeated")
+    return checks
 
 
 class TarsyFile(_Strict):
@@ -579,6 +659,7 @@ class TarsyFile(_Strict):
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     agent_chains: dict[str, ChainConfig] = Field(default_factory=dict)
     slack: SlackConfig | None = None
+    checks: Annotated[list[CheckConfig], AfterValidator(_unique_check_names)] = Field(default_factory=list)
 
 
 MaskingConfig.model_rebuild()

@@ -29,6 +29,7 @@ from .client import CallResult, MCPError
 from .masking import mask_tool_result
 from .masking.boundary import mask_arguments, mask_text, without_nul
 from .pool import MCPPool, get_pool
+from .skill_tool import SkillTool
 
 if TYPE_CHECKING:  # the summarizer pulls in the prompt builder; only its type is needed here
     from .summarizer import ResultSummarizer
@@ -97,6 +98,7 @@ class MCPToolExecutor:
         self._warned: set[str] = set()
         self._server_errors: dict[str, str] = {}
         self._listed: list[ToolDefinition] | None = None
+        self._skills = SkillTool(resolved.loadable_skills, recorder) if resolved.loadable_skills else None
 
     # ---- listing ----------------------------------------------------------------------------------
 
@@ -106,6 +108,8 @@ class MCPToolExecutor:
             tools: list[ToolDefinition] = []
             for server in self._resolved.mcp_servers:
                 tools.extend(self._server_tools(server))
+            if self._skills is not None:
+                tools.append(self._skills.definition)
             self._listed = tools
         return list(self._listed)
 
@@ -146,6 +150,8 @@ class MCPToolExecutor:
     # ---- execution --------------------------------------------------------------------------------
 
     def execute(self, call: ToolCall) -> ToolResult:
+        if self._skills is not None and call.name == self._skills.definition.name:
+            return self._skills.execute(call, coerce_arguments(call.arguments, self._skills.definition.parameters))
         server, _, tool = call.name.partition(".")
         cfg = self._config.mcp_servers.get(server)
         available = self.list_tools()

@@ -12,7 +12,7 @@ token only for the Django session, so every state-changing API request is checke
 Programs (curl, SDKs, Alertmanager) send no Origin and JSON or no bodies; the dashboard's own fetch() calls are
 same-origin and send JSON or nothing. Both are unaffected.
 
-Slack's endpoints are exempt: Slack posts slash commands form-encoded, and every request there is
+Slack's endpoints are exempt: Slack posts slash commands and interactions form-encoded, and every request there is
 authenticated by its signature over the body (tarsy/slack/views.py), which no cross-site form can produce.
 """
 
@@ -30,7 +30,7 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 JSON = "application/json"
 # "none": the user typed or bookmarked the URL — no page sent the request.
 SAME_ORIGIN_FETCH_SITES = frozenset({"same-origin", "none"})
-SLACK_SIGNED_PATHS = frozenset({"/api/v1/slack/events", "/api/v1/slack/commands"})
+SLACK_SIGNED_PATHS = frozenset({"/api/v1/slack/events", "/api/v1/slack/commands", "/api/v1/slack/interactions"})
 
 
 class CrossSiteGuard:

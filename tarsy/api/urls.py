@@ -2,7 +2,7 @@ from django.urls import path
 
 from tarsy.slack import views as slack_views
 
-from . import memory_views, quality_views, session_views, triage_views, views, webhook_views
+from . import memory_views, quality_views, session_views, silence_views, triage_views, views, webhook_views
 
 S = "sessions/<uuid:session_id>"
 
@@ -29,11 +29,16 @@ urlpatterns = [
     path("memories", memory_views.MemoryListView.as_view(), name="memory-list"),
     path("memories/<int:memory_id>", memory_views.MemoryDetailView.as_view(), name="memory-detail"),
     path("memories/<int:memory_id>/retire", memory_views.MemoryRetireView.as_view(), name="memory-retire"),
+    path("silences", silence_views.SilenceListView.as_view(), name="silence-list"),
+    path("silences/<int:silence_id>", silence_views.SilenceDetailView.as_view(), name="silence-detail"),
+    path("checks", silence_views.CheckListView.as_view(), name="check-list"),
+    path("checks/<str:name>/run", silence_views.CheckRunView.as_view(), name="check-run"),
     path("spend", views.SpendView.as_view(), name="spend"),
     path("system/warnings", views.SystemWarningsView.as_view(), name="system-warnings"),
     path("system/mcp-servers", views.MCPServersView.as_view(), name="system-mcp-servers"),
     # Signed by Slack (not the API's auth mode): see tarsy/slack/views.py.
     path("slack/events", slack_views.events, name="slack-events"),
     path("slack/commands", slack_views.commands, name="slack-commands"),
+    path("slack/interactions", slack_views.interactions, name="slack-interactions"),
     # Anything else under /api/ (a malformed session id included) is a JSON 404: see tarsy/urls.py.
 ]

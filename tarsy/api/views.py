@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from tarsy.config import get_config
 from tarsy.identity import request_author
 from tarsy.links import session_url
+from tarsy.models import SessionStatus
 from tarsy.pipeline.budget import daily_limit_warning, daily_spend
 from tarsy.services import sessions as session_service
 from tarsy.services import spend as spend_service
@@ -41,7 +42,9 @@ class AlertSubmitView(JsonAPIView):
             severity=data.get("severity") or None, group_key=data.get("group_key", ""),
         )
         attached = receipt.deduplicated or receipt.related
-        return Response({"session_id": str(receipt.session.id), "status": "attached" if attached else "queued",
+        silenced = receipt.session.status == SessionStatus.SILENCED
+        answer = "attached" if attached else "silenced" if silenced else "queued"
+        return Response({"session_id": str(receipt.session.id), "status": answer,
                          "session_url": session_url(receipt.session.id, request),
                          "deduplicated": receipt.deduplicated, "related": receipt.related,
                          "occurrence_count": receipt.session.occurrence_count}, status=status.HTTP_202_ACCEPTED)

@@ -3,7 +3,7 @@ from pathlib import Path
 from django.urls import path, re_path
 from django.views.static import serve
 
-from . import memories, quality, views
+from . import checks, memories, quality, triage, views
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
@@ -16,6 +16,8 @@ urlpatterns = [
     path("sessions/<uuid:session_id>/events", views.events_fragment, name="dashboard-events"),
     path("quality", quality.quality_page, name="dashboard-quality"),
     path("memories", memories.memories_page, name="dashboard-memories"),
+    path("checks", checks.checks_page, name="dashboard-checks"),
+    path("triage", triage.triage_page, name="dashboard-triage"),
     path("submit", views.submit_page, name="dashboard-submit"),
     path("system", views.system_page, name="dashboard-system"),
     path("system/mcp-servers", views.system_mcp_fragment, name="dashboard-mcp"),

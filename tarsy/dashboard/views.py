@@ -34,6 +34,7 @@ from .citations import citations_view, link_citations
 from .context import page_context
 from .history import history
 from .quality import session_quality
+from .triage import session_triage_panel
 
 CANCELLABLE = (SessionStatus.PENDING, SessionStatus.IN_PROGRESS)
 MAX_FRAGMENT_EVENTS = 200  # one batch of completed events re-rendered per request
@@ -97,7 +98,7 @@ def _session_context(request, session: AlertSession, cursor: tuple[int, int | No
         summary_html=presenters.render_markdown(session.executive_summary),
         final_html=link_citations(presenters.render_markdown(session.final_analysis), cited), citations=cited,
         duration=presenters.duration_text((session.duration_seconds or 0) * 1000) if session.duration_seconds
-        is not None else "", quality=session_quality(session), **stages,
+        is not None else "", quality=session_quality(session), triage=session_triage_panel(session), **stages,
     )
 
 
@@ -110,7 +111,7 @@ def session_page(request, session_id):
 
 
 SESSION_FRAGMENTS = {"header": "dashboard/_session_header.html", "summary": "dashboard/_summary.html",
-                     "quality": "dashboard/_quality.html",
+                     "quality": "dashboard/_quality.html", "triage": "dashboard/_triage.html",
                      "chat": "dashboard/_chat.html", "loose": "dashboard/_session_items.html"}
 
 

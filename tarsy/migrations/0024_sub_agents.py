@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tarsy', '0020_triage'),
+        ('tarsy', '0023_silences_checks'),
     ]
 
     operations = [

@@ -22,6 +22,7 @@ from .sessions import (
     AgentExecution,
     AlertOccurrence,
     AlertSession,
+    CheckResult,
     ExecStatus,
     OccurrenceKind,
     ParallelType,
@@ -30,6 +31,7 @@ from .sessions import (
     Stage,
     StageKind,
 )
+from .silences import SILENCE_MAX_MATCHERS, SILENCE_MAX_REASON_CHARS, Silence, SilenceMode
 from .slack import SlackPost, SlackPostKind, SlackThread
 from .tokens import APIToken
 from .triage import (
@@ -45,7 +47,7 @@ from .triage import (
 __all__ = [
     "FAILURE_TAGS", "SUPPORT_BANDS",
     "ACTIVE_SESSION_STATUSES", "TERMINAL_EXEC_STATUSES", "TERMINAL_SESSION_STATUSES", "AgentExecution", "APIToken",
-    "AlertOccurrence", "AlertSession", "Chat", "ChatUserMessage", "Event", "ExecStatus",
+    "AlertOccurrence", "AlertSession", "Chat", "CheckResult", "ChatUserMessage", "Event", "ExecStatus",
     "InteractionText",
     "InteractionType",
     "LLMInteraction", "MCPInteraction",
@@ -53,6 +55,7 @@ __all__ = [
     "Message", "MessageRole", "OccurrenceKind", "OutboxTask", "ParallelType",
     "Rating", "Resolution",
     "ScoreStatus", "SessionReview", "SessionScore", "SessionStatus", "Severity", "SlackPost", "SlackPostKind",
+    "SILENCE_MAX_MATCHERS", "SILENCE_MAX_REASON_CHARS", "Silence", "SilenceMode",
     "SlackThread", "Stage", "StageKind", "Support",
     "TimelineEvent", "TimelineEventType", "TimelineStatus", "TriageActivity", "TriageStatus",
     "TRIAGE_ACTIONS", "TRIAGE_BULK_ACTIONS", "TRIAGE_MAX_BULK", "TRIAGE_MAX_NOTE_CHARS",

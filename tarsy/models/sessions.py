@@ -15,6 +15,7 @@ class SessionStatus(models.TextChoices):
     FAILED = "failed"
     CANCELLED = "cancelled"
     TIMED_OUT = "timed_out"
+    SILENCED = "silenced"  # arrived under a silence (tarsy.services.silences): kept, never investigated
 
 
 TERMINAL_SESSION_STATUSES = (
@@ -22,8 +23,17 @@ TERMINAL_SESSION_STATUSES = (
     SessionStatus.FAILED,
     SessionStatus.CANCELLED,
     SessionStatus.TIMED_OUT,
+    SessionStatus.SILENCED,
 )
 ACTIVE_SESSION_STATUSES = (SessionStatus.IN_PROGRESS, SessionStatus.CANCELLING)
+
+
+class CheckResult(models.TextChoices):
+    """What a proactive check's run found (tarsy.services.checks)."""
+
+    HEALTHY = "healthy"  # closed quietly: no triage, no Slack
+    PROBLEM = "problem"  # the normal path: triage and Slack
+    DUPLICATE = "duplicate"  # a problem the check's open problem session already holds: counted there
 
 
 class ExecStatus(models.TextChoices):
@@ -128,6 +138,14 @@ class AlertSession(TokenTotals):
     assignee = models.CharField(max_length=255, blank=True, default="", db_index=True)
     resolution = models.CharField(max_length=20, blank=True, default="")
     resolution_note = models.TextField(blank=True, default="", help_text="Masked")
+    silenced_by = models.ForeignKey("tarsy.Silence", null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="sessions", help_text="The silence it arrived under")
+    # Proactive checks (tarsy.services.checks): the check that started it, and what its run found.
+    check_name = models.CharField(max_length=100, blank=True, default="", db_index=True)
+    check_result = models.CharField(max_length=20, blank=True, default="",
+                                    choices=CheckResult.choices)
+    triage_changed_at = models.DateTimeField(null=True, blank=True, db_index=True,
+                                             help_text="When triage_status last changed (the Triage view's order)")
 
     objects = LiveSessionManager()
     all_objects = models.Manager()  # noqa: DJ012 - ruff takes models.Manager() for a field

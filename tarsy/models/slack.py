@@ -40,6 +40,7 @@ class SlackPostKind(models.TextChoices):
     RESOLVED = "resolved"  # the monitoring source says the alert is over
     ANSWER = "answer"  # a follow-up question and the chat agent's answer
     NOTICE = "notice"  # why a question from the thread was not taken
+    TRIAGE = "triage"  # someone claimed, resolved, … the session (from Slack or the dashboard)
 
 
 class SlackPost(models.Model):

@@ -107,13 +107,13 @@ def _orchestrating(tools: Any, execution: AgentExecution, agent: AgentConfig | N
 
 def _tools(execution: AgentExecution, iteration: int, setup: AgentSetup, recorder: DbRecorder,
            budget: IterationBudget, deadline: float) -> Any:
-    """The iteration's tool executor: the agent's MCP servers behind this step's recorder and deadline, and the
-    tool-call budget's limit when there is one."""
+    """The iteration's tool executor: the agent's MCP servers (and tarsy.load_skill when it has skills to load)
+    behind this step's recorder and deadline, and the tool-call budget's limit when there is one."""
     from agents.mcp.executor import MCPToolExecutor
     from agents.mcp.summarizer import ResultSummarizer
 
     resolved = setup.resolved
-    if not resolved.mcp_servers:
+    if not resolved.mcp_servers and not resolved.loadable_skills:
         return NoTools()
     summarizer = ResultSummarizer(
         target=setup.target, fallbacks=setup.fallbacks, recorder=recorder,

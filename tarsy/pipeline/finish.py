@@ -16,7 +16,7 @@ from agents.llm.types import Chunk, LLMRequest
 from controllers.llm_call import fallback_warning
 from tarsy.config import get_config
 from tarsy.models import TERMINAL_EXEC_STATUSES, AlertSession, ExecStatus, SessionStatus, StageKind
-from tarsy.services import citations, interactions, quality, sessions, stages, timeline
+from tarsy.services import checks, citations, interactions, quality, sessions, stages, timeline
 
 log = logging.getLogger(__name__)
 
@@ -50,17 +50,22 @@ def session_finish(*, session_id: Any) -> None:
                  and not (s.kind == StageKind.INVESTIGATION and s.parallel_type)]
     final_analysis = completed[-1].final_analysis if completed else ""
     if last.status == ExecStatus.COMPLETED:
-        summary, summary_error = _executive_summary(session, final_analysis)
+        # A healthy check run is closed quietly: its short analysis is all anyone reads, no summary call per run.
+        quiet = checks.check_healthy(session=session, status=SessionStatus.COMPLETED, final_analysis=final_analysis)
+        summary, summary_error = ("", "") if quiet else _executive_summary(session, final_analysis)
         changes = dict(status=SessionStatus.COMPLETED, executive_summary=summary, executive_summary_error=summary_error)
     else:
         changes = dict(status=_STAGE_TO_SESSION.get(last.status, SessionStatus.FAILED),
                        error_message=f"Stage {last.name!r} {last.status}: {last.error_message}"[:4000])
     with transaction.atomic():  # the analysis is never shown without its verified citations
+        check = checks.check_close(session=session, status=changes["status"], final_analysis=final_analysis)
         finished = sessions.session_set_status(session_id=session.id, from_statuses=(SessionStatus.IN_PROGRESS,),
-                                               final_analysis=final_analysis, **changes)
+                                               final_analysis=final_analysis, **changes, **check.fields)
         if finished and final_analysis:  # no analysis, nothing cited: the check stays absent (null)
             citations.citations_verify(session_id=session.id)
-    if finished:
+        if finished and check.duplicate_of is not None:
+            checks.check_record_duplicate(session=finished, open_problem=check.duplicate_of)
+    if finished and not check.healthy:  # a healthy check run is history, not something to rate
         quality.score_on_completion(session_id=session.id)  # after the commit: the scorer reads the check
 
 

@@ -45,11 +45,15 @@ def alert_identity_lock(*, alert_type: str, fingerprint: str, chain_id: str, gro
 
 
 def session_with_fingerprint(*, alert_type: str, fingerprint: str, window: float) -> AlertSession | None:
-    """The session already on this alert: queued or in progress, or completed less than `window` seconds ago."""
-    recent = timezone.now() - timedelta(seconds=window)
+    """The session already on this alert: queued or in progress, completed less than `window` seconds ago, or
+    silenced under a silence still in force (its repeats during a maintenance window fold into it; once the
+    window ends the alert starts an investigation)."""
+    now = timezone.now()
+    recent = now - timedelta(seconds=window)
     return (AlertSession.objects.filter(alert_type=alert_type, fingerprint=fingerprint)
             .filter(Q(status__in=(SessionStatus.PENDING, SessionStatus.IN_PROGRESS))
-                    | Q(status=SessionStatus.COMPLETED, completed_at__gte=recent))
+                    | Q(status=SessionStatus.COMPLETED, completed_at__gte=recent)
+                    | Q(status=SessionStatus.SILENCED, silenced_by__ends_at__gt=now))
             .order_by("-created_at").first())
 
 

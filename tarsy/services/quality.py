@@ -26,7 +26,7 @@ from tarsy.models import (
 )
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 
-from . import memories
+from . import memories, triage
 from .errors import Conflict, ValidationFailed
 from .sessions import session_get
 
@@ -92,6 +92,7 @@ def score_store(*, session_id: Any, score: int, support: str, scorer_score: int,
         status=ScoreStatus.SCORED, score=score, support=support, scorer_score=scorer_score, rationale=rationale,
         tags=tags, signals=signals, provider=provider, model=model, error="", scored_at=timezone.now(), failed_at=None)
     _publish_quality(session_id)
+    triage.triage_on_score(session_id=session_id, score=score)  # the chain may dismiss a calm, well-scored session
     session = AlertSession.all_objects.filter(id=session_id).first()
     if session is not None:
         memories.reflection_request(session=session, trigger="score")

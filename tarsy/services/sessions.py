@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlparse
@@ -27,6 +27,7 @@ from tarsy.models import (
     OccurrenceKind,
     SessionStatus,
     Severity,
+    SilenceMode,
     Stage,
     TriageStatus,
 )
@@ -36,6 +37,7 @@ from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 
 from . import executions, fingerprints, occurrences, stages, triage
 from .errors import Conflict, NotFound, PayloadTooLarge, ValidationFailed
+from .silences import silence_for_alert
 
 MAX_ALERT_DATA_BYTES = 1024 * 1024  # larger alerts are refused with 413
 
@@ -119,6 +121,7 @@ class _Alert:
     """An alert that passed validation: masked, typed, routed to its chain, with its identity."""
 
     text: str
+    data: Any  # masked, in the shape it came (silences match it)
     title: str
     alert_type: str
     chain_id: str
@@ -130,6 +133,7 @@ class _Alert:
     runbook: str
     mcp: dict[str, Any] | None
     author: str
+    check_name: str = ""
 
 
 def session_receive(
@@ -143,13 +147,13 @@ def session_receive(
                             fingerprint=fingerprint, severity=severity, group_key=group_key)
     if alert.dedup_window is None and not alert.group_key:
         # Nothing to look up, so nothing to lock: alike alerts of a chain without dedup are taken in parallel.
-        receipt = AlertReceipt(session=_session_create(alert))
+        receipt = AlertReceipt(session=_session_create(alert, silences=True))
     else:
         with transaction.atomic():  # the look-up and what follows from it, serialised per fingerprint / group
             occurrences.alert_identity_lock(alert_type=alert.alert_type, chain_id=alert.chain_id,
                                             fingerprint=alert.fingerprint if alert.dedup_window is not None else "",
                                             group_key=alert.group_key)
-            receipt = _attach_to_existing(alert) or AlertReceipt(session=_session_create(alert))
+            receipt = _attach_to_existing(alert) or AlertReceipt(session=_session_create(alert, silences=True))
     if not (receipt.deduplicated or receipt.related):
         SESSIONS_SUBMITTED.labels(alert.alert_type).inc()
     return receipt
@@ -187,11 +191,15 @@ def _severity(severity: str | None, data: Any, alert_type: str) -> str:
 
 def _alert_validate(
     *, data: Any, alert_type: str | None, runbook: str | None, mcp: dict[str, Any] | None, author: str,
-    fingerprint: str, severity: str | None, group_key: str,
+    fingerprint: str, severity: str | None, group_key: str, chain_id: str | None = None,
 ) -> _Alert:
+    """`chain_id`: a chain chosen by TARSy itself (a check's), not by the alert type."""
     config = get_config()
     alert_type = alert_type or config.defaults.alert_type
-    chain_id = config.chain_for_alert_type(alert_type)
+    if chain_id is None:
+        chain_id = config.chain_for_alert_type(alert_type)
+    elif chain_id not in config.chains:
+        raise ValidationFailed(f"unknown chain {chain_id!r}", {"chain": ["No such chain."]})
     if chain_id is None:
         valid = sorted(config.alert_types())
         raise ValidationFailed(
@@ -223,39 +231,51 @@ def _alert_validate(
     else:
         group_key = fingerprints.derive_group_key(data=masked, labels=correlation.labels)
     title = alert_title(masked, template=chain.title_template)
-    return _Alert(text=text, title=title, alert_type=alert_type, chain_id=chain_id, severity=severity,
+    return _Alert(text=text, data=masked, title=title, alert_type=alert_type, chain_id=chain_id, severity=severity,
                   fingerprint=fingerprint[:128], group_key=group_key[:200],
                   dedup_window=dedup.window if dedup else None,
                   group_window=correlation.window if correlation else 0.0, runbook=runbook or "", mcp=mcp or None,
                   author=author[:255])
 
 
-def _session_create(alert: _Alert) -> AlertSession:
+def _session_create(alert: _Alert, *, silences: bool) -> AlertSession:
+    """A pending session queued for dispatch; with `silences`, one under a `skip` silence is stored `silenced`
+    (never dispatched) and one under a `low_priority` silence queued behind the others (tarsy.services.silences)."""
     from agents.mcp.masking.boundary import mask_url
 
     with transaction.atomic():
+        silence = silence_for_alert(alert_type=alert.alert_type, data=alert.data) if silences else None
+        skipped = silence is not None and silence.mode == SilenceMode.SKIP
         session = AlertSession(
             alert_data=alert.text, alert_type=alert.alert_type, chain_id=alert.chain_id, agent_type=alert.chain_id,
             title=alert.title,
             runbook_url=mask_url(alert.runbook) if alert.runbook else "", mcp_selection=alert.mcp,
             author=alert.author, fingerprint=alert.fingerprint, severity=alert.severity, group_key=alert.group_key,
             event_seq=1,  # its first event, below: numbered here, as no other writer can see the row yet
+            silenced_by=silence, check_name=alert.check_name,
         )
+        if skipped:
+            session.status, session.completed_at = SessionStatus.SILENCED, timezone.now()
         session.save(force_insert=True)
         publish_session_status(session, seq=1)
-        enact_on_commit([DispatchSessions()])
+        if not skipped:
+            enact_on_commit([DispatchSessions()])
     return session
 
 
 def session_submit(
     *, data: Any, alert_type: str | None = None, runbook: str | None = None, mcp: dict[str, Any] | None = None,
-    author: str = "api-client", fingerprint: str = "", severity: str | None = None,
+    author: str = "api-client", fingerprint: str = "", severity: str | None = None, chain_id: str | None = None,
+    check_name: str = "", silences: bool = False,
 ) -> AlertSession:
-    """Validate an alert and queue it as a new pending session whatever else is queued (evals, replays, tests);
+    """Validate an alert and queue it as a new pending session whatever else is queued (evals, replays, tests,
+    a check's run: `chain_id` and `check_name`, and `silences` so a maintenance window holds its checks too);
     dispatch happens after commit. Alerts from the outside world come through `session_receive`."""
     alert = _alert_validate(data=data, alert_type=alert_type, runbook=runbook, mcp=mcp, author=author,
-                            fingerprint=fingerprint, severity=severity, group_key="")
-    session = _session_create(alert)
+                            fingerprint=fingerprint, severity=severity, group_key="", chain_id=chain_id)
+    if check_name:
+        alert = replace(alert, check_name=check_name, title=f"Check {check_name}")
+    session = _session_create(alert, silences=silences)
     SESSIONS_SUBMITTED.labels(alert.alert_type).inc()
     return session
 
@@ -277,6 +297,8 @@ def session_set_status(
         # Same statement as the status: a finished session is never seen without its triage state.
         fields.setdefault("triage_status", Case(When(triage_status="", then=Value(TriageStatus.NEEDS_REVIEW)),
                                                 default=F("triage_status")))
+        fields.setdefault("triage_changed_at", Case(When(triage_status="", then=Value(now)),
+                                                    default=F("triage_changed_at")))
     updated = AlertSession.all_objects.filter(id=session_id, status__in=from_statuses).update(status=status, **fields)
     if not updated:
         return None
@@ -284,7 +306,7 @@ def session_set_status(
     publish_session_status(session, "session.completed" if status in TERMINAL_SESSION_STATUSES else "session.status")
     if status in TERMINAL_SESSION_STATUSES:
         SESSIONS_TERMINAL.labels(status).inc()
-        triage.triage_publish(session, action="finish", actor="")
+        triage.triage_on_finish(session=session)
     return session
 
 

@@ -6,13 +6,17 @@ acting at once are serialised: the second sees the first's result and gets a Con
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils import timezone
 
+from agents.config.schema import AutoDismissConfig
 from agents.mcp.masking.boundary import mask_text
 from tarsy.config import get_config
+from tarsy.metrics import TRIAGE_TIME_TO_CLAIM, TRIAGE_TIME_TO_RESOLVE
 from tarsy.models import (
     TERMINAL_SESSION_STATUSES,
     TRIAGE_ACTIONS,
@@ -21,14 +25,18 @@ from tarsy.models import (
     TRIAGE_MAX_NOTE_CHARS,
     AlertSession,
     Resolution,
+    SessionStatus,
     TriageActivity,
     TriageStatus,
 )
+from tarsy.selectors.queue import SEVERITY_RANK
+from tarsy.signals import triage_changed
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 
 from .errors import Conflict, NotFound, ValidationFailed
 
 TRIAGE_EVENT = "triage.updated"
+SYSTEM_ACTOR = "system"  # the chain's auto-dismiss policy acting, not a person
 
 
 def _locked(session_id: Any) -> AlertSession:
@@ -58,15 +66,41 @@ def _expect(session: AlertSession, action: str, *allowed: str) -> None:
 
 
 def _apply(session: AlertSession, *, actor: str, action: str, to: str, assignee: str, resolution: str = "",
-           resolution_note: str = "", note: str = "") -> AlertSession:
+           resolution_note: str = "", note: str = "", observe: bool = True) -> AlertSession:
     previous = session.triage_status or ""
+    if observe:  # the waiting-time histograms: people's actions, not the policy's
+        _observe_on_commit(session, previous=previous, to=to, resolution=resolution)
     session.triage_status, session.assignee = to, assignee
     session.resolution, session.resolution_note = resolution, resolution_note
-    session.save(update_fields=["triage_status", "assignee", "resolution", "resolution_note"])
+    session.triage_changed_at = timezone.now()
+    session.save(update_fields=["triage_status", "assignee", "resolution", "resolution_note", "triage_changed_at"])
     TriageActivity.objects.create(session=session, actor=actor[:255], action=action, from_status=previous,
                                   to_status=to, assignee=assignee, resolution=resolution, note=note)
     triage_publish(session, action=action, actor=actor)
+    triage_changed.send(sender=AlertSession, session=session, action=action, actor=actor[:255], note=note)
     return session
+
+
+def _needs_review_since(session: AlertSession) -> datetime | None:
+    """When the session last entered needs_review: its latest reopen, else its completion."""
+    reopened = (session.triage_activity.filter(to_status=TriageStatus.NEEDS_REVIEW).order_by("-created_at")
+                .values_list("created_at", flat=True).first())
+    return reopened or session.completed_at
+
+
+def _observe_on_commit(session: AlertSession, *, previous: str, to: str, resolution: str) -> None:
+    """Time to claim (first owner) and time to resolve, from the needs_review entry, once the change is committed;
+    the policy's own dismissals are left out (nobody was waiting for them)."""
+    claimed = previous == TriageStatus.NEEDS_REVIEW and to == TriageStatus.IN_PROGRESS
+    resolved = previous != TriageStatus.RESOLVED and to == TriageStatus.RESOLVED
+    since = _needs_review_since(session) if claimed or resolved else None
+    if since is None:
+        return
+    waited = max((timezone.now() - since).total_seconds(), 0.0)
+    if claimed:
+        transaction.on_commit(lambda: TRIAGE_TIME_TO_CLAIM.observe(waited))
+    if resolved:
+        transaction.on_commit(lambda: TRIAGE_TIME_TO_RESOLVE.labels(resolution).observe(waited))
 
 
 def triage_publish(session: AlertSession, *, action: str, actor: str) -> None:
@@ -184,3 +218,55 @@ def triage_bulk(*, session_ids: list[Any], actor: str, action: str, resolution: 
             results.append({"session_id": str(session_id), "ok": False, "triage_status": None,
                             "error": exc.message})
     return results
+
+
+# ---- the chain's auto-dismiss policy (agent_chains.<id>.triage.auto_dismiss) ------------------------------------
+
+
+def _policy(chain_id: str) -> AutoDismissConfig | None:
+    chain = get_config().chains.get(chain_id)
+    return chain.triage.auto_dismiss if chain else None
+
+
+def _dismiss_reason(session: AlertSession, score: int | None) -> str:
+    """Why the chain's policy dismisses this completed session, or "" when it does not."""
+    rule = _policy(session.chain_id)
+    if rule is None or session.status != SessionStatus.COMPLETED:
+        return ""
+    if SEVERITY_RANK.get(session.severity, 0) < SEVERITY_RANK[rule.max_severity]:
+        return ""
+    reason = f"auto-dismissed by chain {session.chain_id}: severity {session.severity} (at most {rule.max_severity})"
+    if rule.min_score is None:
+        return reason
+    if score is None or score < rule.min_score:
+        return ""
+    return f"{reason}, automatic score {score} (at least {rule.min_score})"
+
+
+def _auto_dismiss(session_id: Any, score: int | None) -> bool:
+    session = AlertSession.all_objects.select_for_update(no_key=True).filter(id=session_id).first()
+    # Only a session nobody has acted on: a person's claim, or a reopen after an earlier dismissal, stands.
+    if session is None or session.triage_status != TriageStatus.NEEDS_REVIEW or session.triage_activity.exists():
+        return False
+    reason = _dismiss_reason(session, score)
+    if not reason:
+        return False
+    _apply(session, actor=SYSTEM_ACTOR, action="auto_dismiss", to=TriageStatus.RESOLVED, assignee="",
+           resolution=Resolution.DISMISSED, resolution_note=reason, note=reason, observe=False)
+    return True
+
+
+@transaction.atomic
+def triage_on_finish(*, session: AlertSession) -> None:
+    """A session just became terminal (needs_review in the same UPDATE): the chain's policy may dismiss it at
+    once; otherwise the pages and lists hear that it waits for review."""
+    rule = _policy(session.chain_id)  # most chains have none: no further query on every completion
+    if rule is None or rule.min_score is not None or not _auto_dismiss(session.id, None):
+        triage_publish(session, action="finish", actor="")
+
+
+@transaction.atomic
+def triage_on_score(*, session_id: Any, score: int) -> bool:
+    """A completed session's automatic score landed: a policy with `min_score` may dismiss it now."""
+    chain_id = AlertSession.all_objects.filter(id=session_id).values_list("chain_id", flat=True).first()
+    return chain_id is not None and _policy(chain_id) is not None and _auto_dismiss(session_id, score)

@@ -25,6 +25,7 @@ from tarsy.metrics import SLACK_CALLS
 log = logging.getLogger(__name__)
 
 MAX_INLINE_WAIT_S = 5  # a longer Retry-After is waited out by a scheduled task, not a sleeping worker
+INTERACTIVE_TIMEOUT_S = 1  # a call answering a click: Slack waits three seconds for the whole request
 # Errors no retry can fix: the configuration or the app's installation must change first.
 PERMANENT_ERRORS = frozenset({
     "channel_not_found", "not_in_channel", "is_archived", "invalid_auth", "not_authed", "account_inactive",
@@ -73,29 +74,48 @@ def _masked_blocks(value: Any) -> Any:
 
 
 class SlackGateway:
-    """chat.postMessage and chat.update for one configured workspace."""
+    """chat.postMessage, chat.update, chat.postEphemeral and users.info for one configured workspace.
 
-    def __init__(self, config: SlackConfig):
-        retries = [ConnectionErrorRetryHandler(max_retry_count=1), ShortRateLimitRetry(max_retry_count=2),
-                   ServerErrorRetryHandler(max_retry_count=1)]
+    `interactive`: for the calls made while Slack waits for TARSy's answer to a click or command — one short
+    try, no retries (its caller carries on without the result)."""
+
+    def __init__(self, config: SlackConfig, *, interactive: bool = False):
+        retries = [] if interactive else [
+            ConnectionErrorRetryHandler(max_retry_count=1), ShortRateLimitRetry(max_retry_count=2),
+            ServerErrorRetryHandler(max_retry_count=1)]
+        timeout = INTERACTIVE_TIMEOUT_S if interactive else int(config.timeout)
         self._client = WebClient(token=os.environ.get(config.bot_token_env, ""),
-                                 base_url=config.base_url or WebClient.BASE_URL, timeout=int(config.timeout),
+                                 base_url=config.base_url or WebClient.BASE_URL, timeout=timeout,
                                  retry_handlers=retries)
 
     def post(self, *, channel: str, text: str, blocks: list[dict[str, Any]],
              thread_ts: str = "") -> tuple[str, str]:
         """Post a message (a reply when `thread_ts`); returns (channel ID, ts)."""
         extra = {"thread_ts": thread_ts} if thread_ts else {}
-        data = self._call("chat.postMessage", channel=channel, text=mask_text(text), blocks=_masked_blocks(blocks),
-                          unfurl_links=False, unfurl_media=False, **extra)
+        data = self._call("chat.postMessage", {"channel": channel, "text": mask_text(text),
+                                               "blocks": _masked_blocks(blocks), "unfurl_links": False,
+                                               "unfurl_media": False, **extra})
         return str(data.get("channel") or channel), str(data["ts"])
 
     def update(self, *, channel: str, ts: str, text: str, blocks: list[dict[str, Any]]) -> None:
-        self._call("chat.update", channel=channel, ts=ts, text=mask_text(text), blocks=_masked_blocks(blocks))
+        self._call("chat.update", {"channel": channel, "ts": ts, "text": mask_text(text),
+                                   "blocks": _masked_blocks(blocks)})
 
-    def _call(self, method: str, **body: Any) -> dict[str, Any]:
+    def post_ephemeral(self, *, channel: str, user: str, text: str) -> None:
+        """A message only `user` sees (the answer to their click)."""
+        self._call("chat.postEphemeral", {"channel": channel, "user": user, "text": mask_text(text)})
+
+    def user_email(self, user: str) -> str:
+        """The member's profile email ('' when hidden: the app lacks `users:read.email`)."""
+        data = self._call("users.info", {"user": user}, read=True)
+        profile = (data.get("user") or {}).get("profile") or {}
+        return str(profile.get("email") or "")
+
+    def _call(self, method: str, body: dict[str, Any], *, read: bool = False) -> dict[str, Any]:
         try:
-            response = self._client.api_call(method, json=body)
+            # Slack's read methods take query parameters, its writes a JSON body.
+            response = (self._client.api_call(method, http_verb="GET", params=body) if read
+                        else self._client.api_call(method, json=body))
         except SlackApiError as exc:
             error = str(exc.response.get("error", "")) if exc.response is not None else ""
             status = exc.response.status_code if exc.response is not None else 0

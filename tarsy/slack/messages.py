@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tarsy.models import AlertSession, SessionStatus, Stage
+from tarsy.models import AlertSession, Resolution, SessionStatus, Stage, TriageStatus
 
 SECTION_MAX = 2900  # Slack refuses a section text over 3000 characters
 FALLBACK_MAX = 3000  # the notification text; the blocks carry the message
@@ -25,6 +25,12 @@ SEVERITY_EMOJI = {"critical": ":red_circle:", "high": ":large_orange_circle:", "
                   "info": ":large_blue_circle:"}
 
 Message = tuple[str, list[dict[str, Any]]]  # (fallback text, blocks)
+
+# The triage buttons: their block names the session (`triage:<id>`), each action_id a triage action.
+TRIAGE_BLOCK_PREFIX = "triage:"
+TRIAGE_ACTION_IDS = {"triage_claim": "claim", "triage_acknowledge": "acknowledge", "triage_resolve": "resolve",
+                     "triage_reopen": "reopen"}
+NOTE_MAX = 600  # a resolution note shown in Slack; the dashboard has the whole note
 
 
 def escape(text: str) -> str:
@@ -89,12 +95,63 @@ def session_message(session: AlertSession, *, stage: Stage | None, chain_stages:
     ]
     if session.status in (SessionStatus.FAILED, SessionStatus.TIMED_OUT) and session.error_message:
         blocks.append(_section(f"*Reason*: {escape(session.error_message)}"))
+    if session.is_terminal and session.triage_status:
+        blocks += [_section(triage_line(session)), _triage_actions(session)]
     if url:
         blocks.append({"type": "actions", "elements": [
             {"type": "button", "text": {"type": "plain_text", "text": "Open in TARSy"}, "url": url,
              "action_id": "open_session"}]})
     blocks.append(_context(f"Session `{session.id}`", "Reply with `@TARSy <question>` once it has finished"))
     return _fallback(f"{label}: {_alert_name(session)} ({session.severity})"), blocks
+
+
+def _resolution_label(resolution: str) -> str:
+    return str(Resolution(resolution).label).lower() if resolution in Resolution.values else resolution
+
+
+def triage_line(session: AlertSession) -> str:
+    """Where the finished session stands with the team: needs review, whose it is, how it was resolved."""
+    if session.triage_status == TriageStatus.IN_PROGRESS:
+        return f":raising_hand: *In progress* · {escape(session.assignee)}"
+    if session.triage_status == TriageStatus.RESOLVED:
+        note = f": {escape(clip(session.resolution_note, NOTE_MAX))}" if session.resolution_note else ""
+        who = f" · {escape(session.assignee)}" if session.assignee else ""
+        return f":white_check_mark: *Resolved* as {_resolution_label(session.resolution)}{who}{note}"
+    return ":eyes: *Needs review*"
+
+
+def _button(label: str, action_id: str, style: str = "") -> dict[str, Any]:
+    button = {"type": "button", "text": {"type": "plain_text", "text": label}, "action_id": action_id,
+              "value": TRIAGE_ACTION_IDS[action_id]}
+    return {**button, "style": style} if style else button
+
+
+def _triage_actions(session: AlertSession) -> dict[str, Any]:
+    """The buttons the session's triage state allows (the service decides; these only offer)."""
+    if session.triage_status == TriageStatus.RESOLVED:
+        elements = [_button("Reopen", "triage_reopen")]
+    else:
+        elements = [] if session.triage_status == TriageStatus.IN_PROGRESS else [
+            _button("Claim", "triage_claim", "primary")]
+        elements += [_button("Acknowledge", "triage_acknowledge"), {
+            "type": "static_select", "action_id": "triage_resolve",
+            "placeholder": {"type": "plain_text", "text": "Resolve as…"},
+            "options": [{"text": {"type": "plain_text", "text": str(label)}, "value": value}
+                        for value, label in Resolution.choices]}]
+    return {"type": "actions", "block_id": f"{TRIAGE_BLOCK_PREFIX}{session.id}", "elements": elements}
+
+
+def triage_message(*, action: str, actor: str, session: AlertSession, note: str, url: str) -> Message:
+    """A thread reply for a triage action: who did what (from Slack or the dashboard)."""
+    emoji, head = {
+        "claim": (":raising_hand:", f"Claimed by {actor}"),
+        "assign": (":arrow_right:", f"Assigned to {session.assignee} by {actor}"),
+        "acknowledge": (":ok_hand:", f"Acknowledged by {actor} (resolved as dismissed)"),
+        "resolve": (":white_check_mark:", f"Resolved as {_resolution_label(session.resolution)} by {actor}"),
+        "reopen": (":leftwards_arrow_with_hook:", f"Reopened by {actor}: needs review again"),
+    }.get(action, (":memo:", f"Triage {action} by {actor}"))
+    text = head + (f": {clip(note, NOTE_MAX)}" if note else "")
+    return _fallback(text), [_section(f"{emoji} {escape(text)}"), _context(_link(url))]
 
 
 def summary_message(session: AlertSession, *, url: str) -> Message:

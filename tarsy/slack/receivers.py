@@ -13,9 +13,18 @@ from django.db import DatabaseError, transaction
 
 from tarsy.decisions import SlackDeliver, enact_on_commit
 from tarsy.metrics import SLACK_DROPPED
-from tarsy.models import AlertSession, ExecStatus, SlackPostKind, SlackThread, Stage, StageKind
+from tarsy.models import (
+    TERMINAL_SESSION_STATUSES,
+    AlertSession,
+    CheckResult,
+    ExecStatus,
+    SlackPostKind,
+    SlackThread,
+    Stage,
+    StageKind,
+)
 from tarsy.services import slack as slack_service
-from tarsy.signals import alert_attached, alert_resolved, session_status_changed, stage_status_changed
+from tarsy.signals import alert_attached, alert_resolved, session_status_changed, stage_status_changed, triage_changed
 
 from . import messages
 from .config import session_link, slack_config
@@ -29,15 +38,20 @@ def connect() -> None:
     stage_status_changed.connect(on_stage_status, dispatch_uid="tarsy.slack.stage")
     alert_attached.connect(on_alert_attached, dispatch_uid="tarsy.slack.attached")
     alert_resolved.connect(on_alert_resolved, dispatch_uid="tarsy.slack.resolved")
+    triage_changed.connect(on_triage_changed, dispatch_uid="tarsy.slack.triage")
 
 
 def _record(session_id: Any, write: Callable[[str], None]) -> None:
     config = slack_config()
     if config is None:
         return
+    row = AlertSession.all_objects.filter(id=session_id).values("chain_id", "check_name", "check_result",
+                                                                "status").first() or {}
+    if _quiet_check(row):
+        return
     try:
         with transaction.atomic():  # a savepoint inside the sender's transaction
-            write(config.channel_for(_chain_of(session_id)))
+            write(config.channel_for(row.get("chain_id") or ""))
     except DatabaseError:
         log.exception("Slack: could not record a change of session %s", session_id)
         SLACK_DROPPED.labels("not_recorded").inc()
@@ -45,8 +59,13 @@ def _record(session_id: Any, write: Callable[[str], None]) -> None:
     enact_on_commit([SlackDeliver(str(session_id))])
 
 
-def _chain_of(session_id: Any) -> str:
-    return AlertSession.all_objects.filter(id=session_id).values_list("chain_id", flat=True).first() or ""
+def _quiet_check(row: dict[str, Any]) -> bool:
+    """A proactive check's run says nothing in Slack until it ends with a problem of its own: a healthy run
+    closes quietly, and a repeat of an open problem shows in that problem's thread (tarsy.services.checks)."""
+    if not row.get("check_name"):
+        return False
+    return row.get("status") not in TERMINAL_SESSION_STATUSES or row.get("check_result") in (
+        CheckResult.HEALTHY, CheckResult.DUPLICATE)
 
 
 def _shown(session: AlertSession) -> bool:
@@ -106,3 +125,19 @@ def on_alert_resolved(sender, session: AlertSession, text: str, **kwargs) -> Non
     body, blocks = messages.resolved_message(text=text, url=session_link(session.id))
     _record(session.id, lambda channel: slack_service.slack_post_add(
         session_id=session.id, channel=channel, kind=SlackPostKind.RESOLVED, text=body, blocks=blocks))
+
+
+def on_triage_changed(sender, session: AlertSession, action: str, actor: str, note: str, **kwargs) -> None:
+    """Someone claimed, resolved, … the session (in Slack or the dashboard): the message shows its triage state
+    and the buttons that state allows, and the thread says who did what — the channel sees the hand-over."""
+    if not _shown(session):
+        return
+    text, blocks = messages.triage_message(action=action, actor=actor, session=session, note=note,
+                                           url=session_link(session.id))
+
+    def write(channel: str) -> None:
+        slack_service.slack_thread_touch(session_id=session.id, channel=channel)
+        slack_service.slack_post_add(session_id=session.id, channel=channel, kind=SlackPostKind.TRIAGE, text=text,
+                                     blocks=blocks)
+
+    _record(session.id, write)

@@ -1,9 +1,11 @@
-"""Slack's requests to TARSy: the Events API (app mentions) and the `/tarsy` slash command.
+"""Slack's requests to TARSy: the Events API (app mentions), the `/tarsy` slash command and interactivity (the
+triage buttons on a session's message).
 
 Authenticated by Slack's request signature (HMAC of the raw body with the signing secret; a timestamp older
 than five minutes is refused) instead of the API's auth mode; tarsy.api.cross_site exempts exactly these
-paths, as Slack posts form-encoded slash commands. They answer within Slack's three seconds: a question only
-queues a chat stage."""
+paths, as Slack posts form-encoded slash commands and interactions. They answer within Slack's three seconds:
+a question only queues a chat stage, a triage action is one transaction (plus, for the actor's name and a
+refusal's ephemeral answer, a Web API call of at most a second each)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from slack_sdk.signature import SignatureVerifier
 from tarsy.web.inputs import ascii_int
 from tarsy.web.responses import json_error
 
-from . import inbound
+from . import actions, inbound
 from .config import slack_config
 
 log = logging.getLogger(__name__)
@@ -82,13 +84,49 @@ def events(request):
     return JsonResponse({"ok": True})
 
 
+def _form(request) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(request.body.decode("utf-8")).items()}
+
+
 @csrf_exempt
 @require_POST
 def commands(request):
-    """`/tarsy ask <session> <question>`: the answer is shown to the one who asked (ephemeral)."""
+    """`/tarsy ask|claim|ack|resolve|reopen|help …`: the reply is shown to the one who typed it (ephemeral)."""
     refusal = _refusal(request)
     if refusal is not None:
         return refusal
-    form = {k: v[0] for k, v in parse_qs(request.body.decode("utf-8")).items()}
-    reply = inbound.slash_command(text=form.get("text", ""), user=form.get("user_id", ""))
+    form = _form(request)
+    text, user = form.get("text", ""), form.get("user_id", "")
+    if not user:
+        return json_error(400, "bad_request", "a slash command carries `user_id`")
+    verb = text.strip().partition(" ")[0].lower()
+    if verb == "ask":
+        reply = inbound.slash_command(text=text, user=user)
+    else:
+        reply = actions.slash_command(text=text, user_id=user, user_name=form.get("user_name", ""))
     return JsonResponse({"response_type": "ephemeral", "text": reply})
+
+
+@csrf_exempt
+@require_POST
+def interactions(request):
+    """Interactivity: `block_actions` from the triage buttons (form-encoded, the JSON in `payload`). Slack shows
+    nothing of the answer's body; a refusal reaches the member as an ephemeral message."""
+    refusal = _refusal(request)
+    if refusal is not None:
+        return refusal
+    try:
+        payload = json.loads(_form(request).get("payload", ""))
+    except ValueError:
+        return json_error(400, "bad_request", "an interaction carries its JSON in the `payload` form field")
+    if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
+        return json_error(400, "bad_request", "`payload` must be a JSON object with a `type`")
+    if payload["type"] != "block_actions":
+        return JsonResponse({"ok": True})  # TARSy opens no modals nor shortcuts: nothing else is its own
+    try:
+        click = actions.read_click(payload)
+    except actions.MalformedAction as exc:
+        return json_error(400, "bad_request", str(exc))
+    if click is not None:
+        actions.click(click)
+    return JsonResponse({"ok": True})

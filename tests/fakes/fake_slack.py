@@ -1,9 +1,10 @@
 """A local server speaking the Slack Web API wire protocol (the part TARSy uses), for slack-sdk's WebClient.
 
-`POST /api/chat.postMessage` and `/api/chat.update` with a JSON or form body and `Authorization: Bearer
-<token>` answer like Slack: HTTP 200 with `{"ok": true, …}` or `{"ok": false, "error": …}`. A channel name
-(`#alerts`) is answered with a channel ID (`CALERTS`), as Slack does. Every call is recorded (`calls`), with
-the time it arrived. Faults, for the tests:
+`POST /api/chat.postMessage`, `/api/chat.update` and `/api/chat.postEphemeral` with a JSON or form body, and
+`GET /api/users.info?user=…`, with `Authorization: Bearer <token>` answer like Slack: HTTP 200 with
+`{"ok": true, …}` or `{"ok": false, "error": …}`. A channel name (`#alerts`) is answered with a channel ID
+(`CALERTS`), as Slack does. Members are the `users` given (ID → handle, email); ephemeral messages are kept
+in `ephemeral`. Every call is recorded (`calls`), with the time it arrived. Faults, for the tests:
 
     fake.rate_limit("chat.postMessage", retry_after=2)   # the next call answers 429 with Retry-After: 2
     fake.fail("chat.update", "channel_not_found")        # the next call answers ok=false with that error
@@ -42,6 +43,13 @@ class SlackCall:
 
 
 @dataclass
+class SlackMember:
+    id: str
+    name: str
+    email: str = ""
+
+
+@dataclass
 class SlackMessage:
     channel: str
     ts: str
@@ -65,6 +73,8 @@ class FakeSlack:
         self._host, self._port, self.token = host, port, token
         self.calls: list[SlackCall] = []
         self.messages: dict[str, SlackMessage] = {}
+        self.members: dict[str, SlackMember] = {}
+        self.ephemeral: list[dict[str, str]] = []
         self.outage = False
         self._faults: dict[str, deque[dict[str, Any]]] = {}
         self._before_reply: deque[Any] = deque()
@@ -101,6 +111,10 @@ class FakeSlack:
         """The Web API base URL for WebClient(base_url=…)."""
         assert self._server is not None, "server not started"
         return f"http://127.0.0.1:{self._server.server_address[1]}/api/"
+
+    def add_member(self, user_id: str, name: str, email: str = "") -> None:
+        with self._lock:
+            self.members[user_id] = SlackMember(id=user_id, name=name, email=email)
 
     # ---- faults ------------------------------------------------------------------------------------------
 
@@ -162,6 +176,10 @@ class FakeSlack:
             return 200, {}, self._post(body)
         if method == "chat.update":
             return 200, {}, self._update(body)
+        if method == "chat.postEphemeral":
+            return 200, {}, self._ephemeral(body)
+        if method == "users.info":
+            return 200, {}, self._user(body)
         return 200, {}, {"ok": False, "error": "unknown_method"}
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -187,6 +205,24 @@ class FakeSlack:
         return {"ok": True, "channel": message.channel, "ts": message.ts, "text": message.text}
 
 
+    def _ephemeral(self, body: dict[str, Any]) -> dict[str, Any]:
+        if not body.get("channel"):
+            return {"ok": False, "error": "channel_not_found"}
+        if str(body.get("user", "")) not in self.members:
+            return {"ok": False, "error": "user_not_in_channel"}
+        self.ephemeral.append({"channel": channel_id(str(body["channel"])), "user": str(body["user"]),
+                               "text": str(body.get("text", ""))})
+        return {"ok": True, "message_ts": f"1700000000.{next(self._ts):06d}"}
+
+    def _user(self, body: dict[str, Any]) -> dict[str, Any]:
+        member = self.members.get(str(body.get("user", "")))
+        if member is None:
+            return {"ok": False, "error": "user_not_found"}
+        profile = {"real_name": member.name, "display_name": member.name, **({"email": member.email}
+                                                                              if member.email else {})}
+        return {"ok": True, "user": {"id": member.id, "name": member.name, "deleted": False, "profile": profile}}
+
+
 def _blocks(value: Any) -> list[Any]:
     if isinstance(value, str):  # form-encoded bodies carry blocks as JSON text
         value = json.loads(value or "[]")
@@ -200,13 +236,19 @@ def _handler(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: Any) -> None:
             pass
 
-        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-            parts = urlsplit(self.path)
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming); Slack's read methods
+            self._dispatch({k: v[0] for k, v in parse_qs(urlsplit(self.path).query).items()})
+
+        def do_POST(self) -> None:  # noqa: N802
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode("utf-8")
             if (self.headers.get("Content-Type") or "").startswith("application/json"):
                 body = json.loads(raw or "{}")
             else:
                 body = {k: v[0] for k, v in parse_qs(raw).items()}
+            self._dispatch(body)
+
+        def _dispatch(self, body: dict[str, Any]) -> None:
+            parts = urlsplit(self.path)
             headers = {k.lower(): v for k, v in self.headers.items()}
             if not parts.path.startswith("/api/"):
                 self._send(404, {}, {"ok": False, "error": "unknown_method"})

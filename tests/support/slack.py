@@ -29,12 +29,51 @@ def mention_event(*, channel: str, thread_ts: str, text: str, user: str = "U0ALI
     })
 
 
-def slash_command(text: str, *, user: str = "U0ALICE") -> str:
+def slash_command(text: str, *, user: str = "U0ALICE", user_name: str = "alice") -> str:
     """A `/tarsy` slash command as Slack posts it (form-encoded)."""
     return urlencode({"token": "unused", "team_id": "T0TEAM", "channel_id": "CALERTS", "user_id": user,
-                      "user_name": "alice", "command": "/tarsy", "text": text,
+                      "user_name": user_name, "command": "/tarsy", "text": text,
                       "response_url": "https://hooks.slack.com/commands/T0TEAM/1/x", "trigger_id": "1.2.3"})
 
 
 def slack_section(base_url: str, **overrides: Any) -> dict[str, Any]:
     return {"channel": "#alerts", "base_url": base_url, "update_interval": "0.2s", **overrides}
+
+
+def block_action(*, action_id: str, block_id: str, message_ts: str, user: str = "U0ALICE", user_name: str = "alice",
+                 channel: str = "CALERTS", selected: str = "") -> str:
+    """A `block_actions` interaction (a click on a button of a message, or an option picked) as Slack posts it:
+    form-encoded, the JSON in `payload`."""
+    action: dict[str, Any] = {"action_id": action_id, "block_id": block_id, "action_ts": f"{time.time():.6f}"}
+    if selected:
+        action.update(type="static_select", selected_option={"text": {"type": "plain_text", "text": selected},
+                                                             "value": selected})
+    else:
+        action.update(type="button", value=action_id.removeprefix("triage_"),
+                      text={"type": "plain_text", "text": action_id})
+    payload = {
+        "type": "block_actions", "api_app_id": "A0TARSY", "token": "unused", "trigger_id": "1.2.3",
+        "user": {"id": user, "username": user_name, "name": user_name, "team_id": "T0TEAM"},
+        "team": {"id": "T0TEAM", "domain": "example"},
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": False},
+        "channel": {"id": channel, "name": "alerts"},
+        "message": {"type": "message", "ts": message_ts, "text": "…"},
+        "response_url": "https://hooks.slack.com/actions/T0TEAM/1/x",
+        "actions": [action],
+    }
+    return urlencode({"payload": json.dumps(payload)})
+
+
+def blocks_text(blocks: Any) -> str:
+    """Every `text` string in a Block Kit structure, one per line: what a reader of the message sees."""
+    out: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                out.append(item) if key == "text" and isinstance(item, str) else walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+    walk(blocks)
+    return "\n".join(out)

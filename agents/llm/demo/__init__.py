@@ -23,8 +23,10 @@ from agents.llm.types import (
     ToolCallChunk,
     UsageChunk,
 )
+from agents.prompts.checks import HEALTHY, VERDICT_HEALTHY, VERDICT_PROBLEM, check_verdict
 
 from .chat import plan_chat
+from .check import check_action, check_report, is_check
 from .evidence import Conversation, log_highlights, read_conversation
 from .investigator import LABEL, Action, final_report, gather, next_action
 
@@ -54,9 +56,15 @@ class DemoProvider:
         if chat:
             return _chat(conv)
         found = gather(conv)
-        action = None if request.interaction_type == "forced_conclusion" else next_action(conv, found)
+        checking = is_check(conv)
+        forced = request.interaction_type == "forced_conclusion"
+        if checking:
+            step = None if forced else check_action(conv)
+            action = Action(*step) if step else None
+        else:
+            action = None if forced else next_action(conv, found)
         if action is None:
-            report = final_report(conv, found)
+            report = check_report(conv, found, LABEL) if checking else final_report(conv, found)
             thought = "I have enough evidence to conclude."
             if conv.native:
                 return report, thought, None
@@ -107,6 +115,7 @@ def _all_user(request: LLMRequest) -> str:
 # ---- other interaction types ------------------------------------------------------------------
 
 _ROOT_CAUSE = re.compile(r"\*\*Root cause:\*\*\s*(.+)")
+_CHECK_PROBLEM = re.compile(r"\*\*Problem:\*\*\s*(.+)")  # a check's report (check.py)
 
 
 def _strip_markdown(text: str) -> str:
@@ -119,6 +128,10 @@ def executive_summary(analysis: str) -> str:
     if match:
         cause = _strip_markdown(CITATION.sub("", match.group(1))).rstrip(". ")
         return f"Root cause: {cause}. (Summary by the demo investigator.)"
+    match = _CHECK_PROBLEM.search(analysis)
+    if match:
+        problem = _strip_markdown(CITATION.sub("", match.group(1))).rstrip(". ")
+        return f"Check failed: {problem}. (Summary by the demo investigator.)"
     body = " ".join(line for line in (_strip_markdown(x) for x in analysis.splitlines()) if line)
     sentences = re.split(r"(?<=[.!?])\s+", body)
     return " ".join(sentences[:2])[:600] or "No analysis was available to summarise."
@@ -140,6 +153,11 @@ def synthesize(prompt: str) -> str:
     """Combine parallel investigations: list each one's root cause and keep the most supported one."""
     causes = [_strip_markdown(m.group(1)) for m in _ROOT_CAUSE.finditer(prompt)]
     lines = ["## Synthesis", "", LABEL, ""]
+    if "VERDICT:" in prompt:  # a check's parallel runs: healthy only when every one of them is
+        healthy = check_verdict(prompt) == HEALTHY
+        lines += ["The check's investigations " + ("all found it healthy." if healthy else "found a problem."), "",
+                  VERDICT_HEALTHY if healthy else VERDICT_PROBLEM]
+        return "\n".join(lines)
     if not causes:
         lines.append("The investigations did not state a root cause; see their evidence above.")
         return "\n".join(lines)

@@ -60,7 +60,8 @@ class AlertSubmitSerializer(SharedFieldsSerializer):
 class AlertAcceptedSerializer(serializers.Serializer):
     session_id = serializers.UUIDField()
     session_url = serializers.URLField()
-    status = serializers.CharField(help_text="queued: a new session; attached: the alert joined an existing one")
+    status = serializers.CharField(help_text="queued: a new session; attached: the alert joined an existing one; "
+                                             "silenced: a new session kept without investigation (a silence)")
     deduplicated = serializers.BooleanField(help_text="A repeat of the session's alert (same fingerprint)")
     related = serializers.BooleanField(help_text="Another alert of the group the session investigates")
     occurrence_count = serializers.IntegerField()

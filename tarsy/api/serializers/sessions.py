@@ -101,6 +101,10 @@ class CitationsSerializer(serializers.Serializer):
     verified_at = serializers.DateTimeField()
 
 
+# The silence an alert arrived under (its id; GET /api/v1/silences/<id>), and a proactive check's run.
+QUIET_FIELDS = ["silenced_by", "check_name", "check_result"]
+
+
 class SessionSerializer(CostMixin, serializers.ModelSerializer):
     duration_seconds = serializers.FloatField(read_only=True, allow_null=True)
     session_url = SessionURLField()
@@ -117,7 +121,7 @@ class SessionSerializer(CostMixin, serializers.ModelSerializer):
                   "executive_summary", "executive_summary_error", "error_message", "current_stage_index",
                   "created_at", "started_at", "completed_at", "last_interaction_at", "duration_seconds",
                   "budget_reached", "citations", *TOKEN_FIELDS, *COST_FIELDS, *STORM_FIELDS, "score",
-                  "review", "triage_status", "assignee"]
+                  "review", "triage_status", "assignee", *QUIET_FIELDS]
 
     @extend_schema_field(ScoreSerializer(allow_null=True))
     def get_score(self, session: AlertSession) -> dict | None:
@@ -145,7 +149,8 @@ class SessionListItemSerializer(CostMixin, serializers.ModelSerializer):
         fields = ["id", "session_url", "title", "alert_type", "chain_id", "status", "author", "error_message",
                   "created_at",
                   "started_at", "completed_at", "duration_seconds", "executive_summary_preview", "budget_reached",
-                  *TOKEN_FIELDS, *COST_FIELDS, *STORM_FIELDS, "score", "review", "triage_status", "assignee"]
+                  *TOKEN_FIELDS, *COST_FIELDS, *STORM_FIELDS, "score", "review", "triage_status", "assignee",
+                  *QUIET_FIELDS]
 
     @extend_schema_field(ScoreBriefSerializer(allow_null=True))
     def get_score(self, session: AlertSession) -> dict | None:

@@ -11,8 +11,8 @@ from agents.config import ConfigError, load_config
 
 
 class Command(BaseCommand):
-    help = ("Validate tarsy.yaml and llm-providers.yaml (or their .example files when absent); print every "
-            "problem as `file: key.path: reason`.")
+    help = ("Validate tarsy.yaml, llm-providers.yaml (or their .example files when absent) and skills/*/SKILL.md; "
+            "print every problem as `file: key.path: reason`.")
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser):
@@ -39,5 +39,10 @@ class Command(BaseCommand):
         self.stdout.write(f"  LLM providers: {', '.join(sorted(config.llm_providers))} "
                           f"(default: {config.default_provider})")
         self.stdout.write(f"  MCP servers: {', '.join(sorted(config.mcp_servers))}")
+        if config.checks:
+            self.stdout.write("  checks: " + ", ".join(
+                f"{c.name} ({c.schedule} on {c.chain}{'' if c.enabled else ', disabled'})" for c in config.checks))
+        if config.skills:
+            self.stdout.write(f"  skills: {', '.join(sorted(config.skills))}")
         for warning in config.warnings():
             self.stdout.write(f"  warning: {warning}")

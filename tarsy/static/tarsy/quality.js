@@ -33,7 +33,7 @@
   }
 
   /** The live header shows the session's status: once it has finished, the panel (review, score) appears. */
-  const TERMINAL = ["completed", "failed", "cancelled", "timed_out"];
+  const TERMINAL = ["completed", "failed", "cancelled", "timed_out", "silenced"];
   const header = document.getElementById("session-header");
   let shownFor = (header && header.querySelector("[data-status]") || {dataset: {}}).dataset.status;
   if (header) {
@@ -77,5 +77,6 @@
     show("review-saved", "Saved.");
   });
 
+  window.TarsyQuality = {refresh};  // a review saved from the triage panel's resolve dialog
   follow();
 })();

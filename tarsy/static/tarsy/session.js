@@ -313,6 +313,7 @@
       case "session.completed": onSessionStatus(message, true); break;
       case "session.occurrence": refreshHeader(); break;  // the alert count and related alerts
       case "chat.message": onChatMessage(message); break;
+      case "triage.updated": if (window.TarsyTriage) window.TarsyTriage.refreshPanel(); break;
       default: break;
     }
   }

@@ -4,13 +4,13 @@
 "use strict";
 
 window.TarsySessionState = (() => {
-  const TERMINAL = new Set(["completed", "failed", "cancelled", "timed_out"]);
+  const TERMINAL = new Set(["completed", "failed", "cancelled", "timed_out", "silenced"]);
   const MARK = {pending: "◌", in_progress: "●", cancelling: "●", completed: "✓", failed: "✗", timed_out: "✗",
-                cancelled: "⊘"};
+                cancelled: "⊘", silenced: "⊘"};
   const COLOR = {pending: "#8a8f98", in_progress: "#0d6efd", cancelling: "#c98a00", completed: "#1f9d55",
-                 failed: "#d64545", timed_out: "#d64545", cancelled: "#8a8f98"};
+                 failed: "#d64545", timed_out: "#d64545", cancelled: "#8a8f98", silenced: "#6d28d9"};
   const WORD = {pending: "queued", in_progress: "running", cancelling: "cancelling", completed: "completed",
-                failed: "failed", timed_out: "timed out", cancelled: "cancelled"};
+                failed: "failed", timed_out: "timed out", cancelled: "cancelled", silenced: "silenced"};
   const baseTitle = document.title;
   let sessionId = null;
   let current = null;

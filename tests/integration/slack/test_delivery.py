@@ -17,7 +17,7 @@ from tarsy.services import sessions, stages
 from tarsy.signals import alert_attached
 from tarsy.slack.delivery import MAX_FAILURES, deliver
 from tests.support.processes import free_port
-from tests.support.slack import slack_section
+from tests.support.slack import blocks_text, slack_section
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(60)]
 
@@ -41,18 +41,6 @@ def _started(data: str = "pod web-1 CrashLoopBackOff") -> AlertSession:
     return session
 
 
-def _blocks_text(blocks) -> str:
-    out = []
-
-    def walk(value):
-        if isinstance(value, dict):
-            for key, item in value.items():
-                out.append(item) if key == "text" and isinstance(item, str) else walk(item)
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
-    walk(blocks)
-    return "\n".join(out)
 
 
 def test_the_message_is_posted_once_updated_in_place_and_the_end_goes_into_its_thread(configure, fake_slack):
@@ -60,7 +48,7 @@ def test_the_message_is_posted_once_updated_in_place_and_the_end_goes_into_its_t
     session = _started()
     assert deliver(session_id=session.id) is None
     [root] = fake_slack.top_level()
-    assert root.channel == "CALERTS" and "Investigating" in _blocks_text(root.blocks)
+    assert root.channel == "CALERTS" and "Investigating" in blocks_text(root.blocks)
     thread = SlackThread.objects.get(session=session)
     assert (thread.channel, thread.ts) == ("CALERTS", root.ts)  # the ID Slack answered, for replies to find it
 
@@ -70,18 +58,18 @@ def test_the_message_is_posted_once_updated_in_place_and_the_end_goes_into_its_t
     assert not fake_slack.calls_to("chat.update")
     SlackThread.objects.filter(session=session).update(shown_at=timezone.now() - timedelta(seconds=30))  # time passes
     assert deliver(session_id=session.id) is None
-    assert "review (2/2)" in _blocks_text(root.blocks)
+    assert "review (2/2)" in blocks_text(root.blocks)
     assert len(fake_slack.calls_to("chat.update")) == 1
 
     sessions.session_set_status(session_id=session.id, status="completed", from_statuses=("in_progress",),
                                 final_analysis="web-1 lacks its config map", executive_summary="Config map missing.")
     assert deliver(session_id=session.id) is None  # the end is shown at once, throttle or not
-    text = _blocks_text(root.blocks)
+    text = blocks_text(root.blocks)
     assert "Completed" in text and "https://tarsy.example.com/sessions/" not in text  # the link is a button
     assert root.blocks[-2]["elements"][0]["url"] == f"https://tarsy.example.com/sessions/{session.id}"
     [summary] = fake_slack.replies(root.ts)
-    assert "Config map missing." in _blocks_text(summary.blocks)
-    assert f"<https://tarsy.example.com/sessions/{session.id}|Open in TARSy>" in _blocks_text(summary.blocks)
+    assert "Config map missing." in blocks_text(summary.blocks)
+    assert f"<https://tarsy.example.com/sessions/{session.id}|Open in TARSy>" in blocks_text(summary.blocks)
     assert len(fake_slack.top_level()) == 1
     assert deliver(session_id=session.id) is None and len(fake_slack.calls) == 4  # nothing left: no call
 
@@ -93,9 +81,9 @@ def test_a_failure_is_posted_with_its_reason(configure, fake_slack):
                                 error_message="Stage 'analysis' failed: LLM quota exhausted")
     assert deliver(session_id=session.id) is None
     [root] = fake_slack.top_level()
-    assert "Failed" in _blocks_text(root.blocks) and "LLM quota exhausted" in _blocks_text(root.blocks)
+    assert "Failed" in blocks_text(root.blocks) and "LLM quota exhausted" in blocks_text(root.blocks)
     [reply] = fake_slack.replies(root.ts)
-    assert "Investigation failed" in _blocks_text(reply.blocks) and "LLM quota exhausted" in _blocks_text(reply.blocks)
+    assert "Investigation failed" in blocks_text(reply.blocks) and "LLM quota exhausted" in blocks_text(reply.blocks)
 
 
 def test_attached_alerts_go_into_the_thread_masked_and_unable_to_ping_the_channel(configure, fake_slack):
@@ -108,11 +96,11 @@ def test_attached_alerts_go_into_the_thread_masked_and_unable_to_ping_the_channe
     deliver(session_id=session.id)
     [root] = fake_slack.top_level()
     occurrence, related = fake_slack.replies(root.ts)
-    text = _blocks_text(occurrence.blocks)
+    text = blocks_text(occurrence.blocks)
     assert "fired again" in text and "&lt;!channel&gt;" in text and "<!channel>" not in text
     assert "hunter2" not in text and "__MASKED_PASSWORD__" in text
     assert not any("<!channel>" in str(c.body) or "hunter2" in str(c.body) for c in fake_slack.calls)
-    assert "related alert" in _blocks_text(related.blocks) and "web-2 OOMKilled" in _blocks_text(related.blocks)
+    assert "related alert" in blocks_text(related.blocks) and "web-2 OOMKilled" in blocks_text(related.blocks)
 
 
 def test_a_short_retry_after_is_waited_out_in_the_call(configure, fake_slack):
@@ -204,7 +192,7 @@ def test_a_resolution_from_the_monitoring_source_goes_into_the_thread(configure,
     deliver(session_id=session.id)
     [root] = fake_slack.top_level()  # the queued one never started: no message for it
     [resolved] = fake_slack.replies(root.ts)
-    assert "Alert resolved in alertmanager at 2026-11-23T12:00:00Z" in _blocks_text(resolved.blocks)
+    assert "Alert resolved in alertmanager at 2026-11-23T12:00:00Z" in blocks_text(resolved.blocks)
     assert not SlackThread.objects.filter(session=queued).exists()
 
 
@@ -242,8 +230,8 @@ def test_a_storm_of_repeats_becomes_one_reply_per_interval(configure, fake_slack
     SlackPost.objects.filter(thread_id=session.id).update(sent_at=F("sent_at") - timedelta(seconds=30))
     assert deliver(session_id=session.id) is None
     first, storm = fake_slack.replies(root.ts)
-    assert "fired again" in _blocks_text(first.blocks)
-    assert "fired 100 more times" in _blocks_text(storm.blocks) and "web-1 down #99" in _blocks_text(storm.blocks)
+    assert "fired again" in blocks_text(first.blocks)
+    assert "fired 100 more times" in blocks_text(storm.blocks) and "web-1 down #99" in blocks_text(storm.blocks)
 
 
 def test_a_queued_session_with_a_thread_shows_how_it_ended(configure, fake_slack):
@@ -256,11 +244,11 @@ def test_a_queued_session_with_a_thread_shows_how_it_ended(configure, fake_slack
     assert again.deduplicated and again.session.id == queued.id
     deliver(session_id=queued.id)
     [root] = fake_slack.top_level()
-    assert "Queued" in _blocks_text(root.blocks)  # the repeat opened the thread before any worker took it
+    assert "Queued" in blocks_text(root.blocks)  # the repeat opened the thread before any worker took it
     assert session_resolve_alert(source="alertmanager", resolution=Resolved("fp-web-1"))["action"] == "cancelled"
     deliver(session_id=queued.id)
-    assert "Cancelled" in _blocks_text(root.blocks)
-    texts = [_blocks_text(m.blocks) for m in fake_slack.replies(root.ts)]
+    assert "Cancelled" in blocks_text(root.blocks)
+    texts = [blocks_text(m.blocks) for m in fake_slack.replies(root.ts)]
     assert "fired again" in texts[0]
     assert any("before the investigation began" in t for t in texts)  # the summary gives the reason
     assert any("Alert resolved in alertmanager" in t for t in texts)
@@ -296,4 +284,4 @@ def test_repeats_arriving_while_a_reply_is_posted_go_out_once_after_the_interval
     SlackPost.objects.filter(thread_id=session.id).update(sent_at=F("sent_at") - timedelta(seconds=30))
     assert deliver(session_id=session.id) is None
     first, second = fake_slack.replies(root.ts)
-    assert "fired 5 more times" in _blocks_text(second.blocks) and "web-1 down #8" in _blocks_text(second.blocks)
+    assert "fired 5 more times" in blocks_text(second.blocks) and "web-1 down #8" in blocks_text(second.blocks)

@@ -46,7 +46,8 @@ def _container(deployment: dict, name: str | None = None) -> dict:
 
 
 SKIP_AUTH_ROUTES = {"^/health$",  # probes
-                    "POST=^/api/v1/slack/(events|commands)$"}  # Slack, authenticated by its request signature
+                    # Slack, authenticated by its request signature
+                    "POST=^/api/v1/slack/(events|commands|interactions)$"}
 
 
 def _args(args: list[str], flag: str) -> set[str]:

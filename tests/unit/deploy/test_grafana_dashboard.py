@@ -55,7 +55,8 @@ def test_dashboard_shows_what_on_call_asks_for(dashboard):
     text = " ".join(queries(dashboard))
     for metric in ("tarsy_sessions", "tarsy_sessions_queued", "tarsy_iteration_duration_seconds_bucket",
                    "tarsy_llm_errors_total", "tarsy_llm_tokens_total", "tarsy_task_queue_wait_seconds_bucket",
-                   "tarsy_llm_cost_usd_total"):
+                   "tarsy_llm_cost_usd_total", "tarsy_triage_sessions", "tarsy_triage_time_to_claim_seconds_bucket",
+                   "tarsy_triage_time_to_resolve_seconds_bucket"):
         assert re.search(rf"\b{metric}\b", text), metric
     assert "by (provider" in text  # tokens and errors per provider
 
@@ -75,6 +76,6 @@ def test_panels_have_unique_ids_fit_the_grid_and_use_the_datasource_variable(das
 def test_database_gauges_are_never_summed_across_web_targets(dashboard):
     """Every web target reports the same database-backed value; a sum would multiply it by the replicas."""
     for expr in queries(dashboard):
-        for gauge in ("tarsy_sessions", "tarsy_sessions_active", "tarsy_sessions_queued"):
+        for gauge in ("tarsy_sessions", "tarsy_sessions_active", "tarsy_sessions_queued", "tarsy_triage_sessions"):
             if re.search(rf"\b{gauge}\b(?!_)", expr):
                 assert expr.startswith("max"), expr

@@ -1,0 +1,33 @@
+"""Who acted in Slack, as the TARSy identity the dashboard knows them by.
+
+A claim from Slack must show up as that person's claim in the Triage view ("assigned to me") and in the
+activity log, so the Slack member is mapped to the identity they sign in with: `slack.users` first (explicit,
+for workspaces whose emails differ from the sign-in), else their Slack profile email (users.info, needs the
+`users:read.email` scope) matched like a sign-in (tarsy.identity). Someone who matches nobody still acts — the
+request is signed by Slack and the channel is the team's — as `slack:<handle>`, so the log says who it was."""
+
+from __future__ import annotations
+
+import logging
+
+from tarsy.identity import identity_for_email
+
+from .client import SlackGateway, SlackUnavailable
+from .config import slack_config
+
+log = logging.getLogger(__name__)
+
+SLACK_PREFIX = "slack:"
+
+
+def slack_actor(*, user_id: str, user_name: str, gateway: SlackGateway) -> str:
+    config = slack_config()
+    mapped = config.users.get(user_id, "") if config is not None else ""
+    if mapped:
+        return mapped
+    try:
+        identity = identity_for_email(gateway.user_email(user_id))
+    except SlackUnavailable as exc:  # the click still counts; only the name is less useful
+        log.warning("Slack: users.info for %s failed, acting as its Slack handle: %s", user_id, exc)
+        identity = ""
+    return identity or f"{SLACK_PREFIX}{user_name or user_id}"
