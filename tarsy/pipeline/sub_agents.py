@@ -152,7 +152,8 @@ class SubAgentTools:
                           "result or cancel one")
         dispatch = Dispatch(execution_id=uuid.uuid4(), agent=agent, task=mask_text(task.strip()), queued=queued)
         self.calls.dispatches.append(dispatch)
-        return {"execution_id": str(dispatch.execution_id), "status": "queued" if queued else "accepted"}
+        return {"execution_id": str(dispatch.execution_id), "agent": agent,
+                "status": "queued" if queued else "accepted"}
 
     def _cancel(self, execution_id: str) -> dict[str, Any]:
         known = {s.execution_id for s in sub_agents.sub_agents_of(parent_id=self._execution.id)}

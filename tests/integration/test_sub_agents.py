@@ -320,3 +320,23 @@ def test_a_react_orchestrator_dispatches_one_per_reply_and_waits_when_it_calls_n
     assert network.created_at < pods.completed_at  # the second dispatch did not wait for the first result
     assert done.final_analysis.startswith("pods and network checked [E")
     assert done.citations["invalid"] == []
+
+
+@pytest.mark.timeout(120)
+def test_an_orchestrator_cancels_a_sub_agent_it_no_longer_needs(scripted_config, worker):
+    _config(scripted_config, {
+        "Orchestrator": [
+            _dispatch(("Pods", "slow look"), ("Network", "quick look")),
+            {"tool_calls": [{"name": "tarsy.cancel_agent", "arguments": {"execution_id": "{sub_agent:Pods}"}}]},
+            {"text": "Network answered; the pods look was not needed."},
+        ],
+        "Pods": [{"text": "Thought: " + "looking " * 60, "latency_ms": 60000}],
+        "Network": [{"text": "the network is fine"}],
+    }, orchestrator={"timeout": "10m"}, chunk_size=8)
+    proc = worker(concurrency=3)
+    session = session_submit(alert_type="triage", data="api-1 down")
+    (done,) = wait_terminal([session.id], 60, proc)
+    assert done.status == "completed", (done.error_message, proc.log()[-3000:])
+    pods = AgentExecution.objects.get(session=done, agent_name="Pods")
+    assert (pods.status, pods.error_message) == ("cancelled", "Cancelled by its orchestrator")
+    assert done.final_analysis == "Network answered; the pods look was not needed."
