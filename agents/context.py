@@ -271,6 +271,7 @@ class ExecutionContext:
     chat: ChatContext | None = None
     parallel_results: str = ""  # formatted investigations of a parallel stage (synthesis)
     memories: str = ""  # the recalled-memories section of the first prompt (agents.memory.prompt)
+    task: str = ""  # a sub-agent's assignment from its orchestrator (masked; tarsy.pipeline.sub_agents)
     fallbacks: tuple[LLMTarget, ...] = ()  # providers that take over, in order, when `llm` fails
     # Persists that the execution continues on a fallback (True: drop the stored provider state of the old family).
     provider_switched: Callable[[LLMTarget, bool], None] | None = None

@@ -64,7 +64,7 @@ class NativeThinkingController(IterationController):
         return build_native_messages(
             config=ctx.config, tools=ctx.tools.list_tools(), alert_type=ctx.alert_type, alert_data=ctx.alert_data,
             runbook=ctx.runbook, previous_stage_context=ctx.previous_stage_context, chat=ctx.chat,
-            memories=ctx.memories,
+            memories=ctx.memories, task=ctx.task,
         )
 
     def bound_tools(self, ctx: ExecutionContext) -> list[ToolDefinition]:

@@ -6,6 +6,11 @@ since?)` (completed sessions), answering masked snippets with memory ids and ses
 `mcp_servers`, passing it the database settings (agents.config.builtins). The ORM is called through asgiref's
 `sync_to_async`, as the server's tools run on its event loop. The server's `load_skill` tool is answered
 in-process by the agent's tool executor instead (agents.mcp.skill_tool says why).
+
+The orchestrator's tools of the same `tarsy` namespace (`dispatch_agent`, `list_agents`, `cancel_agent`) are not
+served here either: they act on the calling execution (its stage, depth, guardrails, and the iteration whose
+completion creates the sub-agents), which this shared process does not know, so the worker answers them
+in-process (tarsy.pipeline.sub_agents).
 """
 
 from __future__ import annotations

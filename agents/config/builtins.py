@@ -117,6 +117,9 @@ def _kubernetes_server_name(env: Mapping[str, str] | None = None) -> str:
     return "kubernetes-server" if env.get("KUBECONFIG") else "demo-kubernetes"
 
 
+IMPLICIT_ORCHESTRATOR = "Orchestrator"
+
+
 def builtin_agents(env: Mapping[str, str] | None = None) -> dict[str, AgentConfig]:
     env = os.environ if env is None else env
     return {
@@ -144,6 +147,16 @@ def builtin_agents(env: Mapping[str, str] | None = None) -> dict[str, AgentConfi
             custom_instructions=(
                 "Answer the engineer's follow-up question about the investigation. Use tools only when "
                 "the investigation does not already contain the answer."
+            ),
+        ),
+        # The implicit orchestrator of a stage with `orchestrate: true`: its sub-agents are the stage's agents.
+        IMPLICIT_ORCHESTRATOR: AgentConfig(
+            description="Plans an investigation and dispatches the stage's agents as sub-agents",
+            custom_instructions=(
+                "You lead the investigation. Decide which agents to dispatch with dispatch_agent and what each "
+                "should find out; dispatch independent questions together. Their results arrive as messages: read "
+                "them, dispatch follow-ups where the evidence points, and conclude with one root-cause analysis "
+                "that cites the evidence ids the agents' results carry."
             ),
         ),
         "SynthesisAgent": AgentConfig(

@@ -105,9 +105,34 @@ class TarsyConfig:
                 agents.update([stage.synthesis.agent] if stage.synthesis else [])
                 for stage_agent in stage.agents:
                     used.update(stage_agent.mcp_servers or [])
-            for name in agents:
+            for name in self.with_sub_agents(agents):
                 used.update(self.agents[name].mcp_servers if name in self.agents else [])
         return used & set(self.mcp_servers)
+
+    def with_sub_agents(self, names: Iterable[str]) -> set[str]:
+        """The agents and every agent they may dispatch, transitively."""
+        seen: set[str] = set()
+        todo = list(names)
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo.extend(self.agents[name].sub_agents if name in self.agents else [])
+        return seen
+
+    def _sub_agent_cycle(self, start: str) -> list[str] | None:
+        """A path of `sub_agents` from `start` back to itself, if there is one."""
+        stack: list[tuple[str, list[str]]] = [(start, [start])]
+        seen: set[str] = set()
+        while stack:
+            name, path = stack.pop()
+            for sub in self.agents[name].sub_agents if name in self.agents else []:
+                if sub == start:
+                    return [*path, sub]
+                if sub not in seen:
+                    seen.add(sub)
+                    stack.append((sub, [*path, sub]))
+        return None
 
     # ---- validation ----------------------------------------------------
     def _origin(self, section: str, name: str) -> str:
@@ -148,6 +173,11 @@ class TarsyConfig:
                 need("llm provider", fallback, f"{where}.fallback_providers.{i}", self.llm_providers)
             for i, server in enumerate(agent.mcp_servers):
                 need("MCP server", server, f"{where}.mcp_servers.{i}", self.mcp_servers)
+            for i, sub in enumerate(agent.sub_agents):
+                need("agent", sub, f"{where}.sub_agents.{i}", self.agents)
+            cycle = self._sub_agent_cycle(name)
+            if cycle:
+                problems.append(f"{where}.sub_agents: agents dispatch each other in a cycle ({' -> '.join(cycle)})")
             for key in ("required_skills", "skills"):
                 names = getattr(agent, key)
                 for i, skill in enumerate(names if isinstance(names, list) else []):

@@ -226,6 +226,18 @@ class MCPServerConfig(_Strict):
         return STDIO_CALL_SLOTS if self.transport.type == "stdio" else NETWORK_CALL_SLOTS
 
 
+class OrchestratorConfig(_Strict):
+    """Guardrails of an agent that dispatches sub-agents (`sub_agents`): how many at once and in all, how deep
+    sub-agents may dispatch their own, how long each may run, and what share of the session's budget each may use."""
+
+    max_concurrent: int = Field(default=5, gt=0)
+    max_total: int = Field(default=10, gt=0)
+    max_depth: int = Field(default=1, gt=0)  # 1: sub-agents cannot dispatch their own
+    timeout: Duration = 600.0  # per sub-agent, from its start
+    budget_share: float | None = Field(default=None, gt=0, le=1)  # of the session budget's tokens / cost
+    on_limit: Literal["wait", "refuse"] = "wait"  # a dispatch beyond max_concurrent: queued, or refused
+
+
 class AgentConfig(_Strict):
     description: str = ""
     mcp_servers: list[str] = Field(default_factory=list)
@@ -240,6 +252,8 @@ class AgentConfig(_Strict):
     # `skills` ("all" or absent: the whole catalog; []: none) are offered by name and loaded with tarsy.load_skill.
     required_skills: list[str] = Field(default_factory=list)
     skills: list[str] | Literal["all"] | None = None
+    sub_agents: list[str] = Field(default_factory=list)  # agents it may dispatch (tarsy.pipeline.sub_agents)
+    orchestrator: OrchestratorConfig = Field(default_factory=OrchestratorConfig)
 
 
 class StageAgentConfig(_Strict):
@@ -267,16 +281,22 @@ class StageConfig(_Strict):
     llm_provider: str | None = None
     iteration_strategy: IterationStrategy | None = None
     synthesis: SynthesisConfig | None = None
+    # One orchestrator (the built-in `Orchestrator` agent) dispatches the stage's agents as sub-agents on demand,
+    # instead of running them all in parallel; `orchestrator`: its guardrails.
+    orchestrate: bool = False
+    orchestrator: OrchestratorConfig | None = None
 
     @model_validator(mode="after")
     def _replicas_need_one_agent(self) -> StageConfig:
         if self.replicas > 1 and len(self.agents) > 1:
             raise ValueError("replicas can only be used with exactly one agent")
+        if self.orchestrate and self.replicas > 1:
+            raise ValueError("orchestrate dispatches the stage's agents: it cannot be combined with replicas")
         return self
 
     @property
     def is_parallel(self) -> bool:
-        return self.replicas > 1 or len(self.agents) > 1
+        return not self.orchestrate and (self.replicas > 1 or len(self.agents) > 1)
 
 
 class BudgetConfig(_Strict):

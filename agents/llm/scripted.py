@@ -43,6 +43,7 @@ DEFAULT_KEY = "default"
 AUXILIARY_CALLS = ("summarization", "executive_summary")
 _REPLICA_SUFFIX = re.compile(r"-\d+$")  # "KubernetesAgent-2" → "KubernetesAgent"
 EVIDENCE_PLACEHOLDER = "{evidence}"
+SUB_AGENT_PLACEHOLDER = re.compile(r"\{sub_agent:([\w-]+)\}")
 
 
 class _Strict(BaseModel):
@@ -207,7 +208,8 @@ class ScriptedProvider:
         chunks += [TextChunk(text=p) for p in _pieces(_with_evidence(turn.text, request), size)]
         for index, call in enumerate(turn.tool_calls):
             call_id = call.id or _call_id(request, index)
-            chunks.append(ToolCallChunk(call=ToolCall(id=call_id, name=call.name, arguments=call.arguments)))
+            arguments = _with_sub_agents(call.arguments, request)
+            chunks.append(ToolCallChunk(call=ToolCall(id=call_id, name=call.name, arguments=arguments)))
         if turn.error is not None:
             chunks.append(ErrorChunk(**turn.error.model_dump()))
             return chunks
@@ -238,6 +240,19 @@ class ScriptedProvider:
             total_tokens=total,
             cached_tokens=u.cached_tokens,
         )
+
+
+def _with_sub_agents(arguments: dict[str, Any], request: LLMRequest) -> dict[str, Any]:
+    """`{sub_agent:Pods}` in a tool call's argument becomes the execution_id that the conversation's last
+    dispatch of the agent Pods answered (tarsy.dispatch_agent): a script cancels a sub-agent it dispatched."""
+    text = "\n".join(m.content for m in request.messages if m.role in ("user", "tool"))
+
+    def dispatched(match: re.Match[str]) -> str:
+        found = re.findall(rf'"execution_id": "([0-9a-f-]+)", "agent": "{re.escape(match.group(1))}"', text)
+        return found[-1] if found else match.group(0)
+
+    return {key: SUB_AGENT_PLACEHOLDER.sub(dispatched, value) if isinstance(value, str) else value
+            for key, value in arguments.items()}
 
 
 def _with_evidence(text: str, request: LLMRequest) -> str:

@@ -151,9 +151,13 @@ def _alert_block(alert_type: str, alert_data: str) -> str:
 
 
 def _context_sections(alert_type: str, alert_data: str, runbook: str, previous_stage_context: str,
-                      *, runbook_required: bool = True, memories: str = "") -> list[str]:
-    """`memories`: the recalled-memories section, already fenced as data (agents.memory.prompt)."""
+                      *, runbook_required: bool = True, memories: str = "", task: str = "") -> list[str]:
+    """`memories`: the recalled-memories section, already fenced as data (agents.memory.prompt). `task`: what the
+    orchestrating agent asked of this sub-agent (masked), its assignment rather than data."""
     sections = [_alert_block(alert_type, alert_data)]
+    if task.strip():
+        sections.insert(0, f"## Your task\n\nAn orchestrating agent dispatched you to investigate this, as part of "
+                           f"the investigation of the alert below. Answer it with evidence:\n\n{task.strip()}")
     if memories.strip():
         sections.append(memories.strip())
     if runbook.strip():
@@ -183,7 +187,7 @@ def _chat_user(chat: ChatContext, alert_type: str, alert_data: str, runbook: str
 
 
 def _task_message(*, alert_type: str, alert_data: str, runbook: str, previous_stage_context: str,
-                  chat: ChatContext | None, memories: str = "") -> ConversationMessage:
+                  chat: ChatContext | None, memories: str = "", task: str = "") -> ConversationMessage:
     if chat is not None:
         content = _chat_user(chat, alert_type, alert_data, runbook, previous_stage_context, memories)
     elif alert_type == SCHEDULED_CHECK_ALERT_TYPE:  # only TARSy creates these: no chain may claim the type
@@ -193,7 +197,8 @@ def _task_message(*, alert_type: str, alert_data: str, runbook: str, previous_st
         content = _render("check_task", check=name, instruction=fenced(instruction),
                           sections="\n\n".join(sections))
     else:
-        sections = _context_sections(alert_type, alert_data, runbook, previous_stage_context, memories=memories)
+        sections = _context_sections(alert_type, alert_data, runbook, previous_stage_context, memories=memories,
+                                     task=task)
         content = _render("investigation_task", sections="\n\n".join(sections))
     return ConversationMessage(role="user", content=content)
 
@@ -203,7 +208,8 @@ def _task_message(*, alert_type: str, alert_data: str, runbook: str, previous_st
 
 def build_react_messages(*, config: ResolvedAgentConfig, tools: list[ToolDefinition], alert_type: str,
                          alert_data: str, runbook: str, previous_stage_context: str,
-                         chat: ChatContext | None = None, memories: str = "") -> list[ConversationMessage]:
+                         chat: ChatContext | None = None, memories: str = "",
+                         task: str = "") -> list[ConversationMessage]:
     """ReAct: tools are described in the system prompt and called through the text format."""
     parts = ([_render("chat_system")] if chat is not None else []) + [
         _render("react_format", tool_list=format_tool_list(tools))
@@ -211,13 +217,14 @@ def build_react_messages(*, config: ResolvedAgentConfig, tools: list[ToolDefinit
     return [
         _system(config, *parts),
         _task_message(alert_type=alert_type, alert_data=alert_data, runbook=runbook,
-                      previous_stage_context=previous_stage_context, chat=chat, memories=memories),
+                      previous_stage_context=previous_stage_context, chat=chat, memories=memories, task=task),
     ]
 
 
 def build_native_messages(*, config: ResolvedAgentConfig, tools: list[ToolDefinition], alert_type: str,
                           alert_data: str, runbook: str, previous_stage_context: str,
-                          chat: ChatContext | None = None, memories: str = "") -> list[ConversationMessage]:
+                          chat: ChatContext | None = None, memories: str = "",
+                          task: str = "") -> list[ConversationMessage]:
     """Native thinking: tools are bound to the request, so the prompt only explains how to work."""
     parts = ([_render("chat_system")] if chat is not None else []) + [
         _render("native_format") if tools else _render("no_tools")
@@ -225,7 +232,7 @@ def build_native_messages(*, config: ResolvedAgentConfig, tools: list[ToolDefini
     return [
         _system(config, *parts),
         _task_message(alert_type=alert_type, alert_data=alert_data, runbook=runbook,
-                      previous_stage_context=previous_stage_context, chat=chat, memories=memories),
+                      previous_stage_context=previous_stage_context, chat=chat, memories=memories, task=task),
     ]
 
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from django.db.models import Prefetch
+
 from agents.timeline_events import (
     ErrorMetadata,
     EventMetadata,
@@ -352,7 +354,8 @@ def session_trace(session: AlertSession) -> dict[str, Any]:
     for rows in entries.values():
         rows.sort(key=lambda e: e.created_at)
     stages = []
-    for stage in Stage.objects.filter(session=session).prefetch_related("executions").order_by("index"):
+    executions = Prefetch("executions", queryset=AgentExecution.objects.select_related("parent_execution"))
+    for stage in Stage.objects.filter(session=session).prefetch_related(executions).order_by("index"):
         stages.append({"stage": stage, "executions": [TraceExecution(e, entries.get(str(e.id), []))
                                                       for e in stage.executions.all()]})
     return {"stages": stages, "session_level": TraceExecution(None, entries.get("", []))}

@@ -41,6 +41,8 @@ class ExecStatus(models.TextChoices):
 
     PENDING = "pending"
     ACTIVE = "active"
+    WAITING = "waiting"  # an orchestrator parked until a sub-agent's result arrives: no task in flight
+    QUEUED = "queued"  # a dispatched sub-agent waiting for a free slot (orchestrator.max_concurrent)
     COMPLETED = "completed"
     FAILED = "failed"
     TIMED_OUT = "timed_out"
@@ -264,6 +266,14 @@ class AgentExecution(TokenTotals):
     attempt = models.PositiveIntegerField(
         default=0, help_text="Claims so far: the fencing token of the task that holds the lease; a task's writes "
                              "land only while it is still the current attempt")
+    # Sub-agents (tarsy.pipeline.sub_agents): dispatched by the execution `parent_execution` of the same stage.
+    parent_execution = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE,
+                                         related_name="sub_agents")
+    task = models.TextField(blank=True, default="", help_text="What the orchestrator asked the sub-agent (masked)")
+    depth = models.PositiveSmallIntegerField(default=0, help_text="0: a stage's agent; a sub-agent: its parent's + 1")
+    deadline_at = models.DateTimeField(null=True, blank=True, help_text="A sub-agent still running then times out")
+    delivered_in_iteration = models.IntegerField(
+        null=True, blank=True, help_text="The parent's iteration that was given this sub-agent's result")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)

@@ -46,14 +46,25 @@ def _build(execution: AgentExecution) -> AgentSetup:
         fallbacks=tuple(LLMTarget.of(name, provider) for name, provider in resolved.fallback_providers))
 
 
+def _stage_agent_index(execution: AgentExecution, chain_id: str) -> int | None:
+    """Which of the stage's agents the execution is: replicas share the one; an implicit orchestrator is none."""
+    if execution.stage.parallel_type == "replica":
+        return 0
+    chain = get_config().chains.get(chain_id)
+    stage_index = execution.stage.chain_stage_index
+    if chain and stage_index is not None and stage_index < len(chain.stages) and chain.stages[stage_index].orchestrate:
+        return None
+    return execution.agent_index
+
+
 def resolve_for_execution(execution: AgentExecution) -> ResolvedAgentConfig:
     """The execution's agent configuration, merged from the chain, stage and agent levels and its overrides."""
     stage = execution.stage
     session = execution.session
     kwargs: dict[str, Any] = {"strategy_override": execution.iteration_strategy,
                               "provider_override": execution.llm_provider or None}
-    if stage.kind == StageKind.INVESTIGATION:
+    if stage.kind == StageKind.INVESTIGATION and execution.parent_execution_id is None:  # a sub-agent: its own
         kwargs.update(chain_id=session.chain_id, stage_index=stage.chain_stage_index,
-                      stage_agent_index=0 if stage.parallel_type == "replica" else execution.agent_index)
+                      stage_agent_index=_stage_agent_index(execution, session.chain_id))
     return resolve_agent(get_config(), agent_name=execution.agent_config_name, mcp_selection=session.mcp_selection,
                          **kwargs)

@@ -22,6 +22,8 @@ from tarsy.config import get_config
 from tarsy.models import AgentExecution, AlertSession, SessionStatus, StageKind
 from tarsy.services import spend
 
+from .sub_agents import orchestrator_config
+
 _LABELS = {"tokens": "tokens", "cost_usd": "estimated cost (USD)", "tool_calls": "tool calls",
            "wall_time": "wall time (s)"}
 
@@ -91,7 +93,28 @@ def iteration_budget(execution: AgentExecution) -> IterationBudget:
     if hit is not None:
         spend.session_budget_mark(session_id=session.id, marker=hit.marker(), message=hit.message)
         return IterationBudget(reached=hit.message)
+    share_reached = _sub_agent_share_reached(execution, budget)
+    if share_reached:
+        return IterationBudget(reached=share_reached)
     return IterationBudget(tool_calls_left=budget.tool_calls - tool_calls if budget.tool_calls else None)
+
+
+def _sub_agent_share_reached(execution: AgentExecution, budget: BudgetConfig) -> str | None:
+    """A sub-agent may spend its orchestrator's `budget_share` of the session's token and cost budget (what it
+    spent itself); past it, it concludes as an agent does at the session's budget."""
+    if execution.parent_execution_id is None or (budget.tokens is None and budget.cost_usd is None):
+        return None
+    parent = AgentExecution.objects.select_related("stage").filter(id=execution.parent_execution_id).first()
+    agent = orchestrator_config(parent) if parent is not None else None
+    share = agent.orchestrator.budget_share if agent is not None else None
+    if not share:
+        return None
+    for kind, used, limit in (("tokens", execution.total_tokens, budget.tokens),
+                              ("cost_usd", execution.cost_usd, budget.cost_usd)):
+        if limit is not None and Decimal(used) >= Decimal(limit) * Decimal(str(share)):
+            return (f"Sub-agent budget reached: {_LABELS[kind]} {_figure(float(used))} of its share "
+                    f"({share:g}) of {_figure(float(limit))}; concluding with the findings so far")
+    return None
 
 
 class BudgetedTools:

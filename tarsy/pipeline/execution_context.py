@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from agents.config.schema import AgentConfig
 from agents.context import ExecutionContext, IterationState
 from agents.llm.registry import backend_for
 from agents.llm.types import ToolCall, ToolDefinition
@@ -31,6 +32,7 @@ from .budget import BudgetedTools, IterationBudget, iteration_budget
 from .chat_context import chat_context_for
 from .first_prompt import FirstPrompt, first_prompt
 from .related_alerts import related_alerts
+from .sub_agents import SubAgentCalls, SubAgentTools, orchestrator_config, results_inject
 
 
 class NoTools:
@@ -50,9 +52,9 @@ def session_deadline(session: AlertSession) -> float | None:
 
 
 def build_execution_context(execution: AgentExecution, iteration: int, recorder: DbRecorder, *,
-                            stop_checked: bool = False) -> ExecutionContext:
+                            stop_checked: bool = False, calls: SubAgentCalls | None = None) -> ExecutionContext:
     """`stop_checked`: the caller has just seen the session running (the claim), so the step's first stop
-    check can wait an interval."""
+    check can wait an interval. `calls`: collects an orchestrator's sub-agent calls (tarsy.pipeline.sub_agents)."""
     stage, session = execution.stage, execution.session
     setup = agent_setup(execution)
     s_deadline = session_deadline(session) if stage.kind != StageKind.CHAT else None
@@ -61,7 +63,12 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
     deadline = time.time() + setup.resolved.iteration_timeout
     if s_deadline:
         deadline = min(deadline, s_deadline)
+    if execution.deadline_at:  # a sub-agent's own time limit
+        deadline = min(deadline, execution.deadline_at.timestamp())
     is_first_prompt = not recorder.conversation()
+    orchestrator = orchestrator_config(execution)
+    if orchestrator is not None and not is_first_prompt:
+        results_inject(execution, iteration, recorder)
     prompt = first_prompt(execution, recorder, iteration) if is_first_prompt else FirstPrompt()
     related = related_alerts(execution, recorder, is_first_prompt)
     budget = iteration_budget(execution)
@@ -74,8 +81,10 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
                              budget_reached=budget.reached),
         alert_type=session.alert_type, alert_data=session.alert_data + related, runbook=prompt.runbook,
         previous_stage_context=prompt.previous_stage_context, parallel_results=prompt.parallel_results,
-        memories=prompt.memories,
-        llm=setup.target.adapter, tools=_tools(execution, iteration, setup, recorder, budget, deadline),
+        memories=prompt.memories, task=execution.task,
+        llm=setup.target.adapter,
+        tools=_orchestrating(_tools(execution, iteration, setup, recorder, budget, deadline), execution, orchestrator,
+                             recorder, calls),
         recorder=recorder, liveness=liveness, deadline=deadline, fallbacks=setup.fallbacks,
         provider_switched=lambda to, other_family: executions.execution_provider_switch(
             execution_id=execution.id, provider=to.name, backend=backend_for(to.config),
@@ -83,6 +92,17 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
         fallback_provider=setup.fallback_provider,
         chat=chat_context_for(execution) if stage.kind == StageKind.CHAT else None,
     )
+
+
+def _orchestrating(tools: Any, execution: AgentExecution, agent: AgentConfig | None, recorder: DbRecorder,
+                   calls: SubAgentCalls | None) -> Any:
+    """An orchestrator's tools add dispatch_agent, list_agents and cancel_agent (tarsy.pipeline.sub_agents)."""
+    if agent is None:
+        return tools
+    calls = calls if calls is not None else SubAgentCalls()
+    calls.orchestrator = True
+    calls.one_call_per_reply = execution.iteration_strategy == "react"
+    return SubAgentTools(tools, execution=execution, agent=agent, recorder=recorder, calls=calls)
 
 
 def _tools(execution: AgentExecution, iteration: int, setup: AgentSetup, recorder: DbRecorder,

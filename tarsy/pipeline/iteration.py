@@ -26,8 +26,10 @@ from tarsy.models import AgentExecution, ExecStatus, SessionStatus, StageKind
 from tarsy.services import executions
 from tarsy.services.recorder import AttemptSuperseded, DbRecorder
 
+from . import sub_agents
 from .execution_context import build_execution_context, session_deadline
 from .stages import execution_end
+from .sub_agents import SubAgentCalls
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,8 @@ def _stop_status(execution: AgentExecution) -> tuple[str, str] | None:
         return ExecStatus.TIMED_OUT, "Session timeout reached"
     if session.status != SessionStatus.IN_PROGRESS:
         return ExecStatus.CANCELLED, f"Session is {session.status}"
+    if execution.deadline_at and timezone.now() > execution.deadline_at:
+        return ExecStatus.TIMED_OUT, "Sub-agent timeout reached"
     return None
 
 
@@ -58,6 +62,8 @@ def _nothing_to_do(execution: AgentExecution, iteration: int) -> bool:
     """A finished execution, an iteration already done or out of order, or one another task holds."""
     if execution.is_terminal or execution.iterations_completed >= iteration:
         return True
+    if execution.status in (ExecStatus.WAITING, ExecStatus.QUEUED):
+        return True  # parked, or a sub-agent without its slot yet: only its wake (or start) queues its task
     if iteration != execution.iterations_completed + 1:
         log.warning("execution %s: iteration %s out of order (completed %s)", execution.id, iteration,
                     execution.iterations_completed)
@@ -106,9 +112,10 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
     if execution is None:
         return None
     recorder = iteration_recorder(execution, iteration)
+    calls = SubAgentCalls()
     try:
-        outcome = _step(execution, iteration, recorder)
-        iteration_finish(execution_id, iteration, outcome, execution.iteration_timeout_s, recorder)
+        outcome = _step(execution, iteration, recorder, calls)
+        iteration_finish(execution_id, iteration, outcome, execution.iteration_timeout_s, recorder, calls)
     except AttemptSuperseded:
         # This task outlived its lease and another attempt took the iteration over: the fence kept every write
         # of this one out (services.recorder.batch); the other attempt carries on.
@@ -128,11 +135,12 @@ def iteration_recorder(execution: AgentExecution, iteration: int) -> DbRecorder:
                       next_event_sequence=_next_event_sequence(execution))
 
 
-def _step(execution: AgentExecution, iteration: int, recorder: DbRecorder) -> StepOutcome:
-    """Run the claimed iteration's step; a timeout or a crash becomes its outcome."""
+def _step(execution: AgentExecution, iteration: int, recorder: DbRecorder, calls: SubAgentCalls) -> StepOutcome:
+    """Run the claimed iteration's step; a timeout or a crash becomes its outcome. `calls`: what an orchestrator's
+    tool calls ask of its sub-agents, carried out when the iteration completes."""
     started = time.monotonic()
     try:
-        ctx = build_execution_context(execution, iteration, recorder, stop_checked=True)
+        ctx = build_execution_context(execution, iteration, recorder, stop_checked=True, calls=calls)
         outcome = controller_for(ctx.config.iteration_strategy).step(ctx)
     except SoftTimeLimitExceeded:
         outcome = timeout_outcome(_state(execution), f"Iteration {iteration} exceeded its time limit "
@@ -168,8 +176,17 @@ def next_after_iteration(execution_id: Any, iteration: int, outcome: StepOutcome
                         final_analysis=outcome.final_analysis)
 
 
+def _orchestrator_next(execution_id: Any, iteration: int, decision: RunIteration | EndExecution,
+                       calls: SubAgentCalls) -> RunIteration | EndExecution | None:
+    """An orchestrator's calls take effect with its iteration's completion; then it goes on, ends or parks."""
+    sub_agents.dispatches_apply(execution_id, calls)
+    for child_id in calls.cancels:
+        execution_end(execution_id=child_id, status=ExecStatus.CANCELLED, error="Cancelled by its orchestrator")
+    return sub_agents.orchestrator_next(execution_id, iteration, decision, calls)
+
+
 def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome, timeout: float = 0.0,
-                     recorder: DbRecorder | None = None) -> None:
+                     recorder: DbRecorder | None = None, calls: SubAgentCalls | None = None) -> None:
     """Mark the iteration done (once), then carry out what follows it. The recorder's last batch and the
     iteration's tokens commit with the completion: an iteration is either done with everything it recorded, or
     not done at all."""
@@ -179,7 +196,11 @@ def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome, ti
                 last_interaction_failed=outcome.last_interaction_failed,
                 recorded=recorder.batch if recorder is not None else None):
             return
-        decision = next_after_iteration(execution_id, iteration, outcome, timeout)
+        planned = next_after_iteration(execution_id, iteration, outcome, timeout)
+        decision = _orchestrator_next(execution_id, iteration, planned, calls) \
+            if calls is not None and calls.orchestrator else planned
+        if decision is None:
+            return  # parked: a sub-agent's end wakes it
         if isinstance(decision, RunIteration):
             enact_on_commit([decision])
             return

@@ -15,6 +15,9 @@ from tarsy.config import get_config
 from tarsy.decisions import FinishSession, Nothing, StartStage, StartSynthesis, enact_on_commit
 from tarsy.models import AlertSession, ExecStatus, SessionStatus, Stage, StageKind
 from tarsy.services import executions, sessions, stages
+from tarsy.services import sub_agents as sub_agent_rows
+
+from .sub_agents import may_dispatch, wake
 
 
 def next_after_stage(stage: Stage, session: AlertSession) -> StartStage | StartSynthesis | FinishSession | Nothing:
@@ -41,15 +44,27 @@ def execution_end(*, execution_id: Any, status: str, error: str = "", final_anal
     what follows. False if the execution had already ended. Inside a caller's transaction (the iteration's
     completion) this joins it: no savepoint, as nothing here is retried on its own."""
     with transaction.atomic(savepoint=False):
-        stage_id = executions.execution_mark_terminal(execution_id=execution_id, status=status, error=error,
-                                                      final_analysis=final_analysis)
-        if stage_id is None:
+        ended = executions.execution_mark_ended(execution_id=execution_id, status=status, error=error,
+                                                final_analysis=final_analysis)
+        if ended is None:
             return False
-        stage = stages.stage_join(stage_id=stage_id)
+        _sub_agents_after_end(execution_id, ended)
+        stage = stages.stage_join(stage_id=ended.stage_id)
         if stage is not None:
             session = sessions.session_lock(session_id=stage.session_id)
             _carry_out(next_after_stage(stage, session), session, stage)
     return True
+
+
+def _sub_agents_after_end(execution_id: Any, ended: executions.Ended) -> None:
+    """An orchestrator that ends takes its unfinished sub-agents with it; a sub-agent that ends wakes its parked
+    orchestrator and frees a slot for a queued sibling (tarsy.pipeline.sub_agents). Other executions cost
+    nothing here."""
+    if may_dispatch(ended.agent_config_name):
+        for child_id in sub_agent_rows.sub_agents_unfinished(parent_id=execution_id):
+            execution_end(execution_id=child_id, status=ExecStatus.CANCELLED, error="Its orchestrator ended")
+    if ended.parent_execution_id is not None:
+        wake(ended.parent_execution_id)
 
 
 def _carry_out(decision: StartStage | StartSynthesis | FinishSession | Nothing, session: AlertSession,

@@ -25,7 +25,9 @@ from tarsy.config import get_config
 from tarsy.decisions import EndExecution, FinishSession, RunIteration, SlackDeliver, enact_on_commit
 from tarsy.models import AgentExecution, ExecStatus, SessionStatus
 from tarsy.services import executions, sessions, slack, stages, timeline
+from tarsy.services import sub_agents as sub_agent_rows
 
+from . import sub_agents
 from .dispatch import dispatch_pending
 from .finish import session_finish
 from .stages import execution_end
@@ -38,6 +40,8 @@ def sweep_once() -> dict[str, int]:
     counts["timed_out"] = _time_out_sessions()
     for session_id in sessions.sessions_cancelling():
         reap_cancelled(session_id=session_id)
+    counts["sub_agents_timed_out"] = _time_out_sub_agents()
+    counts["orchestrators_woken"] = sub_agents.stranded_wake()
     counts["resumed"] = _resume_orphans()
     counts["finished"] = _finish_stalled_sessions()
     counts["slack"] = _redeliver_slack()
@@ -61,6 +65,14 @@ def _time_out_sessions() -> int:
                                                metadata={"session_timeout": True})
                 count += 1
     return count
+
+
+def _time_out_sub_agents() -> int:
+    """Sub-agents past their deadline (orchestrator.timeout) end as timed out; their orchestrator hears of it."""
+    expired = sub_agent_rows.sub_agents_expired(now=timezone.now())
+    for execution_id in expired:
+        execution_end(execution_id=execution_id, status=ExecStatus.TIMED_OUT, error="Sub-agent timeout reached")
+    return len(expired)
 
 
 def reap_cancelled(*, session_id: Any) -> None:

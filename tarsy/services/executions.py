@@ -6,6 +6,7 @@ task changes nothing. What the state means for what happens next is decided in t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -114,16 +115,32 @@ def iteration_complete(*, execution_id: Any, iteration: int, consecutive_timeout
     return done
 
 
-def execution_mark_terminal(*, execution_id: Any, status: str, error: str = "", final_analysis: str = "") -> int | None:
-    """Compare-and-set to a terminal status. Returns the execution's stage id, or None when it was already
-    terminal (someone else ended it)."""
+@dataclass(frozen=True)
+class Ended:
+    """An execution just marked terminal: its stage, and what sub-agent bookkeeping needs (tarsy.pipeline)."""
+
+    stage_id: int
+    parent_execution_id: Any
+    agent_config_name: str
+
+
+def execution_mark_ended(*, execution_id: Any, status: str, error: str = "", final_analysis: str = "") -> Ended | None:
+    """Compare-and-set to a terminal status. None when it was already terminal (someone else ended it)."""
     updated = AgentExecution.objects.filter(id=execution_id).exclude(status__in=TERMINAL_EXEC_STATUSES).update(
         status=status, error_message=error, final_analysis=final_analysis, completed_at=timezone.now(),
         lease_expires_at=None,
     )
     if not updated:
         return None
-    return AgentExecution.objects.filter(id=execution_id).values_list("stage_id", flat=True).get()
+    row = AgentExecution.objects.filter(id=execution_id).values_list(
+        "stage_id", "parent_execution_id", "agent_config_name").get()
+    return Ended(*row)
+
+
+def execution_mark_terminal(*, execution_id: Any, status: str, error: str = "", final_analysis: str = "") -> int | None:
+    """As execution_mark_ended; returns the execution's stage id, or None when it was already terminal."""
+    ended = execution_mark_ended(execution_id=execution_id, status=status, error=error, final_analysis=final_analysis)
+    return ended.stage_id if ended is not None else None
 
 
 def executions_idle(*, session_id: Any, now: datetime) -> list[Any]:
@@ -148,7 +165,9 @@ def executions_orphaned(*, now: datetime, stale: datetime) -> list[AgentExecutio
     """Unfinished executions of live sessions (and chats) whose task is gone: a lease that ran out (the task
     died mid-iteration), or no lease and no sign of life since `stale` (a queued task got lost)."""
     live = Q(session__status=SessionStatus.IN_PROGRESS) | Q(stage__kind=StageKind.CHAT)
-    running = AgentExecution.objects.filter(live).exclude(status__in=TERMINAL_EXEC_STATUSES)
+    # A parked orchestrator and a queued sub-agent have no task on purpose: a sub-agent's end starts them.
+    running = AgentExecution.objects.filter(live).exclude(
+        status__in=[*TERMINAL_EXEC_STATUSES, ExecStatus.WAITING, ExecStatus.QUEUED])
     crashed = running.filter(lease_expires_at__lt=now)
     lost = running.filter(lease_expires_at__isnull=True).filter(
         Q(last_heartbeat_at__lt=stale) | Q(last_heartbeat_at__isnull=True, created_at__lt=stale))

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from agents.config.builtins import IMPLICIT_ORCHESTRATOR
 from agents.config.registry import TarsyConfig
 from agents.context import resolve_agent
 from tarsy.config import get_config
@@ -41,7 +42,8 @@ def stage_payload(stage: Stage) -> dict[str, Any]:
         "error_message": stage.error_message,
         "executions": [
             {"id": str(e.id), "agent_name": e.agent_name, "status": e.status, "llm_provider": e.llm_provider,
-             "iteration_strategy": e.iteration_strategy}
+             "iteration_strategy": e.iteration_strategy,
+             "parent_execution_id": str(e.parent_execution_id) if e.parent_execution_id else None}
             for e in stage.executions.all()
         ],
     }
@@ -90,11 +92,15 @@ def stage_start_chain(*, session: AlertSession, chain_stage_index: int) -> Stage
     config = get_config()
     stage_cfg = config.chain(session.chain_id).stages[chain_stage_index]
     base = {"chain_id": session.chain_id, "stage_index": chain_stage_index}
-    if stage_cfg.replicas > 1:
+    parallel: ParallelType | None
+    if stage_cfg.orchestrate:  # its agents are dispatched by one orchestrator (tarsy.pipeline.sub_agents)
+        agents = [{"display": IMPLICIT_ORCHESTRATOR, "config_name": IMPLICIT_ORCHESTRATOR, "resolve": base}]
+        parallel = None
+    elif stage_cfg.replicas > 1:
         agent = stage_cfg.agents[0]
         agents = [{"display": f"{agent.name}-{n}", "config_name": agent.name,
                    "resolve": {**base, "stage_agent_index": 0}} for n in range(1, stage_cfg.replicas + 1)]
-        parallel: ParallelType | None = ParallelType.REPLICA
+        parallel = ParallelType.REPLICA
     else:
         agents = [{"display": a.name, "config_name": a.name, "resolve": {**base, "stage_agent_index": i}}
                   for i, a in enumerate(stage_cfg.agents)]
@@ -154,7 +160,8 @@ def stage_join(*, stage_id: int) -> Stage | None:
     stage = Stage.objects.select_for_update(no_key=True).prefetch_related("executions").get(id=stage_id)
     if stage.status in TERMINAL_EXEC_STATUSES:
         return None
-    executions = list(stage.executions.all())
+    # Sub-agents are their orchestrator's business: the stage joins its own agents.
+    executions = [e for e in stage.executions.all() if e.parent_execution_id is None]
     if any(e.status not in TERMINAL_EXEC_STATUSES for e in executions):
         return None
     status = aggregate_status([e.status for e in executions], stage.success_policy)

@@ -38,7 +38,7 @@ class ExecutionSerializer(CostMixin, serializers.ModelSerializer):
         model = AgentExecution
         fields = ["id", "agent_name", "agent_index", "iteration_strategy", "llm_provider", "llm_backend", "status",
                   "error_message", "current_iteration", "iterations_completed", "max_iterations", "started_at",
-                  "completed_at", *TOKEN_FIELDS, *COST_FIELDS]
+                  "completed_at", "parent_execution_id", "task", *TOKEN_FIELDS, *COST_FIELDS]
 
 
 class StageSerializer(serializers.ModelSerializer):

@@ -101,6 +101,12 @@
     if (eventNode(ev.id)) return;
     await ensureStage(ev.stage_id);
     if (eventNode(ev.id)) return;  // the group fragment already held it
+    if (ev.execution_id && !containerFor(ev)) {
+      // A sub-agent dispatched since the stage was shown: its group is rendered again, with the new tab.
+      if (!stageLoads.has(ev.stage_id)) stageLoads.set(ev.stage_id, loadStage(ev.stage_id).finally(() => stageLoads.delete(ev.stage_id)));
+      await stageLoads.get(ev.stage_id);
+      if (eventNode(ev.id)) return;
+    }
     if (ev.execution_id) setStatusBadge(`[data-exec-status="${ev.execution_id}"].status-pending`, "active");
     const container = containerFor(ev);
     if (!container) { scheduleRender(ev.id); return; }
