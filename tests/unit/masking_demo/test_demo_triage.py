@@ -96,16 +96,21 @@ def _orchestrator_request(config, messages, native: bool) -> LLMRequest:
                       tools=tools if native else [], provider=config, interaction_type="iteration", iteration=1)
 
 
+def _reply(config, history) -> LLMResponse:
+    return LLMResponse.collect(DemoProvider().generate(_orchestrator_request(config, history, True)))
+
+
 def test_the_demo_orchestrator_dispatches_both_agents_at_once_then_cites_both_results(demo_provider_config):
     alert = ConversationMessage(role="user", content="Alert: KubePodCrashLooping\nnamespace: search\npod: x-1")
-    first = LLMResponse.collect(DemoProvider().generate(_orchestrator_request(demo_provider_config, [alert], True)))
+    first = _reply(demo_provider_config, [alert])
     assert [c.name for c in first.tool_calls] == ["tarsy.list_agents"]
     catalog = {"agents": [{"agent": "KubernetesAgent", "description": "Investigates Kubernetes alerts"},
                           {"agent": "PrometheusAgent", "description": "Investigates metric alerts"}]}
     listing = ToolResult(call=first.tool_calls[0], content=json.dumps(catalog))
     history = [alert, first.as_assistant_message(), ConversationMessage(
-        role="tool", content=tool_response(listing), tool_call_id=first.tool_calls[0].id, tool_name="tarsy.list_agents")]
-    second = LLMResponse.collect(DemoProvider().generate(_orchestrator_request(demo_provider_config, history, True)))
+        role="tool", content=tool_response(listing), tool_call_id=first.tool_calls[0].id,
+        tool_name="tarsy.list_agents")]
+    second = _reply(demo_provider_config, history)
     assert [c.arguments["agent"] for c in second.tool_calls] == ["KubernetesAgent", "PrometheusAgent"]
     assert "pod `x-1`" in second.tool_calls[0].arguments["task"]
     history.append(second.as_assistant_message())
@@ -116,7 +121,7 @@ def test_the_demo_orchestrator_dispatches_both_agents_at_once_then_cites_both_re
     history.append(ConversationMessage(role="user", content=(
         "Result of sub-agent PrometheusAgent (execution_id id-2): completed.\n\n**Root cause:** CPU starved [E4].\n\n"
         "Its tool results, citable in your analysis: evidence [E4] (execute_query)")))
-    waiting = LLMResponse.collect(DemoProvider().generate(_orchestrator_request(demo_provider_config, history, True)))
+    waiting = _reply(demo_provider_config, history)
     assert [c.name for c in waiting.tool_calls] == ["tarsy.list_agents"]  # waits: KubernetesAgent is still out
     history += [waiting.as_assistant_message(), ConversationMessage(
         role="tool", content=tool_response(ToolResult(call=waiting.tool_calls[0], content=json.dumps(catalog))),
@@ -124,7 +129,7 @@ def test_the_demo_orchestrator_dispatches_both_agents_at_once_then_cites_both_re
         role="user", content=("Result of sub-agent KubernetesAgent (execution_id id-1): completed.\n\n**Root cause:** "
                               "liveness probe kills it [E1][E2].\n\nIts tool results, citable in your analysis: "
                               "evidence [E1] (pods_list); evidence [E2] (pods_get)"))]
-    final = LLMResponse.collect(DemoProvider().generate(_orchestrator_request(demo_provider_config, history, True)))
+    final = _reply(demo_provider_config, history)
     assert not final.tool_calls
     root_cause = next(line for line in final.text.splitlines() if line.startswith("**Root cause:**"))
     assert root_cause == "**Root cause:** liveness probe kills it [E1][E2]."  # the first dispatched leads
