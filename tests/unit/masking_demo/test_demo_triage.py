@@ -134,3 +134,27 @@ def test_the_demo_orchestrator_dispatches_both_agents_at_once_then_cites_both_re
     root_cause = next(line for line in final.text.splitlines() if line.startswith("**Root cause:**"))
     assert root_cause == "**Root cause:** liveness probe kills it [E1][E2]."  # the first dispatched leads
     assert "**PrometheusAgent**: CPU starved [E4]" in final.text
+
+
+def test_a_react_demo_orchestrator_dispatches_one_agent_per_reply_then_waits_calling_nothing(demo_provider_config):
+    def reply(history) -> str:
+        return LLMResponse.collect(DemoProvider().generate(_orchestrator_request(demo_provider_config, history,
+                                                                                 False))).text
+
+    history = [ConversationMessage(role="user", content="Alert: KubePodCrashLooping\nnamespace: shop\npod: x-1")]
+    steps = [json.dumps({"agents": [{"agent": "A", "description": "Reads pods"},
+                                    {"agent": "B", "description": "Reads metrics"}]}),
+             json.dumps({"execution_id": "id-1", "agent": "A", "status": "accepted"}),
+             json.dumps({"execution_id": "id-2", "agent": "B", "status": "accepted"})]
+    actions = []
+    for n, content in enumerate(steps, 1):
+        text = reply(history)
+        action, _, raw = text.split("Action: ", 1)[1].partition("\nAction Input: ")
+        actions.append((action, json.loads(raw).get("agent")))
+        call = ToolCall(id=f"react-{n}", name="tarsy.x", arguments={})
+        history += [ConversationMessage(role="assistant", content=text),
+                    ConversationMessage(role="user", content=format_observation(ToolResult(call=call,
+                                                                                          content=content)))]
+    assert actions == [("tarsy.list_agents", None), ("tarsy.dispatch_agent", "A"), ("tarsy.dispatch_agent", "B")]
+    waiting = reply(history)
+    assert "Action:" not in waiting and "Final Answer:" not in waiting
