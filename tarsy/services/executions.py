@@ -27,7 +27,6 @@ from tarsy.models import (
     StageKind,
     TimelineEvent,
 )
-
 from tarsy.streaming.publisher import publish
 
 from . import interactions, messages, timeline
