@@ -19,9 +19,9 @@ LONG_TASK = ("Check whether api-1 restarts and why, with the events of the last 
 
 def _execution(stage: Stage, name: str, parent: AgentExecution | None = None, **fields) -> AgentExecution:
     return AgentExecution.objects.create(
-        stage=stage, session=stage.session, agent_name=name, agent_config_name=name, iteration_strategy="native-thinking",
-        agent_index=AgentExecution.objects.filter(stage=stage).count(), parent_execution=parent,
-        depth=parent.depth + 1 if parent else 0, **fields)
+        stage=stage, session=stage.session, agent_name=name, agent_config_name=name,
+        iteration_strategy="native-thinking", agent_index=AgentExecution.objects.filter(stage=stage).count(),
+        parent_execution=parent, depth=parent.depth + 1 if parent else 0, **fields)
 
 
 def _event(execution: AgentExecution, content: str) -> None:
@@ -61,7 +61,7 @@ def test_sub_agents_render_as_a_tree_under_their_orchestrator():
         assert pods_at < logs_at < network_at
         assert html.index(f'data-container="exec-{orchestrator.id}"') > network_at  # tree above its timeline
         summary = _node(html, pods)
-        assert "Pods" in summary and 'data-exec-status="%s">active<' % pods.id in summary
+        assert "Pods" in summary and f'data-exec-status="{pods.id}">active<' in summary
         assert f'title="{LONG_TASK}"' in summary and "…" in summary  # truncated, in full on hover
         assert "40 tokens" in summary
         assert f'data-exec-status="{logs.id}">queued<' in _node(html, logs)
