@@ -21,6 +21,8 @@ from agents.timeline_events import TimelineEventType
 from tarsy.config import get_config
 from tarsy.models import TERMINAL_EXEC_STATUSES, AgentExecution, ExecStatus, TimelineEvent
 
+from .executions import execution_status_publish
+
 _UNFINISHED = ~Q(status__in=TERMINAL_EXEC_STATUSES)
 
 
@@ -40,7 +42,7 @@ def sub_agent_create(*, parent: AgentExecution, execution_id: uuid.UUID, agent: 
     strategy); `queued` ones wait for a free slot and get their deadline when they start."""
     resolved = resolve_agent(get_config(), agent_name=agent, mcp_selection=parent.session.mcp_selection)
     now = timezone.now()
-    return AgentExecution.objects.create(
+    child = AgentExecution.objects.create(
         id=execution_id, stage_id=parent.stage_id, session_id=parent.session_id, agent_name=agent,
         agent_config_name=agent, agent_index=AgentExecution.objects.filter(stage_id=parent.stage_id).count(),
         iteration_strategy=resolved.iteration_strategy, llm_provider=resolved.llm_provider_name,
@@ -49,13 +51,18 @@ def sub_agent_create(*, parent: AgentExecution, execution_id: uuid.UUID, agent: 
         status=ExecStatus.QUEUED if queued else ExecStatus.PENDING,
         deadline_at=None if queued else now + timedelta(seconds=timeout_s), last_heartbeat_at=now,
     )
+    execution_status_publish(execution_id=child.id)
+    return child
 
 
 def sub_agent_start(*, execution_id: Any, timeout_s: float) -> bool:
     """A queued sub-agent takes its slot (compare-and-set): it is pending its first iteration from now on."""
     now = timezone.now()
-    return bool(AgentExecution.objects.filter(id=execution_id, status=ExecStatus.QUEUED).update(
+    started = bool(AgentExecution.objects.filter(id=execution_id, status=ExecStatus.QUEUED).update(
         status=ExecStatus.PENDING, deadline_at=now + timedelta(seconds=timeout_s), last_heartbeat_at=now))
+    if started:
+        execution_status_publish(execution_id=execution_id)
+    return started
 
 
 def sub_agents_of(*, parent_id: Any) -> list[SubAgentState]:
@@ -107,8 +114,9 @@ def sub_agent_evidence(*, execution_id: Any) -> list[tuple[str, str]]:
 def orchestrator_park(*, execution_id: Any) -> None:
     """Call in the transaction that completed the orchestrator's iteration (it holds the row): no task follows
     until a sub-agent wakes it."""
-    AgentExecution.objects.filter(id=execution_id).exclude(status__in=TERMINAL_EXEC_STATUSES).update(
-        status=ExecStatus.WAITING, lease_expires_at=None)
+    if AgentExecution.objects.filter(id=execution_id).exclude(status__in=TERMINAL_EXEC_STATUSES).update(
+            status=ExecStatus.WAITING, lease_expires_at=None):
+        execution_status_publish(execution_id=execution_id)
 
 
 def orchestrator_wake(*, execution_id: Any) -> AgentExecution | None:
@@ -120,6 +128,7 @@ def orchestrator_wake(*, execution_id: Any) -> AgentExecution | None:
     parent.status = ExecStatus.PENDING
     parent.last_heartbeat_at = timezone.now()  # the orphan sweep counts from the wake
     parent.save(update_fields=["status", "last_heartbeat_at"])
+    execution_status_publish(execution_id=parent.id)
     return parent
 
 
