@@ -34,6 +34,7 @@ _KEYED_DEFAULTS = (
 
 DEFAULT_ALERT_TYPE = "kubernetes"
 METRICS_ALERT_TYPE = "metrics"  # alerts on a time series (latency, saturation, error rate): need the metrics first
+TRIAGE_ALERT_TYPE = "triage"  # alerts whose cause may lie in the cluster or in the metrics: an orchestrator decides
 
 
 def builtin_providers() -> dict[str, LLMProviderConfig]:
@@ -101,6 +102,14 @@ def builtin_mcp_servers(env: Mapping[str, str] | None = None) -> dict[str, MCPSe
                           "sessions; verify what you recall before relying on it, and cite memories by id."),
             data_masking={"enabled": True, "pattern_groups": ["security"]},
         ),
+        "demo-metrics": MCPServerConfig(
+            transport=TransportConfig(type="stdio", command=sys.executable, args=["-m", "agents.mcp.demo_metrics"]),
+            instructions=(
+                "A demonstration Prometheus scraping the demo cluster (kube-state-metrics and cAdvisor series). "
+                "Query the alert's pod by namespace and pod labels."
+            ),
+            data_masking={"enabled": True, "pattern_groups": ["secrets"]},
+        ),
         "demo-kubernetes": MCPServerConfig(
             transport=TransportConfig(type="stdio", command=sys.executable, args=["-m", "agents.mcp.demo_cluster"]),
             instructions=(
@@ -117,7 +126,16 @@ def _kubernetes_server_name(env: Mapping[str, str] | None = None) -> str:
     return "kubernetes-server" if env.get("KUBECONFIG") else "demo-kubernetes"
 
 
+def _metrics_server_names(env: Mapping[str, str]) -> list[str]:
+    """The real Prometheus where PROMETHEUS_URL names one; the demo's beside the demo cluster (never beside a real
+    cluster: its metrics would describe pods that cluster does not have)."""
+    if env.get("PROMETHEUS_URL"):
+        return ["prometheus-server"]
+    return [] if env.get("KUBECONFIG") else ["demo-metrics"]
+
+
 IMPLICIT_ORCHESTRATOR = "Orchestrator"
+TRIAGE_ORCHESTRATOR = "TriageAgent"
 
 
 def builtin_agents(env: Mapping[str, str] | None = None) -> dict[str, AgentConfig]:
@@ -133,7 +151,7 @@ def builtin_agents(env: Mapping[str, str] | None = None) -> dict[str, AgentConfi
         ),
         "PrometheusAgent": AgentConfig(
             description="Investigates metric alerts with Prometheus and cluster tools",
-            mcp_servers=[_kubernetes_server_name(env), *(["prometheus-server"] if env.get("PROMETHEUS_URL") else [])],
+            mcp_servers=[_kubernetes_server_name(env), *_metrics_server_names(env)],
             custom_instructions=(
                 "You investigate alerts raised on metrics (latency, error rate, saturation, growth). Query the "
                 "alert's series and break it down by label to find where it comes from, look at what the "
@@ -159,6 +177,19 @@ def builtin_agents(env: Mapping[str, str] | None = None) -> dict[str, AgentConfi
                 "that cites the evidence ids the agents' results carry."
             ),
         ),
+        # The `triage` chain's orchestrator: native function calls, so one reply dispatches both sub-agents.
+        TRIAGE_ORCHESTRATOR: AgentConfig(
+            description="Triages an alert by dispatching the Kubernetes and metrics agents, then concludes",
+            iteration_strategy="native-thinking",
+            sub_agents=["KubernetesAgent", "PrometheusAgent"],
+            custom_instructions=(
+                "You triage the alert. Dispatch KubernetesAgent to find what fails in the cluster and why, and "
+                "PrometheusAgent to find what the metrics show (restarts, memory against the limit, CPU "
+                "throttling), together, each with the alert's namespace and workload in its task. Read their "
+                "results, dispatch a follow-up only where they disagree or leave the cause open, and conclude with "
+                "one root-cause analysis that cites the evidence ids from both."
+            ),
+        ),
         "SynthesisAgent": AgentConfig(
             description="Combines the findings of parallel agents into one analysis",
             iteration_strategy="synthesis",
@@ -181,5 +212,10 @@ def builtin_chains() -> dict[str, ChainConfig]:
             alert_types=[METRICS_ALERT_TYPE],
             description="Single-stage investigation of a metric alert",
             stages=[StageConfig(name="analysis", agents=[StageAgentConfig(name="PrometheusAgent")])],
+        ),
+        "triage": ChainConfig(
+            alert_types=[TRIAGE_ALERT_TYPE],
+            description="An orchestrator dispatches the Kubernetes and metrics agents as the evidence requires",
+            stages=[StageConfig(name="triage", agents=[StageAgentConfig(name=TRIAGE_ORCHESTRATOR)])],
         ),
     }

@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db.models import Prefetch
+from django.utils import timezone
 
 from agents.timeline_events import (
     ErrorMetadata,
@@ -155,10 +156,19 @@ class ExecutionView:
     execution: AgentExecution
     items: list[TimelineItem] = field(default_factory=list)
     is_synthesis: bool = False
+    children: list[ExecutionView] = field(default_factory=list)  # the sub-agents it dispatched
 
     @property
     def dom_id(self) -> str:
         return f"exec-{self.execution.id}"
+
+    @property
+    def duration(self) -> str:
+        """How long it ran (so far, while it runs); empty before it started."""
+        started, ended = self.execution.started_at, self.execution.completed_at
+        if started is None:
+            return ""
+        return duration_text(((ended or timezone.now()) - started).total_seconds() * 1000)
 
 
 @dataclass
@@ -184,6 +194,11 @@ class StageGroup:
 
     @property
     def tabs(self) -> list[ExecutionView]:
+        """One tab per stage agent (and synthesis); sub-agents are shown in their orchestrator's tree."""
+        return [e for s in self.stages for e in s.executions if e.execution.parent_execution_id is None]
+
+    @property
+    def all_executions(self) -> list[ExecutionView]:
         return [e for s in self.stages for e in s.executions]
 
     @property
@@ -193,15 +208,15 @@ class StageGroup:
 
     @property
     def total_tokens(self) -> int:
-        return sum(e.execution.total_tokens for e in self.tabs)
+        return sum(e.execution.total_tokens for e in self.all_executions)
 
     @property
     def cost_usd(self) -> Decimal:
-        return sum((e.execution.cost_usd for e in self.tabs), Decimal(0))
+        return sum((e.execution.cost_usd for e in self.all_executions), Decimal(0))
 
     @property
     def unpriced_calls(self) -> int:
-        return sum(e.execution.unpriced_calls for e in self.tabs)
+        return sum(e.execution.unpriced_calls for e in self.all_executions)
 
     @property
     def stage_ids(self) -> str:
@@ -224,8 +239,18 @@ def _stage_views(session: AlertSession, events: list[TimelineEvent], stages: lis
     for stage in stages:
         execs = [ExecutionView(e, by_execution.get(str(e.id), []), stage.kind == StageKind.SYNTHESIS)
                  for e in stage.executions.all()]
-        views.append(StageView(stage, execs, by_stage.get(stage.id, [])))
+        views.append(StageView(stage, _as_tree(execs), by_stage.get(stage.id, [])))
     return views
+
+
+def _as_tree(execs: list[ExecutionView]) -> list[ExecutionView]:
+    """Each sub-agent under the execution that dispatched it (in dispatch order); the flat list is kept."""
+    by_id = {str(e.execution.id): e for e in execs}
+    for view in sorted(execs, key=lambda e: (e.execution.created_at, e.execution.agent_index)):
+        parent = by_id.get(str(view.execution.parent_execution_id or ""))
+        if parent is not None:
+            parent.children.append(view)
+    return execs
 
 
 def group_stages(views: list[StageView]) -> list[StageGroup]:

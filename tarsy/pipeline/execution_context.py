@@ -90,7 +90,9 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
             execution_id=execution.id, provider=to.name, backend=backend_for(to.config),
             drop_provider_state=other_family),
         fallback_provider=setup.fallback_provider,
-        chat=chat_context_for(execution) if stage.kind == StageKind.CHAT else None,
+        # A chat's sub-agent works on its task, not on the question (its orchestrator, the reply, answers it).
+        chat=chat_context_for(execution) if stage.kind == StageKind.CHAT and execution.parent_execution_id is None
+        else None,
     )
 
 

@@ -44,8 +44,8 @@ _OUTCOME_TO_STATUS = {
 def _stop_status(execution: AgentExecution) -> tuple[str, str] | None:
     """Why an execution must not start another iteration, if it must not."""
     session = execution.session
-    if execution.stage.kind == StageKind.CHAT:
-        return None
+    if execution.stage.kind == StageKind.CHAT:  # runs on a finished session: only a sub-agent's own limit
+        return _past_deadline(execution)
     if session.status in (SessionStatus.CANCELLING, SessionStatus.CANCELLED):
         return ExecStatus.CANCELLED, "Cancelled by user"
     deadline = session_deadline(session)
@@ -53,6 +53,10 @@ def _stop_status(execution: AgentExecution) -> tuple[str, str] | None:
         return ExecStatus.TIMED_OUT, "Session timeout reached"
     if session.status != SessionStatus.IN_PROGRESS:
         return ExecStatus.CANCELLED, f"Session is {session.status}"
+    return _past_deadline(execution)
+
+
+def _past_deadline(execution: AgentExecution) -> tuple[str, str] | None:
     if execution.deadline_at and timezone.now() > execution.deadline_at:
         return ExecStatus.TIMED_OUT, "Sub-agent timeout reached"
     return None

@@ -79,11 +79,17 @@ class SubAgentCalls:
 
 
 def orchestrator_config(execution: AgentExecution) -> AgentConfig | None:
-    """The agent config of an execution that may dispatch sub-agents (investigation stages), else None."""
+    """The agent config of an execution that may dispatch sub-agents, else None: an investigation stage's agent
+    with `sub_agents` (or the implicit orchestrator of an `orchestrate` stage), or a chat reply (chat_orchestrator)."""
     config = get_config()
     agent = config.agents.get(execution.agent_config_name)
     stage = execution.stage
-    if agent is None or stage.kind != StageKind.INVESTIGATION:
+    if agent is None:
+        return None
+    if stage.kind == StageKind.CHAT:
+        return chat_orchestrator(execution.session.chain_id, agent) if execution.parent_execution_id is None \
+            else (agent if agent.sub_agents else None)
+    if stage.kind != StageKind.INVESTIGATION:
         return None
     chain = config.chains.get(execution.session.chain_id)
     stage_cfg = chain.stages[stage.chain_stage_index] if chain and stage.chain_stage_index is not None \
@@ -95,10 +101,34 @@ def orchestrator_config(execution: AgentExecution) -> AgentConfig | None:
     return agent if agent.sub_agents else None
 
 
+def chat_orchestrator(chain_id: str, chat_agent: AgentConfig) -> AgentConfig | None:
+    """A chat reply dispatches what the chain's chat agent lists in `sub_agents`; a chat agent listing none
+    dispatches what the session's orchestrator could (the first stage agent with `sub_agents`, or an
+    `orchestrate` stage's agents), with its guardrails: a follow-up question may need the same specialists."""
+    if chat_agent.sub_agents:
+        return chat_agent
+    config = get_config()
+    chain = config.chains.get(chain_id)
+    for stage_cfg in chain.stages if chain else []:
+        implicit = config.agents.get(IMPLICIT_ORCHESTRATOR)
+        if stage_cfg.orchestrate and implicit is not None:
+            return chat_agent.model_copy(update={"sub_agents": [a.name for a in stage_cfg.agents],
+                                                 "orchestrator": stage_cfg.orchestrator or implicit.orchestrator})
+        for ref in stage_cfg.agents:
+            agent = config.agents.get(ref.name)
+            if agent is not None and agent.sub_agents:
+                return chat_agent.model_copy(update={"sub_agents": agent.sub_agents,
+                                                     "orchestrator": agent.orchestrator})
+    return None
+
+
 def may_dispatch(agent_config_name: str) -> bool:
-    """Whether executions of this agent may have sub-agents (it lists some, or is the implicit orchestrator)."""
-    agent = get_config().agents.get(agent_config_name)
-    return agent_config_name == IMPLICIT_ORCHESTRATOR or bool(agent and agent.sub_agents)
+    """Whether executions of this agent may have sub-agents (it lists some, is the implicit orchestrator, or
+    answers chats, which may dispatch for the session's orchestrator)."""
+    config = get_config()
+    agent = config.agents.get(agent_config_name)
+    return agent_config_name == IMPLICIT_ORCHESTRATOR or bool(agent and agent.sub_agents) or any(
+        chain.chat.enabled and chain.chat.agent == agent_config_name for chain in config.chains.values())
 
 
 class SubAgentTools:

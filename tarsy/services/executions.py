@@ -27,6 +27,7 @@ from tarsy.models import (
     StageKind,
     TimelineEvent,
 )
+from tarsy.streaming.publisher import publish
 
 from . import interactions, messages, timeline
 from .recorder import HEARTBEAT_INTERVAL_S, WriteBatch
@@ -63,10 +64,32 @@ def lease_seconds(execution: AgentExecution) -> float:
     return execution.iteration_timeout_s + settings.ITERATION_HARD_LIMIT_GRACE_S
 
 
+EXECUTION_STATUS_EVENT = "execution.status"
+
+
+def execution_status_publish(*, execution_id: Any) -> None:
+    """Tell the session's page an execution's new status, from the stored row, once the transaction commits.
+    Published for the moves stage events do not carry: a sub-agent's (created, queued, started, ended) and an
+    orchestrator's park and wake."""
+    row = AgentExecution.objects.filter(id=execution_id).values(
+        "session_id", "stage_id", "agent_name", "status", "parent_execution_id").first()
+    if row is None:
+        return
+    parent = row["parent_execution_id"]
+    publish(EXECUTION_STATUS_EVENT, {
+        "session_id": str(row["session_id"]), "stage_id": row["stage_id"], "execution_id": str(execution_id),
+        "agent_name": row["agent_name"], "status": row["status"],
+        "parent_execution_id": str(parent) if parent else None}, session_id=row["session_id"])
+
+
 def execution_claim_iteration(*, execution: AgentExecution, iteration: int, now: datetime) -> None:
     """Hold `iteration` under a lease for one task; stamps both heartbeats (the session's only when due).
     `execution` comes from execution_lock_for_iteration, in the same transaction."""
     lease = lease_seconds(execution)
+    # A sub-agent starting, or a woken orchestrator going on: the page shows it active (others show it by
+    # their first timeline event).
+    shown = execution.status != ExecStatus.ACTIVE and (
+        execution.parent_execution_id is not None or execution.iterations_completed > 0)
     execution.current_iteration = iteration
     execution.attempt += 1  # under the row lock: the claimer's fencing token
     execution.status = ExecStatus.ACTIVE
@@ -75,6 +98,8 @@ def execution_claim_iteration(*, execution: AgentExecution, iteration: int, now:
     execution.lease_expires_at = now + timedelta(seconds=lease)
     execution.save(update_fields=["current_iteration", "attempt", "status", "started_at", "last_heartbeat_at",
                                   "lease_expires_at"])
+    if shown:
+        execution_status_publish(execution_id=execution.id)
     _session_heartbeat(execution, now)
 
 
@@ -134,6 +159,8 @@ def execution_mark_ended(*, execution_id: Any, status: str, error: str = "", fin
         return None
     row = AgentExecution.objects.filter(id=execution_id).values_list(
         "stage_id", "parent_execution_id", "agent_config_name").get()
+    if row[1] is not None:  # a sub-agent's end (a stage agent's shows with its stage's)
+        execution_status_publish(execution_id=execution_id)
     return Ended(*row)
 
 
@@ -155,10 +182,9 @@ def executions_unfinished_exist(*, session_id: Any) -> bool:
 
 
 def executions_running_chat(*, session_id: Any) -> list[Any]:
-    """Ids of the session's chat executions still pending or running."""
-    return list(AgentExecution.objects.filter(session_id=session_id, stage__kind=StageKind.CHAT,
-                                              status__in=[ExecStatus.PENDING, ExecStatus.ACTIVE])
-                .values_list("id", flat=True))
+    """Ids of the session's chat executions not finished (pending, running, parked, or a sub-agent queued)."""
+    return list(AgentExecution.objects.filter(session_id=session_id, stage__kind=StageKind.CHAT)
+                .exclude(status__in=TERMINAL_EXEC_STATUSES).values_list("id", flat=True))
 
 
 def executions_orphaned(*, now: datetime, stale: datetime) -> list[AgentExecution]:

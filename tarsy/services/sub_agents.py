@@ -19,7 +19,9 @@ from django.utils import timezone
 from agents.context import resolve_agent
 from agents.timeline_events import TimelineEventType
 from tarsy.config import get_config
-from tarsy.models import TERMINAL_EXEC_STATUSES, AgentExecution, ExecStatus, TimelineEvent
+from tarsy.models import TERMINAL_EXEC_STATUSES, AgentExecution, ExecStatus, StageKind, TimelineEvent
+
+from .executions import execution_status_publish
 
 _UNFINISHED = ~Q(status__in=TERMINAL_EXEC_STATUSES)
 
@@ -39,11 +41,13 @@ def sub_agent_create(*, parent: AgentExecution, execution_id: uuid.UUID, agent: 
     """A sub-agent of `parent` in its stage, resolved from its own agent config (its MCP servers, provider and
     strategy, or its entry's in an orchestrate stage); `queued` ones wait for a free slot and get their deadline when
     they start."""
+    investigating = parent.stage.kind == StageKind.INVESTIGATION  # not a chat reply's
     resolved = resolve_agent(get_config(), agent_name=agent, mcp_selection=parent.session.mcp_selection,
                              **sub_agent_stage_entry(chain_id=parent.session.chain_id, stage_index=(
-                                 parent.stage.chain_stage_index), depth=parent.depth + 1, agent=agent))
+                                 parent.stage.chain_stage_index if investigating else None),
+                                 depth=parent.depth + 1, agent=agent))
     now = timezone.now()
-    return AgentExecution.objects.create(
+    child = AgentExecution.objects.create(
         id=execution_id, stage_id=parent.stage_id, session_id=parent.session_id, agent_name=agent,
         agent_config_name=agent, agent_index=AgentExecution.objects.filter(stage_id=parent.stage_id).count(),
         iteration_strategy=resolved.iteration_strategy, llm_provider=resolved.llm_provider_name,
@@ -52,6 +56,8 @@ def sub_agent_create(*, parent: AgentExecution, execution_id: uuid.UUID, agent: 
         status=ExecStatus.QUEUED if queued else ExecStatus.PENDING,
         deadline_at=None if queued else now + timedelta(seconds=timeout_s), last_heartbeat_at=now,
     )
+    execution_status_publish(execution_id=child.id)
+    return child
 
 
 def sub_agent_stage_entry(*, chain_id: str, stage_index: int | None, depth: int, agent: str) -> dict[str, Any]:
@@ -72,8 +78,11 @@ def sub_agent_stage_entry(*, chain_id: str, stage_index: int | None, depth: int,
 def sub_agent_start(*, execution_id: Any, timeout_s: float) -> bool:
     """A queued sub-agent takes its slot (compare-and-set): it is pending its first iteration from now on."""
     now = timezone.now()
-    return bool(AgentExecution.objects.filter(id=execution_id, status=ExecStatus.QUEUED).update(
+    started = bool(AgentExecution.objects.filter(id=execution_id, status=ExecStatus.QUEUED).update(
         status=ExecStatus.PENDING, deadline_at=now + timedelta(seconds=timeout_s), last_heartbeat_at=now))
+    if started:
+        execution_status_publish(execution_id=execution_id)
+    return started
 
 
 def sub_agents_of(*, parent_id: Any) -> list[SubAgentState]:
@@ -125,8 +134,9 @@ def sub_agent_evidence(*, execution_id: Any) -> list[tuple[str, str]]:
 def orchestrator_park(*, execution_id: Any) -> None:
     """Call in the transaction that completed the orchestrator's iteration (it holds the row): no task follows
     until a sub-agent wakes it."""
-    AgentExecution.objects.filter(id=execution_id).exclude(status__in=TERMINAL_EXEC_STATUSES).update(
-        status=ExecStatus.WAITING, lease_expires_at=None)
+    if AgentExecution.objects.filter(id=execution_id).exclude(status__in=TERMINAL_EXEC_STATUSES).update(
+            status=ExecStatus.WAITING, lease_expires_at=None):
+        execution_status_publish(execution_id=execution_id)
 
 
 def orchestrator_wake(*, execution_id: Any) -> AgentExecution | None:
@@ -138,6 +148,7 @@ def orchestrator_wake(*, execution_id: Any) -> AgentExecution | None:
     parent.status = ExecStatus.PENDING
     parent.last_heartbeat_at = timezone.now()  # the orphan sweep counts from the wake
     parent.save(update_fields=["status", "last_heartbeat_at"])
+    execution_status_publish(execution_id=parent.id)
     return parent
 
 

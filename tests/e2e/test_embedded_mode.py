@@ -45,8 +45,8 @@ def embedded_server(tmp_path):
         proc.stop()
 
 
-def _submit(base: str, data) -> str:
-    response = httpx.post(f"{base}/api/v1/alerts", json={"alert_type": "kubernetes", "data": data}, timeout=30)
+def _submit(base: str, data, alert_type: str = "kubernetes") -> str:
+    response = httpx.post(f"{base}/api/v1/alerts", json={"alert_type": alert_type, "data": data}, timeout=30)
     assert response.status_code == 202, response.text
     return response.json()["session_id"]
 
@@ -92,6 +92,32 @@ def test_embedded_default_investigates_concurrent_alerts_with_the_demo_cluster(e
     assert "the demo cluster has no pod `web-1`" in bodies[-1]["final_analysis"]
     assert all("the demo cluster has no" not in body["final_analysis"] for body in bodies[:-1])
     assert "database is locked" not in proc.log()
+
+
+def test_embedded_default_triages_with_an_orchestrator_and_its_sub_agents(embedded_server):
+    base, proc = embedded_server
+    alert_types = httpx.get(f"{base}/api/v1/alert-types", timeout=10).json()["alert_types"]
+    assert "triage" in str(alert_types)  # offered on the submit page
+    session_id = _submit(base, {"alertname": "KubePodCrashLooping", "namespace": "shop", "pod": "orders-db-0"},
+                         alert_type="triage")
+
+    def finished():
+        body = httpx.get(f"{base}/api/v1/sessions/{session_id}", timeout=10).json()
+        return body if body["status"] in ("completed", "failed", "timed_out", "cancelled") else None
+
+    try:
+        body = wait_for(finished, timeout=120, interval=0.5, message="the triage")
+    except AssertionError:
+        raise AssertionError(proc.log()[-5000:]) from None
+    assert body["status"] == "completed", (body["error_message"], proc.log()[-3000:])
+    executions = {e["agent_name"]: e for e in body["stages"][0]["executions"]}
+    parent = executions["TriageAgent"]["id"]
+    for name in ("KubernetesAgent", "PrometheusAgent"):
+        assert executions[name]["status"] == "completed" and executions[name]["parent_execution_id"] == parent
+    cause = next(line for line in body["final_analysis"].splitlines() if line.startswith("**Root cause:**"))
+    assert "orders-db-0" in cause and "OOMKilled" in cause, cause
+    assert "runs out of memory" in body["final_analysis"]  # the metrics agent's finding
+    assert body["citations"]["invalid"] == []
 
 
 def test_embedded_server_streams_events_over_websocket(embedded_server):

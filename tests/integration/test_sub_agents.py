@@ -13,7 +13,8 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from tarsy.celery import app
-from tarsy.models import AgentExecution, LLMInteraction, MCPInteraction, Stage, TimelineEvent
+from tarsy.models import AgentExecution, Event, LLMInteraction, MCPInteraction, Stage, TimelineEvent
+from tarsy.services.chats import chat_submit
 from tarsy.services.sessions import session_cancel, session_submit
 from tests.support.processes import wait_for
 from tests.support.sessions import assert_no_duplicates, wait_terminal
@@ -343,3 +344,41 @@ def test_an_orchestrator_cancels_a_sub_agent_it_no_longer_needs(scripted_config,
     pods = AgentExecution.objects.get(session=done, agent_name="Pods")
     assert (pods.status, pods.error_message) == ("cancelled", "Cancelled by its orchestrator")
     assert done.final_analysis == "Network answered; the pods look was not needed."
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("chat_agent", [
+    {},  # lists no sub-agents: it dispatches those of the session's orchestrator
+    {"sub_agents": ["Pods"]},
+])
+def test_a_chat_reply_dispatches_a_sub_agent_and_answers_with_its_result(scripted_config, worker, chat_agent):
+    _config(scripted_config, {
+        "Orchestrator": [{"text": "api-1 was down."}],
+        "ChatAgent": [_dispatch(("Pods", "Is api-1 running now?")), {"text": "api-1 runs again {evidence}."}],
+        "Pods": [_echo("api-1 Running", latency_ms=2000), {"text": "api-1 is Running {evidence}."}],
+    }, agents={"ChatAgent": _native(mcp_servers=[], **chat_agent)})
+    proc = worker(concurrency=2)
+    session = session_submit(alert_type="triage", data="api-1 down")
+    (done,) = wait_terminal([session.id], 60, proc)
+    assert done.status == "completed", (done.error_message, proc.log()[-3000:])
+
+    _, stage = chat_submit(session_id=done.id, content="Is it back?", author="sre")
+    wait_for(lambda: Stage.objects.get(id=stage.id).status == "completed", timeout=60, message="the chat reply")
+    stage.refresh_from_db()
+    reply = AgentExecution.objects.get(stage=stage, parent_execution__isnull=True)
+    pods = AgentExecution.objects.get(stage=stage, parent_execution=reply)
+    assert pods.agent_name == "Pods" and pods.status == "completed" and pods.task == "Is api-1 running now?"
+    assert stage.final_analysis.startswith("api-1 runs again [E")
+    # The reply parked while Pods worked, and read its result when it woke.
+    assert Event.objects.filter(session_id=done.id, type="execution.status", payload__execution_id=str(reply.id),
+                                payload__status="waiting").exists()
+    woken = LLMInteraction.objects.get(execution=reply, iteration=2)
+    assert woken.interaction_type == "chat"
+    assert any("Result of sub-agent Pods" in m["content"] and "api-1 is Running" in m["content"]
+               for m in woken.conversation)
+    # The sub-agent works on its task, not on the chat's question.
+    first = LLMInteraction.objects.get(execution=pods, iteration=1)
+    assert first.interaction_type == "iteration"
+    sent = "\n".join(m["content"] for m in first.conversation)
+    assert "Is api-1 running now?" in sent and "Is it back?" not in sent
+    assert_no_duplicates(done.id)

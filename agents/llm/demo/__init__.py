@@ -28,10 +28,14 @@ from agents.prompts.checks import HEALTHY, VERDICT_HEALTHY, VERDICT_PROBLEM, che
 from .chat import plan_chat
 from .check import check_action, check_report, is_check
 from .evidence import Conversation, log_highlights, read_conversation
+from .findings import Findings
 from .investigator import LABEL, Action, final_report, gather, next_action
+from .metrics import metrics_report, next_metrics_action, offers_metrics
+from .orchestrator import is_orchestrator, orchestrate, orchestrator_report, sub_agent_results
 
 CHARS_PER_TOKEN = 4  # rough token estimate, the same rule the summarization threshold uses
 STREAM_PIECES = 4  # a few chunks, so the UI shows streaming without flooding the sockets
+Reply = tuple[str, str, list[ToolCall]]  # text, thinking, tool calls
 
 
 class DemoProvider:
@@ -41,59 +45,78 @@ class DemoProvider:
 
     def generate(self, request: LLMRequest) -> Iterator[Chunk]:
         kind = request.interaction_type
+        calls: list[ToolCall] = []
         if kind == "executive_summary":
-            text, thought, call = executive_summary(_last_user(request)), "", None
+            text, thought = executive_summary(_last_user(request)), ""
         elif kind == "summarization":
-            text, thought, call = summarize(_last_user(request)), "", None
+            text, thought = summarize(_last_user(request)), ""
         elif kind == "synthesis":
-            text, thought, call = synthesize(_all_user(request)), "", None
+            text, thought = synthesize(_all_user(request)), ""
         else:
-            text, thought, call = self._investigate(request, chat=kind == "chat")
-        yield from self._emit(request, text, thought, call)
+            text, thought, calls = self._investigate(request, chat=kind == "chat")
+        yield from self._emit(request, text, thought, calls)
 
-    def _investigate(self, request: LLMRequest, chat: bool) -> tuple[str, str, ToolCall | None]:
+    def _investigate(self, request: LLMRequest, chat: bool) -> Reply:
         conv = read_conversation(request)
         if chat:
             return _chat(conv)
         found = gather(conv)
-        checking = is_check(conv)
         forced = request.interaction_type == "forced_conclusion"
+        if is_orchestrator(conv):
+            return _orchestrate(request, conv, found, forced)
+        checking = is_check(conv)
         if checking:
             step = None if forced else check_action(conv)
             action = Action(*step) if step else None
+        elif offers_metrics(conv):
+            action = None if forced else next_metrics_action(conv, found)
         else:
             action = None if forced else next_action(conv, found)
         if action is None:
-            report = check_report(conv, found, LABEL) if checking else final_report(conv, found)
-            thought = "I have enough evidence to conclude."
-            if conv.native:
-                return report, thought, None
-            return f"Thought: {thought}\nFinal Answer: {report}", "", None
-        return _act(conv, action)
+            report = check_report(conv, found, LABEL) if checking else \
+                metrics_report(conv, found) if offers_metrics(conv) else final_report(conv, found)
+            return _conclude(conv, report)
+        return _act(conv, [action])
 
-    def _emit(self, request: LLMRequest, text: str, thought: str, call: ToolCall | None) -> Iterator[Chunk]:
+    def _emit(self, request: LLMRequest, text: str, thought: str, calls: list[ToolCall]) -> Iterator[Chunk]:
         if thought:
             yield ThinkingChunk(text=thought)
         for piece in _pieces(text):
             yield TextChunk(text=piece)
-        if call is not None:
+        for call in calls:
             yield ToolCallChunk(call=call)
         prompt = sum(len(m.content) for m in request.messages) + sum(len(t.model_dump_json()) for t in request.tools)
-        output = len(text) + len(thought) + (len(call.model_dump_json()) if call else 0)
+        output = len(text) + len(thought) + sum(len(call.model_dump_json()) for call in calls)
         inp, out = prompt // CHARS_PER_TOKEN, max(1, output // CHARS_PER_TOKEN)
         yield UsageChunk(input_tokens=inp, output_tokens=out, total_tokens=inp + out)
 
 
-def _act(conv: Conversation, action: Action) -> tuple[str, str, ToolCall | None]:
-    canonical = conv.tools[action.tool]
+def _act(conv: Conversation, actions: list[Action]) -> Reply:
+    """Native: every action as a tool call of one reply. ReAct: the first (one call per reply)."""
     if conv.native:
-        return (
-            "",
-            action.thought,
-            ToolCall(id=f"demo-{conv.call_count + 1}", name=canonical, arguments=action.arguments),
-        )
-    text = f"Thought: {action.thought}\nAction: {canonical}\nAction Input: {json.dumps(action.arguments)}"
-    return text, "", None
+        calls = [ToolCall(id=f"demo-{conv.call_count + n}", name=conv.tools[a.tool], arguments=a.arguments)
+                 for n, a in enumerate(actions, 1)]
+        return "", " ".join(dict.fromkeys(a.thought for a in actions)), calls
+    action = actions[0]
+    text = f"Thought: {action.thought}\nAction: {conv.tools[action.tool]}\nAction Input: {json.dumps(action.arguments)}"
+    return text, "", []
+
+
+def _conclude(conv: Conversation, report: str) -> Reply:
+    thought = "I have enough evidence to conclude."
+    if conv.native:
+        return report, thought, []
+    return f"Thought: {thought}\nFinal Answer: {report}", "", []
+
+
+def _orchestrate(request: LLMRequest, conv: Conversation, found: Findings, forced: bool) -> Reply:
+    results = sub_agent_results(request)
+    actions = None if forced else orchestrate(conv, found, results)
+    if actions is None:
+        return _conclude(conv, orchestrator_report(conv, found, results))
+    if actions:
+        return _act(conv, actions)
+    return "Thought: I wait for the results of the agents I dispatched.", "", []  # ReAct: a reply that calls nothing
 
 
 def _pieces(text: str) -> list[str]:
@@ -168,11 +191,11 @@ def synthesize(prompt: str) -> str:
     return "\n".join(lines)
 
 
-def _chat(conv: Conversation) -> tuple[str, str, ToolCall | None]:
+def _chat(conv: Conversation) -> Reply:
     """Answer the follow-up question (see chat.py); one tool call first when it asks for fresh data."""
     plan = plan_chat(conv, LABEL)
     if plan.tool:
-        return _act(conv, Action(plan.tool, plan.arguments or {}, plan.thought))
+        return _act(conv, [Action(plan.tool, plan.arguments or {}, plan.thought)])
     if conv.native:
-        return plan.answer, "", None
-    return f"Thought: I can answer from the context.\nFinal Answer: {plan.answer}", "", None
+        return plan.answer, "", []
+    return f"Thought: I can answer from the context.\nFinal Answer: {plan.answer}", "", []

@@ -26,6 +26,11 @@ KNOWN_TOOLS = (
     "resources_get",
     "resources_list",
     "namespaces_list",
+    "execute_query",  # a Prometheus (agents.mcp.demo_metrics, prometheus-mcp-server)
+    "list_metrics",
+    "dispatch_agent",  # an orchestrator's (tarsy.pipeline.sub_agents)
+    "list_agents",
+    "cancel_agent",
 )
 _TOOL_NAME = re.compile(r"\b([A-Za-z0-9][\w\-]*)\.(" + "|".join(KNOWN_TOOLS) + r")\b")
 _REACT_ACTION = re.compile(r"^\s*Action:\s*(?P<tool>\S+)\s*$(?:\s*^\s*Action Input:\s*(?P<input>.*))?", re.M | re.S)

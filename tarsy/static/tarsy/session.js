@@ -79,6 +79,7 @@
     const isChat = node.classList.contains("chat-turn");
     const existing = page.querySelector(`[data-group-id="${node.dataset.groupId}"]`);
     const selected = existing && existing.querySelector('[role="tab"][aria-selected="true"]');
+    const opened = existing ? [...existing.querySelectorAll("details[data-sub-agent][open]")].map((d) => d.dataset.subAgent) : [];
     if (existing) {
       existing.replaceWith(node);
     } else {
@@ -93,6 +94,10 @@
     if (selected) {
       const again = node.querySelector(`#${CSS.escape(selected.id)}`);
       if (again) Tarsy.selectTab(again);
+    }
+    for (const id of opened) {  // the sub-agents the user had opened stay open
+      const again = node.querySelector(`details[data-sub-agent="${CSS.escape(id)}"]`);
+      if (again) again.open = true;
     }
     Tarsy.localTimes(node);
   }
@@ -218,6 +223,20 @@
     refreshHeader();
   }
 
+  /** A sub-agent's (or a parked orchestrator's) status: a sub-agent new to the page re-renders its stage (the
+      tree gains its node); a finished one too (its duration and tokens); otherwise only its badges change. */
+  function onExecutionStatus(message) {
+    const known = page.querySelector(`[data-exec-status="${CSS.escape(message.execution_id)}"]`);
+    const finished = ["completed", "failed", "timed_out", "cancelled"].includes(message.status);
+    if (!known || (finished && message.parent_execution_id)) {
+      if (!stageLoads.has(message.stage_id)) stageLoads.set(message.stage_id, loadStage(message.stage_id).finally(() => stageLoads.delete(message.stage_id)));
+      stageLoads.get(message.stage_id).then(() => setStatusBadge(`[data-exec-status="${CSS.escape(message.execution_id)}"]`, message.status));
+    } else {
+      setStatusBadge(`[data-exec-status="${CSS.escape(message.execution_id)}"]`, message.status);
+    }
+    refreshHeader();
+  }
+
   function onSessionStatus(message, completed) {
     if (message.status) TarsySessionState.show(message.status, message);
     refreshHeader();
@@ -272,7 +291,7 @@
   }
 
   function updateChatControls() {
-    const running = page.querySelector('.chat-turn .badge[data-exec-status].status-active, .chat-turn .badge[data-exec-status].status-pending');
+    const running = page.querySelector([".status-active", ".status-pending", ".status-waiting", ".status-queued"].map((s) => `.chat-turn .badge[data-exec-status]${s}`).join(", "));
     chatBusy(Boolean(running));
   }
 
@@ -309,6 +328,7 @@
       case "timeline_event.created": onCreated(message.timeline_event); break;
       case "timeline_event.completed": onCompleted(message.timeline_event); break;
       case "stage.started": case "stage.completed": onStage(message); break;
+      case "execution.status": onExecutionStatus(message); break;
       case "session.status": onSessionStatus(message, false); break;
       case "session.completed": onSessionStatus(message, true); break;
       case "session.occurrence": refreshHeader(); break;  // the alert count and related alerts

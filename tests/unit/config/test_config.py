@@ -52,11 +52,22 @@ def test_metric_alerts_get_the_prometheus_agent_and_its_server_only_where_promet
     assert without.chain_for_alert_type("metrics") == "metrics"
     assert without.chain("metrics").stages[0].agents[0].name == "PrometheusAgent"
     assert "prometheus-server" not in without.mcp_servers  # it could not start: no server shown as down
-    assert without.agents["PrometheusAgent"].mcp_servers == ["demo-kubernetes"]
+    assert without.agents["PrometheusAgent"].mcp_servers == ["demo-kubernetes", "demo-metrics"]  # the demo's pair
+    real_cluster = load_config(None, env={"KUBECONFIG": "/k"})  # no demo metrics about pods it does not have
+    assert real_cluster.agents["PrometheusAgent"].mcp_servers == ["kubernetes-server"]
     with_url = load_config(None, env={"PROMETHEUS_URL": "http://prometheus:9090", "KUBECONFIG": "/k"})
     assert with_url.agents["PrometheusAgent"].mcp_servers == ["kubernetes-server", "prometheus-server"]
     transport = with_url.mcp_servers["prometheus-server"].transport
     assert "PROMETHEUS_URL" in transport.env_passthrough and transport.args[-1].startswith("ghcr.io/pab1it0/")
+
+
+def test_triage_alerts_get_an_orchestrator_over_the_kubernetes_and_metrics_agents():
+    config = load_config(None, env={})
+    chain = config.chain(config.chain_for_alert_type("triage"))
+    (orchestrator,) = chain.stages[0].agents
+    agent = config.agents[orchestrator.name]
+    assert agent.sub_agents == ["KubernetesAgent", "PrometheusAgent"]
+    assert agent.iteration_strategy == "native-thinking"  # one reply dispatches both
 
 
 def test_shipped_examples_pass_check_config():
