@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agents.config.builtins import IMPLICIT_ORCHESTRATOR
+
 from .fixtures import find_fixture
 from .samples import samples
 from .scenario import MEMORY_SERVER, Claim, Regex, Scenario
@@ -53,9 +55,12 @@ class Case:
 # ---- the reference run ----------------------------------------------------------------------------
 
 
-def _turn_texts(scenario: Scenario) -> list[str]:
+def _turn_texts(scenario: Scenario, key: str | None = None) -> list[str]:
+    """The texts of the script's turns: all of them, or those of `key`."""
     script = scenario.reference
     lists = script.values() if isinstance(script, dict) else [script]
+    if key is not None and isinstance(script, dict):
+        lists = [script.get(key) or []]
     return [t if isinstance(t, str) else (t or {}).get("text", "") for turns in lists
             for t in (turns if isinstance(turns, list) else [turns])]
 
@@ -78,7 +83,10 @@ def reference_calls(scenario: Scenario) -> list[Call]:
 
 
 def reference_answer(scenario: Scenario) -> str:
-    answers = [t.split("Final Answer:", 1)[1].strip() for t in _turn_texts(scenario) if "Final Answer:" in t]
+    """The session's answer: the last final answer of the script, or of its orchestrator's turns when orchestrated
+    (its sub-agents' answers are only what the orchestrator reads)."""
+    texts = _turn_texts(scenario, IMPLICIT_ORCHESTRATOR if scenario.alert.orchestrate else None)
+    answers = [t.split("Final Answer:", 1)[1].strip() for t in texts if "Final Answer:" in t]
     return answers[-1]
 
 

@@ -10,6 +10,12 @@ It is the deployment's own configuration (TARSY_CONFIG_DIR, or the built-ins) pl
   (TARSy picks providers per chain, so each reference run needs a chain of its own; its alert type is
   `<alert type>@eval-reference-<scenario>`).
 
+A scenario with `orchestrate: true` in its alert runs instead on a chain of its own whose one stage orchestrates:
+the built-in orchestrator dispatches one agent per kind of fixture server (`KubernetesAgent` with the Kubernetes
+server, `PrometheusAgent` with the Prometheus one), each configured with its servers in the stage, so the session
+makes no `mcp` selection. Its alert type is `<alert type>@eval-reference-<scenario>`, or
+`<alert type>@eval-orchestrated-<scenario>` in a `--provider` run.
+
 A scenario with memory fixtures (`memories.yaml`) also selects the built-in `tarsy` MCP server, and memory is
 enabled for the run: no chain reflects, and only the reference chains of such scenarios inject memories.
 
@@ -33,13 +39,15 @@ import yaml
 from agents.config import TarsyConfig, load_config
 from agents.config.builtins import prometheus_server
 from agents.config.loader import PROVIDERS_FILE, TARSY_FILE
-from agents.config.schema import ChainConfig
+from agents.config.schema import ChainConfig, StageAgentConfig, StageConfig
 
 from .fixtures import ScenarioError, toolset
 from .scenario import MEMORY_SERVER, Scenario
 
 REFERENCE = "reference"  # the provider name that means "each scenario's own reference run"
 REFERENCE_PREFIX = "eval-reference-"  # chain and provider names of reference runs
+ORCHESTRATED_PREFIX = "eval-orchestrated-"  # chains of orchestrated scenarios in a --provider run
+SUB_AGENTS = {"kubernetes": "KubernetesAgent", "prometheus": "PrometheusAgent"}  # kind of server → its agent
 TEMPLATE_SERVER = "kubernetes-server"  # settings of a Kubernetes fixture server whose name is not configured
 REPO_ROOT = Path(__file__).resolve().parent.parent
 IDLE_EXIT_S = 60  # a fixture server without calls this long exits (memory); the pool restarts it if needed
@@ -55,8 +63,11 @@ class ScenarioPlan:
     servers: dict[str, str]  # logical server name → this run's server name
 
     @property
-    def mcp_selection(self) -> dict[str, Any]:
-        """Its fixture servers, and the built-in memory server when the scenario remembers a prior incident."""
+    def mcp_selection(self) -> dict[str, Any] | None:
+        """Its fixture servers, and the built-in memory server when the scenario remembers a prior incident; None
+        when orchestrated (its stage gives each agent its servers)."""
+        if self.scenario.alert.orchestrate:
+            return None
         names = [*self.servers.values(), *([MEMORY_SERVER] if self.scenario.memories else [])]
         return {"servers": [{"name": name} for name in names]}
 
@@ -111,6 +122,18 @@ def bound_chain(chain: ChainConfig, provider: str, alert_types: list[str] | None
         if "synthesis" in stage:
             stage["synthesis"]["llm_provider"] = provider
     return data
+
+
+def orchestrated_chain(chain: ChainConfig, scenario: Scenario, names: dict[str, str]) -> ChainConfig:
+    """`chain` with one stage instead of its own: the built-in orchestrator over one agent per kind of fixture server,
+    each with the scenario's servers of that kind (and the memory server when the scenario remembers)."""
+    kinds: dict[str, list[str]] = {}
+    for logical, runtime in names.items():
+        kinds.setdefault(toolset(scenario.tools, logical), []).append(runtime)
+    memory = [MEMORY_SERVER] if scenario.memories else []
+    agents = [StageAgentConfig(name=SUB_AGENTS[kind], mcp_servers=[*servers, *memory])
+              for kind, servers in kinds.items()]
+    return chain.model_copy(update={"stages": [StageConfig(name="investigate", orchestrate=True, agents=agents)]})
 
 
 def _memory(remembering: bool, recall: bool) -> dict[str, bool] | None:
@@ -181,15 +204,22 @@ def write_run_config(directory: Path, scenarios: list[Scenario], *, provider: st
         names = {logical: runtime_server(logical, scenario.name) for logical in scenario.servers}
         for logical, runtime in names.items():
             servers[runtime] = _server(base, logical, scenario)
+        chain = base.chain(chain_id)
+        if scenario.alert.orchestrate:
+            chain = orchestrated_chain(chain, scenario, names)
         reference = REFERENCE_PREFIX + scenario.name
         script = directory / "scripts" / f"{scenario.name}.yaml"
         script.write_text(yaml.safe_dump(rewrite_servers(scenario.reference, names), sort_keys=False,
                                          allow_unicode=True, width=1000))
         providers[reference] = {"type": "scripted", "script_file": f"scripts/{script.name}"}
         alias = f"{alert_type}@{reference}"
-        chains[reference] = bound_chain(base.chain(chain_id), reference, [alias],
-                                        memory=_memory(remembering, bool(scenario.memories)))
-        plans.append(ScenarioPlan(scenario, alias if provider == REFERENCE else alert_type, alias, names))
+        chains[reference] = bound_chain(chain, reference, [alias], memory=_memory(remembering, bool(scenario.memories)))
+        submitted = alias if provider == REFERENCE else alert_type
+        if scenario.alert.orchestrate and provider != REFERENCE:
+            submitted = f"{alert_type}@{ORCHESTRATED_PREFIX}{scenario.name}"
+            chains[ORCHESTRATED_PREFIX + scenario.name] = bound_chain(chain, provider, [submitted],
+                                                                       memory=_memory(remembering, False))
+        plans.append(ScenarioPlan(scenario, submitted, alias, names))
     if problems:
         raise ScenarioError(problems)
     if provider != REFERENCE:

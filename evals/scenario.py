@@ -43,6 +43,9 @@ class AlertSpec(_Strict):
     alert_type: str = ""  # empty: the configuration's default alert type
     data: Any
     runbook: str | None = None
+    # Run through an orchestrator that dispatches one agent per kind of fixture server (evals.runconfig) instead of
+    # the alert type's chain: for incidents whose cause needs several kinds of evidence.
+    orchestrate: bool = False
 
     @field_validator("data")
     @classmethod

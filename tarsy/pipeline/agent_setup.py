@@ -14,6 +14,7 @@ from agents.context import ResolvedAgentConfig, resolve_agent
 from agents.llm.registry import LLMTarget
 from tarsy.config import get_config
 from tarsy.models import AgentExecution, StageKind
+from tarsy.services.sub_agents import sub_agent_stage_entry
 
 from .per_execution import PerExecution
 
@@ -63,8 +64,11 @@ def resolve_for_execution(execution: AgentExecution) -> ResolvedAgentConfig:
     session = execution.session
     kwargs: dict[str, Any] = {"strategy_override": execution.iteration_strategy,
                               "provider_override": execution.llm_provider or None}
-    if stage.kind == StageKind.INVESTIGATION and execution.parent_execution_id is None:  # a sub-agent: its own
+    if stage.kind == StageKind.INVESTIGATION and execution.parent_execution_id is None:
         kwargs.update(chain_id=session.chain_id, stage_index=stage.chain_stage_index,
                       stage_agent_index=_stage_agent_index(execution, session.chain_id))
+    elif stage.kind == StageKind.INVESTIGATION:  # a sub-agent: its own config, or its orchestrate stage's entry
+        kwargs.update(sub_agent_stage_entry(chain_id=session.chain_id, stage_index=stage.chain_stage_index,
+                                            depth=execution.depth, agent=execution.agent_config_name))
     return resolve_agent(get_config(), agent_name=execution.agent_config_name, mcp_selection=session.mcp_selection,
                          **kwargs)

@@ -19,7 +19,7 @@ from django.utils import timezone
 from agents.context import resolve_agent
 from agents.timeline_events import TimelineEventType
 from tarsy.config import get_config
-from tarsy.models import TERMINAL_EXEC_STATUSES, AgentExecution, ExecStatus, TimelineEvent
+from tarsy.models import TERMINAL_EXEC_STATUSES, AgentExecution, ExecStatus, StageKind, TimelineEvent
 
 from .executions import execution_status_publish
 
@@ -39,8 +39,13 @@ class SubAgentState:
 def sub_agent_create(*, parent: AgentExecution, execution_id: uuid.UUID, agent: str, task: str,
                      queued: bool, timeout_s: float) -> AgentExecution:
     """A sub-agent of `parent` in its stage, resolved from its own agent config (its MCP servers, provider and
-    strategy); `queued` ones wait for a free slot and get their deadline when they start."""
-    resolved = resolve_agent(get_config(), agent_name=agent, mcp_selection=parent.session.mcp_selection)
+    strategy, or its entry's in an orchestrate stage); `queued` ones wait for a free slot and get their deadline when
+    they start."""
+    investigating = parent.stage.kind == StageKind.INVESTIGATION  # not a chat reply's
+    resolved = resolve_agent(get_config(), agent_name=agent, mcp_selection=parent.session.mcp_selection,
+                             **sub_agent_stage_entry(chain_id=parent.session.chain_id, stage_index=(
+                                 parent.stage.chain_stage_index if investigating else None),
+                                 depth=parent.depth + 1, agent=agent))
     now = timezone.now()
     child = AgentExecution.objects.create(
         id=execution_id, stage_id=parent.stage_id, session_id=parent.session_id, agent_name=agent,
@@ -53,6 +58,21 @@ def sub_agent_create(*, parent: AgentExecution, execution_id: uuid.UUID, agent: 
     )
     execution_status_publish(execution_id=child.id)
     return child
+
+
+def sub_agent_stage_entry(*, chain_id: str, stage_index: int | None, depth: int, agent: str) -> dict[str, Any]:
+    """Where a sub-agent's settings come from besides its agent config: a stage with `orchestrate: true` lists its
+    agents with their settings (provider, strategy, servers, limits), and the sub-agents its orchestrator dispatches
+    (depth 1: that orchestrator is the stage's only top-level execution) run with them, as the stage's agents would
+    in parallel. {} for any other sub-agent (its own agent config only)."""
+    chain = get_config().chains.get(chain_id)
+    if depth != 1 or chain is None or stage_index is None or stage_index >= len(chain.stages) \
+            or not chain.stages[stage_index].orchestrate:
+        return {}
+    names = [entry.name for entry in chain.stages[stage_index].agents]
+    if agent not in names:
+        return {}
+    return {"chain_id": chain_id, "stage_index": stage_index, "stage_agent_index": names.index(agent)}
 
 
 def sub_agent_start(*, execution_id: Any, timeout_s: float) -> bool:

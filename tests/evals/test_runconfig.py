@@ -71,3 +71,24 @@ def test_a_metrics_scenario_gets_a_prometheus_fixture_server_and_the_metrics_cha
     chain = config.chain(config.chain_for_alert_type(p.alert_type))
     assert p.alert_type == "metrics@eval-reference-slo-burn-slow-payment-provider"
     assert [a.name for a in chain.stages[0].agents] == ["PrometheusAgent"]
+
+
+ORCHESTRATED = "orchestrated-cpu-limit-cut-cart"
+
+
+@pytest.mark.parametrize("provider", [REFERENCE, "openai-default"])
+def test_an_orchestrated_scenario_runs_on_an_orchestrate_stage_giving_each_agent_its_kind_of_server(
+        tmp_path, provider):
+    plan = write_run_config(tmp_path, [load_scenario(SCENARIOS_DIR / ORCHESTRATED)], provider=provider)
+    config = load_config(tmp_path, env={"OPENAI_API_KEY": "sk-test"})
+    (p,) = plan.plans
+    bound = f"eval-reference-{ORCHESTRATED}" if provider == REFERENCE else provider
+    assert p.alert_type == (p.reference_alert_type if provider == REFERENCE
+                            else f"metrics@eval-orchestrated-{ORCHESTRATED}")
+    assert p.mcp_selection is None  # the stage gives each agent its servers
+    (stage,) = config.chain(config.chain_for_alert_type(p.alert_type)).stages
+    assert stage.orchestrate
+    assert [(a.name, a.mcp_servers, a.llm_provider) for a in stage.agents] == [
+        ("KubernetesAgent", [p.servers["kubernetes-server"]], bound),
+        ("PrometheusAgent", [p.servers["prometheus-server"]], bound)]
+    assert config.chain_for_alert_type("metrics") == "metrics"  # the real chain is untouched

@@ -16,7 +16,7 @@ from evals.runconfig import write_run_config
 from evals.runner import run
 from evals.scenario import SCENARIOS_DIR, load_all, load_scenario, select
 from tarsy.config import set_config
-from tarsy.models import AgentExecution
+from tarsy.models import AgentExecution, AlertSession, MCPInteraction, TimelineEvent
 from tests.support.processes import start_worker
 
 pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -87,6 +87,27 @@ def test_every_reference_run_passes(tmp_path, capsys):
     assert _last_json(capsys.readouterr().out) == totals
     runs = [json.loads(line) for line in report.read_text().splitlines()[:-1]]
     assert len(runs) == totals["scenarios"] and all(r["session_id"] for r in runs)
+    orchestrated = [r for r in runs if load_scenario(SCENARIOS_DIR / r["scenario"]).alert.orchestrate]
+    assert len(orchestrated) >= 4
+    for r in orchestrated:
+        _assert_orchestrated(r["session_id"])
+
+
+def _assert_orchestrated(session_id: str) -> None:
+    """The orchestrator dispatched both agents, each used only its kind of server, and the final analysis cites
+    evidence of both."""
+    session = AlertSession.objects.get(id=session_id)
+    orchestrator = AgentExecution.objects.get(session=session, parent_execution__isnull=True)
+    assert orchestrator.agent_name == "Orchestrator"
+    children = {c.agent_name: c for c in AgentExecution.objects.filter(parent_execution=orchestrator)}
+    assert set(children) == {"KubernetesAgent", "PrometheusAgent"}
+    for name, prefix in (("KubernetesAgent", "kubernetes-server-"), ("PrometheusAgent", "prometheus-server-")):
+        servers = set(MCPInteraction.objects.filter(execution=children[name]).values_list("server", flat=True))
+        assert servers and all(s.startswith(prefix) for s in servers), (name, servers)
+    assert session.citations["invalid"] == [], session.citations
+    owners = {TimelineEvent.objects.get(session=session, event_type="tool_result", metadata__evidence_id=e["id"])
+              .execution_id for e in session.citations["valid"]}
+    assert {c.id for c in children.values()} <= owners
 
 
 @pytest.mark.timeout(300)

@@ -13,7 +13,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from tarsy.celery import app
-from tarsy.models import AgentExecution, Event, LLMInteraction, Stage, TimelineEvent
+from tarsy.models import AgentExecution, Event, LLMInteraction, MCPInteraction, Stage, TimelineEvent
 from tarsy.services.chats import chat_submit
 from tarsy.services.sessions import session_cancel, session_submit
 from tests.support.processes import wait_for
@@ -262,10 +262,10 @@ def test_a_stage_with_orchestrate_runs_one_orchestrator_over_its_agents(scripted
     }, tarsy={
         "mcp_servers": {"tools": TOOLS},
         "defaults": {"iteration_strategy": "native-thinking"},
-        "agents": {"Pods": {"mcp_servers": ["tools"]}, "Network": {"mcp_servers": ["tools"]}},
+        "agents": {"Pods": {}, "Network": {"mcp_servers": ["tools"]}},
         "agent_chains": {"triage": {"alert_types": ["triage"], "stages": [
             {"name": "investigate", "orchestrate": True, "orchestrator": {"max_concurrent": 2},
-             "agents": [{"name": "Pods"}, {"name": "Network"}]}]}},
+             "agents": [{"name": "Pods", "max_iterations": 7, "mcp_servers": ["tools"]}, {"name": "Network"}]}]}},
     })
     proc = worker(concurrency=3)
     session = session_submit(alert_type="triage", data="api-1 down")
@@ -275,8 +275,11 @@ def test_a_stage_with_orchestrate_runs_one_orchestrator_over_its_agents(scripted
     assert stage.parallel_type is None and stage.status == "completed"
     parent = _orchestrator(session)
     assert parent.agent_name == "Orchestrator"
-    assert sorted(AgentExecution.objects.filter(parent_execution=parent).values_list("agent_name", flat=True)) == [
-        "Network", "Pods"]
+    children = {c.agent_name: c for c in AgentExecution.objects.filter(parent_execution=parent)}
+    assert set(children) == {"Network", "Pods"}
+    # Pods runs with its stage entry's settings: its limit, and the server its agent config does not list.
+    assert children["Pods"].max_iterations == 7 != children["Network"].max_iterations
+    assert MCPInteraction.objects.filter(execution=children["Pods"], server="tools", success=True).exists()
     assert done.final_analysis.startswith("Both checked [E")
 
 
