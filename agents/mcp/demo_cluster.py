@@ -339,16 +339,21 @@ TOOLS = (
 )
 
 
-def build_server() -> Any:
-    """Build the MCP server (import inside: building an MCPServer reconfigures root logging)."""
+def read_only_server(name: str, instructions: str, tools: tuple[Any, ...]) -> Any:
+    """An MCP server offering `tools` as read-only (import inside: building an MCPServer reconfigures root
+    logging). The demo servers (this one and demo_metrics) are built alike."""
     from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
 
-    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
+    server = MCPServer(name, instructions=instructions)
     read_only = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=True)
-    for fn in TOOLS:
+    for fn in tools:
         server.add_tool(fn, annotations=read_only, structured_output=False)
     return server
+
+
+def build_server() -> Any:
+    return read_only_server(SERVER_NAME, INSTRUCTIONS, TOOLS)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from . import demo_cluster_data as data
+from .demo_cluster import read_only_server
 
 SERVER_NAME = "demo-metrics"
 INSTRUCTIONS = "PromQL over a demonstration Prometheus scraping the demo cluster (kube-state-metrics, cAdvisor)."
@@ -175,15 +176,7 @@ TOOLS = (execute_query, list_metrics)
 
 
 def build_server() -> Any:
-    """Build the MCP server (import inside: building an MCPServer reconfigures root logging)."""
-    from mcp.server.mcpserver import MCPServer
-    from mcp.types import ToolAnnotations
-
-    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
-    read_only = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=True)
-    for fn in TOOLS:
-        server.add_tool(fn, annotations=read_only, structured_output=False)
-    return server
+    return read_only_server(SERVER_NAME, INSTRUCTIONS, TOOLS)
 
 
 if __name__ == "__main__":
