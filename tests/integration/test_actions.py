@@ -9,10 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tarsy.celery import app
-from tarsy.models import ActionProposal, AgentExecution, MCPInteraction, TimelineEvent
+from tarsy.models import ActionProposal, AgentExecution, LLMInteraction, MCPInteraction, TimelineEvent
+from tarsy.pipeline.actions import expired_wake
 from tarsy.services.sessions import session_submit
 from tests.fakes.mcp_servers.deployments_file_server import read_state, write_state
 from tests.support.processes import wait_for
@@ -35,12 +37,14 @@ def _scale(replicas: int, expect: str) -> dict:
         "_verify": {"tool": "cluster.resources_get", "arguments": TARGET, "expect": expect}}}]}
 
 
-def _setup(scripted_config, tmp_path, script: dict, *, max_ready: int | None = None, enabled: bool = True) -> Path:
+def _setup(scripted_config, tmp_path, script: dict, *, max_ready: int | None = None, enabled: bool = True,
+           ttl: str = "1h") -> Path:
     state = tmp_path / "cluster.json"
     write_state(state, {"shop/api": {"replicas": 1, "max_ready": max_ready}})
     script.setdefault("executive_summary", ["summary"])
     scripted_config(script, tarsy={
-        "actions": {"enabled": enabled, "approvers": ["sre-oncall"], "verify_attempts": 2, "verify_interval": "1s"},
+        "actions": {"enabled": enabled, "approvers": ["sre-oncall"], "verify_attempts": 2, "verify_interval": "1s",
+                    "approval_ttl": ttl},
         "mcp_servers": {"cluster": {
             "transport": {"type": "stdio", "command": sys.executable, "args": [SERVER, str(state)]},
             "actions": True, "action_tools": ["resources_scale"]}},
@@ -86,7 +90,7 @@ def _decide(proposal: ActionProposal, verb: str, user: str, groups: str, comment
 @pytest.mark.timeout(240)
 def test_a_proposal_parks_survives_a_restart_is_approved_runs_and_is_verified(scripted_config, worker, tmp_path):
     state = _setup(scripted_config, tmp_path, {"Fixer": [
-        _get(), _scale(3, "readyReplicas: 3"), {"text": "api was short of replicas; scaled to 3 and verified {evidence}."},
+        _get(), _scale(3, "readyReplicas: 3"), {"text": "api was short of replicas; scaled to 3, verified {evidence}."},
     ]})
     first = worker(concurrency=2)
     session = session_submit(alert_type="repair", data={"deployment": "shop/api"})
@@ -165,3 +169,23 @@ def test_with_actions_disabled_no_proposal_is_created(scripted_config, worker, t
     refusal = TimelineEvent.objects.get(session=done, event_type="tool_result", metadata__tool_name="resources_scale")
     assert "actions are disabled" in refusal.content and refusal.metadata["is_error"] is True
     assert read_state(state)["shop/api"]["replicas"] == 1
+
+
+@pytest.mark.timeout(180)
+def test_an_expired_proposal_cannot_be_approved_and_the_agent_concludes_without_acting(scripted_config, worker,
+                                                                                       tmp_path):
+    state = _setup(scripted_config, tmp_path, {"Fixer": [
+        _scale(3, "readyReplicas: 3"), {"text": "Nobody approved in time; nothing was changed."}]}, ttl="2s")
+    proc = worker(concurrency=2)
+    session = session_submit(alert_type="repair", data={"deployment": "shop/api"})
+    _, proposal = _parked_on(session, 1)
+    wait_for(lambda: timezone.now() > proposal.expires_at, timeout=10, message="the approval to expire")
+    late = _decide(proposal, "approve", "alice", "sre-oncall")
+    assert late.status_code == 409 and "expired" in late.json()["error"], late.content
+    assert expired_wake() == 1  # the sweeper's pass
+    (done,) = wait_terminal([session.id], 120, proc)
+    assert done.status == "completed", (done.error_message, proc.log()[-3000:])
+    proposal.refresh_from_db()
+    assert proposal.status == "expired" and read_state(state)["shop/api"]["replicas"] == 1
+    told = LLMInteraction.objects.get(session=done, iteration=2, interaction_type="iteration")
+    assert any("EXPIRED" in m["content"] and "Conclude without acting" in m["content"] for m in told.conversation)
