@@ -6,6 +6,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
 from tarsy.identity import request_author, request_groups
+from tarsy.models import ProposalStatus
 from tarsy.pipeline.actions import action_decide
 from tarsy.services import actions
 
@@ -16,7 +17,7 @@ from .serializers.actions import ActionDecisionInSerializer, ActionListQuerySeri
 class ActionListView(JsonAPIView):
     """Action proposals, newest first (at most 500); `status=pending` lists those waiting for a decision."""
 
-    @extend_schema(parameters=[OpenApiParameter("status", str, required=False)],
+    @extend_schema(parameters=[OpenApiParameter("status", str, required=False, enum=ProposalStatus.values)],
                    responses={200: ActionProposalSerializer(many=True), **errors(400, *AUTH_ERRORS)})
     def get(self, request):
         query = ActionListQuerySerializer(data=request.query_params)

@@ -68,3 +68,9 @@ def test_an_alert_cannot_select_an_action_server(tmp_path):
     config = _load(tmp_path, {"Fixer": {"type": "action", "mcp_servers": ["k8s-write"]}})
     problems = validate_mcp_selection({"servers": [{"name": "k8s-write"}]}, config)
     assert problems == ["mcp.servers.0.name: 'k8s-write' is an action server; an alert cannot select it"]
+
+
+def test_an_approval_outliving_the_session_is_warned_about(tmp_path):
+    config = _load(tmp_path, {"Fixer": {"type": "action", "mcp_servers": ["k8s-write"]}},
+                   actions={"enabled": True, "approval_ttl": "1h"})
+    assert any("a session times out while its action waits" in w for w in config.warnings(env={}))
