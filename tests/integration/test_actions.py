@@ -127,6 +127,8 @@ def test_a_proposal_parks_survives_a_restart_is_approved_runs_and_is_verified(sc
     assert [c.result.split(";")[0] for c in calls] == ["Proposed", "deployment.apps/api scaled to 3"]
     assert calls[1].arguments == {**TARGET, "replicas": 3}  # run once, as approved
     assert "### Actions" in done.final_analysis and "approved by alice, ran, verified" in done.final_analysis
+    told = LLMInteraction.objects.get(session=done, iteration=3, interaction_type="iteration")
+    assert any("Outcome: verified" in m["content"] for m in told.conversation)  # the agent read the outcome
     transitions = list(TimelineEvent.objects.filter(session=done, event_type="action").order_by("id")
                        .values_list("metadata__transition", flat=True))
     assert transitions == ["proposed", "approved", "executed"]
@@ -189,3 +191,12 @@ def test_an_expired_proposal_cannot_be_approved_and_the_agent_concludes_without_
     assert proposal.status == "expired" and read_state(state)["shop/api"]["replicas"] == 1
     told = LLMInteraction.objects.get(session=done, iteration=2, interaction_type="iteration")
     assert any("EXPIRED" in m["content"] and "Conclude without acting" in m["content"] for m in told.conversation)
+
+
+def test_an_alert_selecting_an_action_server_is_refused(scripted_config, tmp_path):
+    _setup(scripted_config, tmp_path, {"Fixer": [{"text": "never runs"}]})
+    response = APIClient(REMOTE_ADDR="127.0.0.1").post("/api/v1/alerts", {
+        "alert_type": "repair", "data": {"deployment": "shop/api"}, "mcp": {"servers": [{"name": "cluster"}]}},
+        format="json")
+    assert response.status_code == 400, response.content
+    assert "'cluster' is an action server" in response.content.decode()
