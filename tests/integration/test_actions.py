@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 from tarsy.celery import app
 from tarsy.models import ActionProposal, AgentExecution, LLMInteraction, MCPInteraction, TimelineEvent
 from tarsy.pipeline.actions import expired_wake
+from tarsy.pipeline.sweeper import sweep_once
 from tarsy.services.sessions import session_submit
 from tests.fakes.mcp_servers.deployments_file_server import read_state, write_state
 from tests.support.processes import wait_for
@@ -104,6 +105,7 @@ def test_a_proposal_parks_survives_a_restart_is_approved_runs_and_is_verified(sc
     first.stop()  # a restart while it waits changes nothing
     second = worker(concurrency=2)
     wait_for(lambda: str(execution.id) not in _in_flight(), timeout=30, message="the new worker to answer")
+    assert sweep_once()["orchestrators_woken"] == 0  # the sweeper's net leaves a proposal's wait alone
     execution.refresh_from_db()
     proposal.refresh_from_db()
     assert (execution.status, proposal.status) == ("waiting", "pending")
