@@ -44,6 +44,14 @@ class ResolvedAgentConfig:
     configured_provider_name: str = ""  # the provider configured for the agent; differs once a fallback took over
     required_skills: tuple[Skill, ...] = ()  # bodies in the system prompt
     loadable_skills: tuple[Skill, ...] = ()  # listed in the system prompt, loaded with tarsy.load_skill
+    is_action: bool = False  # a `type: action` agent: proposes its servers' action tools (tarsy.pipeline.actions)
+
+
+ACTION_PREAMBLE = (
+    "You may change the system only by proposing one of your action tools; a person approves or rejects it, and "
+    "it runs only then. Propose an action only on hard evidence you cite (evidence ids), stating its expected "
+    "effect and a read that verifies it; when the evidence is ambiguous, prefer no action. One action at a time; "
+    "after a rejection or expiry, conclude without acting.")
 
 
 def fallback_route(
@@ -123,7 +131,8 @@ def resolve_agent(
         iteration_timeout=pick("iteration_timeout"),
         mcp_servers=tuple(servers),
         tool_filter=tool_filter,
-        custom_instructions=agent.custom_instructions,
+        custom_instructions=f"{ACTION_PREAMBLE}\n\n{agent.custom_instructions}".strip() if agent.type == "action"
+        else agent.custom_instructions,
         server_instructions=tuple(
             (s, config.mcp_servers[s].instructions) for s in servers if s in config.mcp_servers
         ),
@@ -133,6 +142,7 @@ def resolve_agent(
         configured_provider_name=configured,
         required_skills=required_skills,
         loadable_skills=loadable_skills,
+        is_action=agent.type == "action",
     )
 
 

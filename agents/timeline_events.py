@@ -35,6 +35,7 @@ class TimelineEventType(StrEnum):
     RELATED_ALERTS = "related_alerts"
     BUDGET_REACHED = "budget_reached"
     MEMORY_RECALLED = "memory.recalled"
+    ACTION = "action"
 
 
 TOOL_CALL_EVENTS = (TimelineEventType.LLM_TOOL_CALL, TimelineEventType.MCP_TOOL_CALL)
@@ -235,6 +236,16 @@ class MemoryRecalledMetadata(EventMetadata):
     mode: Literal["hybrid", "keyword"] = "keyword"
 
 
+class ActionMetadata(ToolRef):
+    """action: one transition of an action proposal (proposed, approved, rejected, expired, executed), who made
+    it, and once executed its outcome (verified, not_verified, failed)."""
+
+    proposal_id: str = ""
+    transition: str = ""
+    actor: str | None = None
+    outcome: str | None = None
+
+
 METADATA_MODELS: dict[TimelineEventType, type[EventMetadata]] = {
     TimelineEventType.LLM_THINKING: TextMetadata,
     TimelineEventType.LLM_RESPONSE: TextMetadata,
@@ -253,6 +264,7 @@ METADATA_MODELS: dict[TimelineEventType, type[EventMetadata]] = {
     TimelineEventType.RELATED_ALERTS: RelatedAlertsMetadata,
     TimelineEventType.BUDGET_REACHED: BudgetMetadata,
     TimelineEventType.MEMORY_RECALLED: MemoryRecalledMetadata,
+    TimelineEventType.ACTION: ActionMetadata,
 }
 
 

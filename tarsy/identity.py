@@ -53,6 +53,22 @@ def proxy_identity(request) -> str:
     return (request.META.get("HTTP_X_FORWARDED_USER") or request.META.get("HTTP_X_FORWARDED_EMAIL") or "").strip()
 
 
+def proxy_groups(request) -> set[str]:
+    """X-Forwarded-Groups (comma-separated, as oauth2-proxy sends it), honoured as proxy_identity is."""
+    if not proxy_identity(request):
+        return set()
+    return {g.strip() for g in request.META.get("HTTP_X_FORWARDED_GROUPS", "").split(",") if g.strip()}
+
+
+def request_groups(request) -> set[str]:
+    """The asker's groups: the trusted proxy's, or the Django groups of a signed-in or token user."""
+    groups = proxy_groups(request)
+    user = getattr(request, "user", None)
+    if not groups and user is not None and getattr(user, "is_authenticated", False) and hasattr(user, "groups"):
+        groups = set(user.groups.values_list("name", flat=True))
+    return groups
+
+
 def request_author(request) -> str:
     identity = proxy_identity(request)
     if identity:

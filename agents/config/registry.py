@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from .schema import (
     SCHEDULED_CHECK_ALERT_TYPE,
+    ActionsConfig,
     AgentConfig,
     BudgetConfig,
     ChainConfig,
@@ -47,6 +48,7 @@ class TarsyConfig:
     config_dir: str = ""
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
+    actions: ActionsConfig = field(default_factory=ActionsConfig)
     slack: SlackConfig | None = None
     checks: list[CheckConfig] = field(default_factory=list)
     skills: dict[str, Skill] = field(default_factory=dict)  # the catalog of the directory's skills/, by name
@@ -223,6 +225,7 @@ class TarsyConfig:
                     need("agent", stage.synthesis.agent, f"{swhere}.synthesis.agent", self.agents)
                     need("llm provider", stage.synthesis.llm_provider, f"{swhere}.synthesis.llm_provider",
                          self.llm_providers)
+        problems += self._action_problems()
         for source in ("alertmanager", "grafana", "pagerduty"):
             for i, rule in enumerate(getattr(self.intake, source).rules):
                 need("alert type", rule.alert_type, f"{self.file_names['tarsy']}: intake.{source}.rules.{i}.alert_type",
@@ -234,6 +237,39 @@ class TarsyConfig:
         if self.slack:
             for chain_id in self.slack.chain_channels:
                 need("chain", chain_id, f"{self.file_names['tarsy']}: slack.chain_channels", self.chains)
+        return problems
+
+    def action_servers(self) -> set[str]:
+        return {name for name, server in self.mcp_servers.items() if server.actions}
+
+    def _action_problems(self) -> list[str]:
+        """Action servers reach action agents only, wherever servers are listed (agent, chain, stage agent); an
+        action stage runs action agents only."""
+        problems: list[str] = []
+        actions = self.action_servers()
+
+        def is_action(agent_name: str) -> bool:
+            agent = self.agents.get(agent_name)
+            return agent is not None and agent.type == "action"
+
+        def refuse(where: str, servers: Iterable[str], agent_name: str) -> None:
+            for server in servers:
+                if server in actions and not is_action(agent_name):
+                    problems.append(f"{where}: action server {server!r} reaches agent {agent_name!r}, which is not "
+                                    "of type action (only action agents may propose action tools)")
+
+        for name, agent in self.agents.items():
+            refuse(f"{self._origin('agents', name)}: agents.{name}.mcp_servers", agent.mcp_servers, name)
+        for chain_id, chain in self.chains.items():
+            where = f"{self._origin('agent_chains', chain_id)}: agent_chains.{chain_id}"
+            for s, stage in enumerate(chain.stages):
+                for a, stage_agent in enumerate(stage.agents):
+                    refuse(f"{where}.mcp_servers", chain.mcp_servers or [], stage_agent.name)
+                    refuse(f"{where}.stages.{s}.agents.{a}.mcp_servers", stage_agent.mcp_servers or [],
+                           stage_agent.name)
+                    if stage.type == "action" and not is_action(stage_agent.name):
+                        problems.append(f"{where}.stages.{s}.agents.{a}: an action stage runs action agents only; "
+                                        f"{stage_agent.name!r} is not of type action")
         return problems
 
     def warnings(self, env: Mapping[str, str] | None = None) -> list[str]:
@@ -259,6 +295,10 @@ class TarsyConfig:
         if embedder and embedder.api_key_env and not env.get(embedder.api_key_env):
             out.append(f"Memory embedding provider {self.memory.embedding_provider!r}: environment variable "
                        f"{embedder.api_key_env} is not set (memories are recalled by keyword only)")
+        if self.actions.enabled and self.actions.approval_ttl >= self.defaults.session_timeout:
+            out.append(f"actions.approval_ttl ({self.actions.approval_ttl:.0f}s) is not shorter than "
+                       f"defaults.session_timeout ({self.defaults.session_timeout:.0f}s): a session times out while "
+                       "its action waits for approval")
         for source in ("alertmanager", "grafana", "pagerduty"):
             secret_env = getattr(self.intake, source).secret_env
             if secret_env and not env.get(secret_env):

@@ -219,6 +219,22 @@ class MCPServerConfig(_Strict):
     # Calls in flight to this server from one worker process; more wait for a slot within their call_timeout.
     # None: 4 for a stdio server (one local process answers them), 32 over HTTP/SSE.
     max_concurrent_calls: int | None = Field(default=None, gt=0)
+    # A server that can change things: only the tools in `action_tools` do, and an action agent may only propose
+    # them (README "Approved actions"); its other tools are reads. Only `type: action` agents may use it.
+    actions: bool = False
+    action_tools: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _actions_are_listed(self) -> MCPServerConfig:
+        if self.actions and not self.action_tools:
+            raise ValueError("actions: true needs action_tools, the allow-list of the tools that change things")
+        if self.action_tools and not self.actions:
+            raise ValueError("action_tools is only allowed with actions: true")
+        return self
+
+    def is_action_tool(self, tool: str) -> bool:
+        """A tool that changes things: allow-listed on an `actions: true` server."""
+        return self.actions and tool in self.action_tools
 
     def call_slots(self) -> int:
         if self.max_concurrent_calls is not None:
@@ -238,8 +254,12 @@ class OrchestratorConfig(_Strict):
     on_limit: Literal["wait", "refuse"] = "wait"  # a dispatch beyond max_concurrent: queued, or refused
 
 
+AgentType = Literal["investigation", "action"]
+
+
 class AgentConfig(_Strict):
     description: str = ""
+    type: AgentType = "investigation"  # action: may propose the action tools of its `actions: true` servers
     mcp_servers: list[str] = Field(default_factory=list)
     custom_instructions: str = ""
     iteration_strategy: IterationStrategy | None = None
@@ -273,6 +293,7 @@ class SynthesisConfig(_Strict):
 
 class StageConfig(_Strict):
     name: str
+    type: AgentType = "investigation"  # action: its agents must be action agents (shown and audited as such)
     agents: list[StageAgentConfig] = Field(min_length=1)
     replicas: int = Field(default=1, ge=1, le=20)
     success_policy: SuccessPolicy | None = None
@@ -648,6 +669,17 @@ def _unique_check_names(checks: list[CheckConfig]) -> list[CheckConfig]:
     return checks
 
 
+class ActionsConfig(_Strict):
+    """Approved actions (README "Approved actions"): off by default, the kill switch for every proposal."""
+
+    enabled: bool = False
+    approvers: list[str] = Field(default_factory=list)  # user names or groups (proxy groups, token scopes)
+    approval_ttl: Duration = Field(default=3600.0, gt=0)
+    max_pending_per_session: int = Field(default=1, gt=0)
+    verify_attempts: int = Field(default=5, ge=1, le=30)  # reads of the verification step before not_verified
+    verify_interval: Duration = Field(default=2.0, ge=0)
+
+
 class TarsyFile(_Strict):
     defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
     queue: QueueConfig = Field(default_factory=QueueConfig)
@@ -655,6 +687,7 @@ class TarsyFile(_Strict):
     intake: IntakeConfig = Field(default_factory=IntakeConfig)
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    actions: ActionsConfig = Field(default_factory=ActionsConfig)
     mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     agent_chains: dict[str, ChainConfig] = Field(default_factory=dict)

@@ -88,8 +88,10 @@ class MCPToolExecutor:
 
     def __init__(self, *, config: TarsyConfig, resolved: ResolvedAgentConfig, recorder: Recorder,
                  pool: MCPPool | None = None, summarizer: ResultSummarizer | None = None,
-                 deadline: float | None = None) -> None:
+                 deadline: float | None = None, actions: bool = False) -> None:
+        """`actions`: an action agent's executor, which lists its servers' action tools (to propose them)."""
         self._config = config
+        self._actions = actions
         self._resolved = resolved
         self._recorder = recorder
         self._pool = pool or get_pool()
@@ -126,7 +128,8 @@ class MCPToolExecutor:
                                     f"{exc.message}")
             return []
         self._server_errors.pop(server, None)
-        return [t for t in tools if self._allowed(server, t.name)]
+        return [t for t in tools if self._allowed(server, t.name)
+                and (self._actions or not cfg.is_action_tool(t.name.split(".", 1)[1]))]
 
     def _allowed(self, server: str, canonical: str) -> bool:
         allowed = self._resolved.tool_filter.get(server)
@@ -165,17 +168,31 @@ class MCPToolExecutor:
         definition = next((t for t in available if t.name == call.name), None)
         if definition is None:
             return self._rejected(call, server, tool, f"Unknown tool {call.name!r}.", names)
+        if cfg.is_action_tool(tool):  # an action agent proposes it (tarsy.pipeline.actions); nobody runs it here
+            return self._rejected(call, server, tool, f"{call.name!r} is an action tool: it runs only once a person "
+                                                      "approves a proposal of it.", names, error_kind="action_tool")
         arguments = coerce_arguments(call.arguments, definition.parameters)
         return self._run(call, server, tool, cfg, arguments, names)
 
-    def _rejected(self, call: ToolCall, server: str, tool: str, problem: str, names: list[str]) -> ToolResult:
+    def run_approved(self, call: ToolCall) -> ToolResult:
+        """Run an action tool a person approved, through the same path as every call (masked, recorded, bounded by
+        the server's call timeout)."""
+        server, _, tool = call.name.partition(".")
+        cfg = self._config.mcp_servers.get(server)
+        if cfg is None or server not in self._resolved.mcp_servers or not cfg.is_action_tool(tool):
+            return self._rejected(call, server, tool, f"{call.name!r} is no action tool of this agent.", [])
+        arguments = call.arguments if isinstance(call.arguments, dict) else {}
+        return self._run(call, server, tool, cfg, arguments, [t.name for t in self.list_tools()])
+
+    def _rejected(self, call: ToolCall, server: str, tool: str, problem: str, names: list[str],
+                  error_kind: str = "unknown_tool") -> ToolResult:
         listing = "\n".join(f"- {n}" for n in names) or "(none: no MCP tools are available to this agent)"
         content = f"Error: {problem} Available tools:\n{listing}"
         arguments = call.arguments if isinstance(call.arguments, dict) else {"input": str(call.arguments)}
         event_id = self._recorder.start_event(TimelineEventType.MCP_TOOL_CALL, metadata=_call_metadata(
             server, tool, arguments=mask_arguments(arguments)))
         self._recorder.complete_event(event_id, content=content, status="failed", metadata=_call_metadata(
-            server, tool, is_error=True, duration_ms=0, error_kind="unknown_tool"))
+            server, tool, is_error=True, duration_ms=0, error_kind=error_kind))
         return self._finish(call, server, tool, content, is_error=True, summarized=False)
 
     def _run(self, call: ToolCall, server: str, tool: str, cfg: MCPServerConfig, arguments: dict[str, Any],

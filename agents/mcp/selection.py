@@ -73,6 +73,8 @@ def _server_problems(where: str, entry: Any, config: TarsyConfig, seen: set[str]
     if name not in config.mcp_servers:
         known = ", ".join(sorted(config.mcp_servers)) or "none"
         return [*problems, f"{where}.name: unknown MCP server {name!r} (known: {known})"]
+    if config.mcp_servers[name].actions:
+        return [*problems, f"{where}.name: {name!r} is an action server; an alert cannot select it"]
     if name in seen:
         problems.append(f"{where}.name: server {name!r} is listed more than once")
     seen.add(name)

@@ -2,7 +2,16 @@ from django.urls import path
 
 from tarsy.slack import views as slack_views
 
-from . import memory_views, quality_views, session_views, silence_views, triage_views, views, webhook_views
+from . import (
+    action_views,
+    memory_views,
+    quality_views,
+    session_views,
+    silence_views,
+    triage_views,
+    views,
+    webhook_views,
+)
 
 S = "sessions/<uuid:session_id>"
 
@@ -26,6 +35,10 @@ urlpatterns = [
     path(f"{S}/triage", triage_views.SessionTriageView.as_view(), name="session-triage"),
     path("quality", quality_views.QualityView.as_view(), name="quality"),
     path(f"{S}/chat/messages", session_views.ChatMessagesView.as_view(), name="session-chat-messages"),
+    path("actions", action_views.ActionListView.as_view(), name="action-list"),
+    path("actions/<uuid:action_id>", action_views.ActionDetailView.as_view(), name="action-detail"),
+    path("actions/<uuid:action_id>/approve", action_views.ActionApproveView.as_view(), name="action-approve"),
+    path("actions/<uuid:action_id>/reject", action_views.ActionRejectView.as_view(), name="action-reject"),
     path("memories", memory_views.MemoryListView.as_view(), name="memory-list"),
     path("memories/<int:memory_id>", memory_views.MemoryDetailView.as_view(), name="memory-detail"),
     path("memories/<int:memory_id>/retire", memory_views.MemoryRetireView.as_view(), name="memory-retire"),

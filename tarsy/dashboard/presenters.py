@@ -50,6 +50,7 @@ LABELS = {
     "related_alerts": "Related alerts",
     "budget_reached": "Budget reached",
     "memory.recalled": "Memories recalled",
+    "action": "Action",
 }
 MARKDOWN_TYPES = {"llm_thinking", "llm_response", "mcp_tool_summary", "user_question", "executive_summary",
                   "final_analysis", "google_search_result", "url_context_result"}

@@ -1,5 +1,12 @@
 """TARSy's data model (DESIGN §3)."""
 
+from .actions import (
+    ACTION_MAX_COMMENT_CHARS,
+    DECIDED_STATUSES,
+    ActionOutcome,
+    ActionProposal,
+    ProposalStatus,
+)
 from .events import Chat, ChatUserMessage, Event
 from .memory import Memory, MemoryKind, MemoryState
 from .outbox import OutboxTask
@@ -45,6 +52,7 @@ from .triage import (
 )
 
 __all__ = [
+    "ACTION_MAX_COMMENT_CHARS", "DECIDED_STATUSES", "ActionOutcome", "ActionProposal", "ProposalStatus",
     "FAILURE_TAGS", "SUPPORT_BANDS",
     "ACTIVE_SESSION_STATUSES", "TERMINAL_EXEC_STATUSES", "TERMINAL_SESSION_STATUSES", "AgentExecution", "APIToken",
     "AlertOccurrence", "AlertSession", "Chat", "CheckResult", "ChatUserMessage", "Event", "ExecStatus",

@@ -27,12 +27,13 @@ from tarsy.models import AgentExecution, AlertSession, StageKind
 from tarsy.services import executions
 from tarsy.services.recorder import DbRecorder, Liveness
 
+from .actions import ActionTools, decisions_inject
 from .agent_setup import AgentSetup, agent_setup
 from .budget import BudgetedTools, IterationBudget, iteration_budget
 from .chat_context import chat_context_for
 from .first_prompt import FirstPrompt, first_prompt
 from .related_alerts import related_alerts
-from .sub_agents import SubAgentCalls, SubAgentTools, orchestrator_config, results_inject
+from .sub_agents import IterationCalls, SubAgentTools, orchestrator_config, results_inject
 
 
 class NoTools:
@@ -52,7 +53,7 @@ def session_deadline(session: AlertSession) -> float | None:
 
 
 def build_execution_context(execution: AgentExecution, iteration: int, recorder: DbRecorder, *,
-                            stop_checked: bool = False, calls: SubAgentCalls | None = None) -> ExecutionContext:
+                            stop_checked: bool = False, calls: IterationCalls | None = None) -> ExecutionContext:
     """`stop_checked`: the caller has just seen the session running (the claim), so the step's first stop
     check can wait an interval. `calls`: collects an orchestrator's sub-agent calls (tarsy.pipeline.sub_agents)."""
     stage, session = execution.stage, execution.session
@@ -66,12 +67,15 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
     if execution.deadline_at:  # a sub-agent's own time limit
         deadline = min(deadline, execution.deadline_at.timestamp())
     is_first_prompt = not recorder.conversation()
+    budget = iteration_budget(execution)
     orchestrator = orchestrator_config(execution)
     if orchestrator is not None and not is_first_prompt:
         results_inject(execution, iteration, recorder)
+    tools = _tools(execution, iteration, setup, recorder, budget, deadline)
+    if setup.resolved.is_action and not is_first_prompt:
+        decisions_inject(execution, iteration, recorder, setup.resolved, deadline)
     prompt = first_prompt(execution, recorder, iteration) if is_first_prompt else FirstPrompt()
     related = related_alerts(execution, recorder, is_first_prompt)
-    budget = iteration_budget(execution)
     return ExecutionContext(
         session_id=str(session.id), execution_id=str(execution.id), agent_name=execution.agent_name,
         stage_name=stage.name, config=setup.resolved,
@@ -83,8 +87,8 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
         previous_stage_context=prompt.previous_stage_context, parallel_results=prompt.parallel_results,
         memories=prompt.memories, task=execution.task,
         llm=setup.target.adapter,
-        tools=_orchestrating(_tools(execution, iteration, setup, recorder, budget, deadline), execution, orchestrator,
-                             recorder, calls),
+        tools=_orchestrating(_acting(tools, execution, setup, recorder, calls), execution, orchestrator, recorder,
+                             calls),
         recorder=recorder, liveness=liveness, deadline=deadline, fallbacks=setup.fallbacks,
         provider_switched=lambda to, other_family: executions.execution_provider_switch(
             execution_id=execution.id, provider=to.name, backend=backend_for(to.config),
@@ -97,14 +101,24 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
 
 
 def _orchestrating(tools: Any, execution: AgentExecution, agent: AgentConfig | None, recorder: DbRecorder,
-                   calls: SubAgentCalls | None) -> Any:
+                   calls: IterationCalls | None) -> Any:
     """An orchestrator's tools add dispatch_agent, list_agents and cancel_agent (tarsy.pipeline.sub_agents)."""
     if agent is None:
         return tools
-    calls = calls if calls is not None else SubAgentCalls()
+    calls = calls if calls is not None else IterationCalls()
     calls.orchestrator = True
     calls.one_call_per_reply = execution.iteration_strategy == "react"
     return SubAgentTools(tools, execution=execution, agent=agent, recorder=recorder, calls=calls)
+
+
+def _acting(tools: Any, execution: AgentExecution, setup: AgentSetup, recorder: DbRecorder,
+            calls: IterationCalls | None) -> Any:
+    """An action agent's action tools are proposed, never run (tarsy.pipeline.actions)."""
+    if not setup.resolved.is_action or isinstance(tools, NoTools):
+        return tools
+    calls = calls if calls is not None else IterationCalls()
+    calls.action_agent = True
+    return ActionTools(tools, execution=execution, recorder=recorder, calls=calls)
 
 
 def _tools(execution: AgentExecution, iteration: int, setup: AgentSetup, recorder: DbRecorder,
@@ -123,7 +137,7 @@ def _tools(execution: AgentExecution, iteration: int, setup: AgentSetup, recorde
         agent_name=execution.agent_name, execution_id=str(execution.id), iteration=iteration, deadline=deadline,
     )
     tools: Any = MCPToolExecutor(config=get_config(), resolved=resolved, recorder=recorder, summarizer=summarizer,
-                                 deadline=deadline)
+                                 deadline=deadline, actions=resolved.is_action)
     if budget.tool_calls_left is not None:
         tools = BudgetedTools(tools, left=budget.tool_calls_left, recorder=recorder)
     return tools

@@ -26,10 +26,10 @@ from tarsy.models import AgentExecution, ExecStatus, SessionStatus, StageKind
 from tarsy.services import executions
 from tarsy.services.recorder import AttemptSuperseded, DbRecorder
 
-from . import sub_agents
+from . import actions, sub_agents
 from .execution_context import build_execution_context, session_deadline
 from .stages import execution_end
-from .sub_agents import SubAgentCalls
+from .sub_agents import IterationCalls
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
     if execution is None:
         return None
     recorder = iteration_recorder(execution, iteration)
-    calls = SubAgentCalls()
+    calls = IterationCalls()
     try:
         outcome = _step(execution, iteration, recorder, calls)
         iteration_finish(execution_id, iteration, outcome, execution.iteration_timeout_s, recorder, calls)
@@ -139,7 +139,7 @@ def iteration_recorder(execution: AgentExecution, iteration: int) -> DbRecorder:
                       next_event_sequence=_next_event_sequence(execution))
 
 
-def _step(execution: AgentExecution, iteration: int, recorder: DbRecorder, calls: SubAgentCalls) -> StepOutcome:
+def _step(execution: AgentExecution, iteration: int, recorder: DbRecorder, calls: IterationCalls) -> StepOutcome:
     """Run the claimed iteration's step; a timeout or a crash becomes its outcome. `calls`: what an orchestrator's
     tool calls ask of its sub-agents, carried out when the iteration completes."""
     started = time.monotonic()
@@ -181,7 +181,7 @@ def next_after_iteration(execution_id: Any, iteration: int, outcome: StepOutcome
 
 
 def _orchestrator_next(execution_id: Any, iteration: int, decision: RunIteration | EndExecution,
-                       calls: SubAgentCalls) -> RunIteration | EndExecution | None:
+                       calls: IterationCalls) -> RunIteration | EndExecution | None:
     """An orchestrator's calls take effect with its iteration's completion; then it goes on, ends or parks."""
     sub_agents.dispatches_apply(execution_id, calls)
     for child_id in calls.cancels:
@@ -190,7 +190,7 @@ def _orchestrator_next(execution_id: Any, iteration: int, decision: RunIteration
 
 
 def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome, timeout: float = 0.0,
-                     recorder: DbRecorder | None = None, calls: SubAgentCalls | None = None) -> None:
+                     recorder: DbRecorder | None = None, calls: IterationCalls | None = None) -> None:
     """Mark the iteration done (once), then carry out what follows it. The recorder's last batch and the
     iteration's tokens commit with the completion: an iteration is either done with everything it recorded, or
     not done at all."""
@@ -201,10 +201,14 @@ def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome, ti
                 recorded=recorder.batch if recorder is not None else None):
             return
         planned = next_after_iteration(execution_id, iteration, outcome, timeout)
+        if calls is not None and calls.action_agent:
+            actions.proposals_apply(execution_id, iteration, calls)
         decision = _orchestrator_next(execution_id, iteration, planned, calls) \
             if calls is not None and calls.orchestrator else planned
+        if decision is not None and calls is not None and calls.action_agent:
+            decision = actions.action_next(execution_id, iteration, decision)
         if decision is None:
-            return  # parked: a sub-agent's end wakes it
+            return  # parked: a sub-agent's end, or a decision on its action proposal, wakes it
         if isinstance(decision, RunIteration):
             enact_on_commit([decision])
             return

@@ -33,7 +33,7 @@ from agents.timeline_events import TimelineEventType, event_metadata
 from tarsy.config import get_config
 from tarsy.decisions import EndExecution, RunIteration, enact_on_commit
 from tarsy.models import AgentExecution, ExecStatus, StageKind
-from tarsy.services import sub_agents
+from tarsy.services import executions, sub_agents
 from tarsy.services.recorder import DbRecorder
 
 SERVER = "tarsy"
@@ -65,8 +65,9 @@ class Dispatch:
 
 
 @dataclass
-class SubAgentCalls:
-    """What one iteration's calls asked for, carried out when the iteration completes."""
+class IterationCalls:
+    """What one iteration's calls asked for (sub-agents to dispatch or cancel, actions proposed), carried out when
+    the iteration completes."""
 
     dispatches: list[Dispatch] = field(default_factory=list)
     cancels: list[str] = field(default_factory=list)
@@ -76,6 +77,8 @@ class SubAgentCalls:
     # Several calls per reply (native): a reply that only dispatched is done for now. ReAct makes one call per
     # reply, so after a dispatch it goes on (it may dispatch more); it waits when a reply calls nothing.
     one_call_per_reply: bool = False
+    action_agent: bool = False  # an action agent (tarsy.pipeline.actions): its proposals are in `proposals`
+    proposals: list[Any] = field(default_factory=list)
 
 
 def orchestrator_config(execution: AgentExecution) -> AgentConfig | None:
@@ -135,7 +138,7 @@ class SubAgentTools:
     """The orchestrator's tool executor: the three tools above in-process, every other call to `tools`."""
 
     def __init__(self, tools: ToolExecutor, *, execution: AgentExecution, agent: AgentConfig, recorder: Recorder,
-                 calls: SubAgentCalls) -> None:
+                 calls: IterationCalls) -> None:
         self._tools, self._execution, self._agent, self._recorder = tools, execution, agent, recorder
         self.calls = calls
 
@@ -153,7 +156,8 @@ class SubAgentTools:
             content, is_error = self._answer(tool, arguments), False
         except Refused as exc:
             content, is_error = f"Error: {exc}", True
-        return self._record(call, tool, arguments, content, is_error)
+        return record_local_call(self._recorder, call, SERVER, tool, arguments, content, is_error,
+                                 [d.name for d in _DEFINITIONS])
 
     def _answer(self, tool: str, arguments: dict[str, Any]) -> str:
         if tool == DISPATCH:
@@ -201,22 +205,24 @@ class SubAgentTools:
                    for d in self.calls.dispatches]
         return {"agents": catalog, "dispatched": states}
 
-    def _record(self, call: ToolCall, tool: str, arguments: dict[str, Any], content: str,
-                is_error: bool) -> ToolResult:
-        """Recorded as every tool call is: the call event, the MCP interaction, the result event."""
-        shown = mask_arguments(arguments)
-        meta = {"server_name": SERVER, "tool_name": tool}
-        event_id = self._recorder.start_event(TimelineEventType.MCP_TOOL_CALL, metadata=event_metadata(
-            TimelineEventType.MCP_TOOL_CALL, **meta, arguments=shown))
-        self._recorder.complete_event(event_id, content=content, status="failed" if is_error else "completed",
-                                      metadata=event_metadata(TimelineEventType.MCP_TOOL_CALL, **meta,
-                                                              is_error=is_error, duration_ms=0))
-        self._recorder.record_mcp_interaction(MCPInteractionRecord(
-            server=SERVER, tool=tool, arguments=shown, result=content, success=not is_error,
-            error_message=content if is_error else "", available_tools=[d.name for d in _DEFINITIONS]))
-        self._recorder.add_event(TimelineEventType.TOOL_RESULT, content, metadata=event_metadata(
-            TimelineEventType.TOOL_RESULT, **meta, is_error=is_error, tool_call_id=call.id))
-        return ToolResult(call=call, content=content, is_error=is_error)
+
+def record_local_call(recorder: Recorder, call: ToolCall, server: str, tool: str, arguments: dict[str, Any],
+                      content: str, is_error: bool, available: list[str]) -> ToolResult:
+    """A call answered in the worker, recorded as every tool call is: the call event, the MCP interaction, the
+    result event."""
+    shown = mask_arguments(arguments)
+    meta = {"server_name": server, "tool_name": tool}
+    event_id = recorder.start_event(TimelineEventType.MCP_TOOL_CALL, metadata=event_metadata(
+        TimelineEventType.MCP_TOOL_CALL, **meta, arguments=shown))
+    recorder.complete_event(event_id, content=content, status="failed" if is_error else "completed",
+                            metadata=event_metadata(TimelineEventType.MCP_TOOL_CALL, **meta,
+                                                    is_error=is_error, duration_ms=0))
+    recorder.record_mcp_interaction(MCPInteractionRecord(
+        server=server, tool=tool, arguments=shown, result=content, success=not is_error,
+        error_message=content if is_error else "", available_tools=available))
+    recorder.add_event(TimelineEventType.TOOL_RESULT, content, metadata=event_metadata(
+        TimelineEventType.TOOL_RESULT, **meta, is_error=is_error, tool_call_id=call.id))
+    return ToolResult(call=call, content=content, is_error=is_error)
 
 
 def _own_tool(name: str) -> str | None:
@@ -257,7 +263,7 @@ def result_message(child: AgentExecution) -> str:
 # ---- what follows an orchestrator's iteration, and a sub-agent's end -------------------------------------------
 
 
-def dispatches_apply(execution_id: Any, calls: SubAgentCalls) -> None:
+def dispatches_apply(execution_id: Any, calls: IterationCalls) -> None:
     """In the transaction completing the iteration: create the dispatched sub-agents (their first iterations are
     queued on commit). The cancels are the caller's (tarsy.pipeline.iteration ends them)."""
     if not calls.dispatches:
@@ -272,7 +278,7 @@ def dispatches_apply(execution_id: Any, calls: SubAgentCalls) -> None:
 
 
 def orchestrator_next(execution_id: Any, iteration: int, decision: RunIteration | EndExecution,
-                      calls: SubAgentCalls) -> RunIteration | EndExecution | None:
+                      calls: IterationCalls) -> RunIteration | EndExecution | None:
     """After an orchestrator's iteration (its calls applied): None to park it. It parks when its reply only
     dispatched, listed or cancelled (or called nothing), or when it concluded, while sub-agents still run; it goes
     on at once when results arrived during the iteration (it must read them before concluding)."""
@@ -287,16 +293,14 @@ def orchestrator_next(execution_id: Any, iteration: int, decision: RunIteration 
         timeout = decision.timeout if isinstance(decision, RunIteration) else 0.0
         return RunIteration(str(execution_id), iteration + 1, timeout)
     if unfinished:
-        sub_agents.orchestrator_park(execution_id=execution_id)
+        executions.execution_park(execution_id=execution_id)
         return None
     return decision
 
 
 def wake(parent_id: Any) -> None:
     """Wake a parked orchestrator (once: under its row lock) and start queued sub-agents in the free slots."""
-    parent = sub_agents.orchestrator_wake(execution_id=parent_id)
-    if parent is not None:
-        enact_on_commit([RunIteration(str(parent.id), parent.iterations_completed + 1, parent.iteration_timeout_s)])
+    parent = wake_parked(parent_id)
     parent = parent or AgentExecution.objects.filter(id=parent_id).first()
     if parent is None or parent.is_terminal:
         return
@@ -307,6 +311,16 @@ def wake(parent_id: Any) -> None:
             return
         timeout = sub_agents.sub_agent_iteration_timeout(execution_id=queued)
         enact_on_commit([RunIteration(str(queued), 1, timeout)])
+
+
+def wake_parked(execution_id: Any) -> AgentExecution | None:
+    """Wake a parked execution, once (under its row lock): its next iteration is queued on commit. None when it was
+    not parked."""
+    execution = executions.execution_wake(execution_id=execution_id)
+    if execution is not None:
+        enact_on_commit([RunIteration(str(execution.id), execution.iterations_completed + 1,
+                                      execution.iteration_timeout_s)])
+    return execution
 
 
 def _limits(parent: AgentExecution) -> OrchestratorConfig:

@@ -27,7 +27,7 @@ from tarsy.models import AgentExecution, ExecStatus, SessionStatus
 from tarsy.services import executions, sessions, slack, stages, timeline
 from tarsy.services import sub_agents as sub_agent_rows
 
-from . import sub_agents
+from . import actions, sub_agents
 from .dispatch import dispatch_pending
 from .finish import session_finish
 from .stages import execution_end
@@ -42,6 +42,7 @@ def sweep_once() -> dict[str, int]:
         reap_cancelled(session_id=session_id)
     counts["sub_agents_timed_out"] = _time_out_sub_agents()
     counts["orchestrators_woken"] = sub_agents.stranded_wake()
+    counts["actions_expired"] = actions.expired_wake()
     counts["resumed"] = _resume_orphans()
     counts["finished"] = _finish_stalled_sessions()
     counts["slack"] = _redeliver_slack()

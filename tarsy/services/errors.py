@@ -38,3 +38,8 @@ class PayloadTooLarge(ServiceError):
 class ServiceUnavailable(ServiceError):
     status_code = 503
     error = "service_unavailable"
+
+
+class Forbidden(ServiceError):
+    status_code = 403
+    error = "forbidden"

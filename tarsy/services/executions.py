@@ -216,3 +216,24 @@ def execution_provider_switch(*, execution_id: Any, provider: str, backend: str,
         AgentExecution.objects.filter(id=execution_id).update(llm_provider=provider, llm_backend=backend)
         if drop_provider_state:
             messages.messages_drop_provider_state(execution_id=execution_id)
+
+
+def execution_park(*, execution_id: Any) -> None:
+    """Call in the transaction that completed the execution's iteration (it holds the row): no task follows until
+    something it waits for wakes it (a sub-agent's end, a decision on its action proposal)."""
+    if AgentExecution.objects.filter(id=execution_id).exclude(status__in=TERMINAL_EXEC_STATUSES).update(
+            status=ExecStatus.WAITING, lease_expires_at=None):
+        execution_status_publish(execution_id=execution_id)
+
+
+def execution_wake(*, execution_id: Any) -> AgentExecution | None:
+    """Under the execution's row lock: a parked one becomes pending its next iteration (returned); None when it
+    was not parked (running: it reads the news when its iteration completes; or already woken, or ended)."""
+    parent = AgentExecution.objects.select_for_update(no_key=True).filter(id=execution_id).first()
+    if parent is None or parent.status != ExecStatus.WAITING:
+        return None
+    parent.status = ExecStatus.PENDING
+    parent.last_heartbeat_at = timezone.now()  # the orphan sweep counts from the wake
+    parent.save(update_fields=["status", "last_heartbeat_at"])
+    execution_status_publish(execution_id=parent.id)
+    return parent

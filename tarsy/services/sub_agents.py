@@ -19,7 +19,15 @@ from django.utils import timezone
 from agents.context import resolve_agent
 from agents.timeline_events import TimelineEventType
 from tarsy.config import get_config
-from tarsy.models import TERMINAL_EXEC_STATUSES, AgentExecution, ExecStatus, StageKind, TimelineEvent
+from tarsy.models import (
+    TERMINAL_EXEC_STATUSES,
+    ActionProposal,
+    AgentExecution,
+    ExecStatus,
+    ProposalStatus,
+    StageKind,
+    TimelineEvent,
+)
 
 from .executions import execution_status_publish
 
@@ -131,27 +139,6 @@ def sub_agent_evidence(*, execution_id: Any) -> list[tuple[str, str]]:
             for m in metadata if m and m.get("evidence_id")]
 
 
-def orchestrator_park(*, execution_id: Any) -> None:
-    """Call in the transaction that completed the orchestrator's iteration (it holds the row): no task follows
-    until a sub-agent wakes it."""
-    if AgentExecution.objects.filter(id=execution_id).exclude(status__in=TERMINAL_EXEC_STATUSES).update(
-            status=ExecStatus.WAITING, lease_expires_at=None):
-        execution_status_publish(execution_id=execution_id)
-
-
-def orchestrator_wake(*, execution_id: Any) -> AgentExecution | None:
-    """Under the orchestrator's row lock: a parked one becomes pending its next iteration (returned); None when it
-    was not parked (running: it reads the results when its iteration completes; or already woken, or ended)."""
-    parent = AgentExecution.objects.select_for_update(no_key=True).filter(id=execution_id).first()
-    if parent is None or parent.status != ExecStatus.WAITING:
-        return None
-    parent.status = ExecStatus.PENDING
-    parent.last_heartbeat_at = timezone.now()  # the orphan sweep counts from the wake
-    parent.save(update_fields=["status", "last_heartbeat_at"])
-    execution_status_publish(execution_id=parent.id)
-    return parent
-
-
 def sub_agent_iteration_timeout(*, execution_id: Any) -> float:
     return AgentExecution.objects.filter(id=execution_id).values_list("iteration_timeout_s", flat=True).get()
 
@@ -166,7 +153,10 @@ def sub_agent_deadline(*, execution_id: Any) -> datetime | None:
 
 
 def orchestrators_stranded() -> list[Any]:
-    """Parked orchestrators with no sub-agent left running: their wake was lost (never expected; the sweep's net)."""
+    """Parked orchestrators with no sub-agent left running and no action proposal waiting for a person: their wake
+    was lost (never expected; the sweep's net)."""
     running = AgentExecution.objects.filter(_UNFINISHED, parent_execution_id=OuterRef("id"))
+    proposed = ActionProposal.objects.filter(execution_id=OuterRef("id"), status=ProposalStatus.PENDING)
     return list(AgentExecution.objects.filter(status=ExecStatus.WAITING).exclude(Exists(running))
+                .exclude(Exists(proposed))
                 .values_list("id", flat=True))

@@ -226,3 +226,20 @@ def test_a_tool_that_crashes_twice_is_an_error_result(shared_pool, recorder) -> 
 
     assert result.is_error and "crashed again after a restart" in result.content
     assert recorder.events[0].status == "failed"
+
+
+def test_action_tools_are_never_listed_to_other_agents_and_never_run_by_a_call(shared_pool, recorder) -> None:
+    """Defense in depth behind the config check: an action tool is hidden from a non-action agent's executor, and
+    no executor runs it on the model's call (only an approved proposal's run does)."""
+    acting = {"acts": stdio_config(actions=True, action_tools=["add"])}
+    hidden = make_executor(shared_pool, recorder, servers=["acts"], extra=acting)
+    names = [t.name for t in hidden.list_tools()]
+    assert "acts.add" not in names and "acts.echo" in names
+    assert hidden.execute(call("acts.add", a=2, b=3)).is_error
+    listed = MCPToolExecutor(config=tarsy_config({**SERVERS, **acting}), resolved=resolved_for(["acts"]),
+                             recorder=recorder, pool=shared_pool, actions=True)
+    assert "acts.add" in [t.name for t in listed.list_tools()]
+    refused = listed.execute(call("acts.add", a=2, b=3))
+    assert refused.is_error and "is an action tool" in refused.content
+    assert not any(m.tool == "add" and m.success for m in recorder.mcp)  # the server never saw the call
+    assert listed.run_approved(call("acts.add", a=2, b=3)).content == "5"

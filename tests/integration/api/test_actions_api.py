@@ -1,0 +1,51 @@
+"""Who may decide an action: approvers by name or group, from the existing auth (API tokens' users and their
+Django groups; a trusted proxy's user and X-Forwarded-Groups, and only from a trusted proxy)."""
+
+from __future__ import annotations
+
+import io
+import uuid
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from tests.support.configdir import write_config
+
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(30)]
+
+
+def _config(tmp_path, mode: str, **system) -> None:
+    write_config(tmp_path / "cfg", tarsy={"system": {"auth": {"mode": mode}, **system},
+                                          "actions": {"enabled": True, "approvers": ["sre-oncall", "carol"]}})
+
+
+def _approve(client: APIClient) -> int:
+    """The answer to approving an action that does not exist: 404 for an approver, 403 for anyone else."""
+    return client.post(f"/api/v1/actions/{uuid.uuid4()}/approve", {"comment": "ok"}, format="json").status_code
+
+
+def _token(name: str) -> str:
+    out = io.StringIO()
+    call_command("create_api_token", name, stdout=out)
+    return out.getvalue().strip()
+
+
+def test_token_users_decide_by_name_or_django_group(tmp_path):
+    _config(tmp_path, "token")
+    tokens = {name: _token(name) for name in ("carol", "dave", "erin")}
+    get_user_model().objects.get(username="erin").groups.add(Group.objects.create(name="sre-oncall"))
+    codes = {name: _approve(APIClient(REMOTE_ADDR="10.0.0.8", HTTP_AUTHORIZATION=f"Token {token}"))
+             for name, token in tokens.items()}
+    assert codes == {"carol": 404, "dave": 403, "erin": 404}
+
+
+def test_proxy_groups_count_only_from_a_trusted_proxy(tmp_path):
+    _config(tmp_path, "proxy", trusted_proxies=["10.0.0.1/32"])
+    headers = {"HTTP_X_FORWARDED_USER": "frank", "HTTP_X_FORWARDED_GROUPS": "dev, sre-oncall"}
+    assert _approve(APIClient(REMOTE_ADDR="10.0.0.1", **headers)) == 404
+    assert _approve(APIClient(REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_USER="frank",
+                              HTTP_X_FORWARDED_GROUPS="dev")) == 403
+    assert _approve(APIClient(REMOTE_ADDR="10.9.9.9", **headers)) in (401, 403)  # not believed from elsewhere

@@ -1,0 +1,76 @@
+"""Approved actions' config: action servers need their allow-list and reach action agents only; off by default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agents.config import ConfigError, load_config
+from agents.mcp.selection import validate_mcp_selection
+
+PROVIDERS = {"gemini": {"type": "google", "model": "gemini-2.5-pro"}}
+WRITE = {"transport": {"type": "stdio", "command": "k8s-mcp"}, "actions": True, "action_tools": ["resources_scale"]}
+READ = {"transport": {"type": "stdio", "command": "k8s-mcp"}}
+
+
+def _load(directory: Path, agents: dict, stage: dict | None = None, chain: dict | None = None,
+          servers: dict | None = None, actions: dict | None = None):
+    directory.mkdir(parents=True, exist_ok=True)
+    chains = {"c": {"alert_types": ["x"], **(chain or {}),
+                    "stages": [stage or {"name": "s", "agents": [{"name": next(iter(agents))}]}]}}
+    tarsy = {"defaults": {"llm_provider": "gemini"}, "agents": agents, "agent_chains": chains,
+             "mcp_servers": servers or {"k8s-write": WRITE, "k8s": READ}, **({"actions": actions} if actions else {})}
+    (directory / "tarsy.yaml").write_text(yaml.safe_dump(tarsy))
+    (directory / "llm-providers.yaml").write_text(yaml.safe_dump({"llm_providers": PROVIDERS}))
+    return load_config(directory, env={})
+
+
+def _problems(directory: Path, **kwargs) -> str:
+    with pytest.raises(ConfigError) as err:
+        _load(directory, **kwargs)
+    return "\n".join(err.value.problems)
+
+
+def test_defaults_are_off_one_pending_and_an_hour(tmp_path):
+    config = _load(tmp_path, {"Fixer": {"type": "action", "mcp_servers": ["k8s-write"]}},
+                   stage={"name": "act", "type": "action", "agents": [{"name": "Fixer"}]})
+    assert (config.actions.enabled, config.actions.approval_ttl, config.actions.max_pending_per_session) == \
+        (False, 3600.0, 1)
+    assert config.agents["Fixer"].type == "action" and config.chain("c").stages[0].type == "action"
+
+
+def test_actions_true_needs_an_allow_list(tmp_path):
+    servers = {"k8s-write": {**WRITE, "action_tools": []}}
+    with pytest.raises(ConfigError) as err:
+        _load(tmp_path, {"Fixer": {"type": "action"}}, servers=servers)
+    assert "actions: true needs action_tools" in str(err.value)
+
+
+@pytest.mark.parametrize("where", ["agent", "chain", "stage_agent"])
+def test_a_non_action_agent_reaching_an_action_server_is_a_load_error(tmp_path, where):
+    agents = {"Pods": {"mcp_servers": ["k8s-write"] if where == "agent" else ["k8s"]}}
+    chain = {"mcp_servers": ["k8s-write"]} if where == "chain" else None
+    stage = {"name": "s", "agents": [{"name": "Pods", "mcp_servers": ["k8s-write"]}]} \
+        if where == "stage_agent" else None
+    problems = _problems(tmp_path, agents=agents, chain=chain, stage=stage)
+    assert "action server 'k8s-write' reaches agent 'Pods', which is not of type action" in problems
+
+
+def test_an_action_stage_runs_action_agents_only(tmp_path):
+    problems = _problems(tmp_path, agents={"Pods": {"mcp_servers": ["k8s"]}},
+                         stage={"name": "act", "type": "action", "agents": [{"name": "Pods"}]})
+    assert "an action stage runs action agents only; 'Pods' is not of type action" in problems
+
+
+def test_an_alert_cannot_select_an_action_server(tmp_path):
+    config = _load(tmp_path, {"Fixer": {"type": "action", "mcp_servers": ["k8s-write"]}})
+    problems = validate_mcp_selection({"servers": [{"name": "k8s-write"}]}, config)
+    assert problems == ["mcp.servers.0.name: 'k8s-write' is an action server; an alert cannot select it"]
+
+
+def test_an_approval_outliving_the_session_is_warned_about(tmp_path):
+    config = _load(tmp_path, {"Fixer": {"type": "action", "mcp_servers": ["k8s-write"]}},
+                   actions={"enabled": True, "approval_ttl": "1h"})
+    assert any("a session times out while its action waits" in w for w in config.warnings(env={}))
