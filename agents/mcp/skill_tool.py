@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from agents.config.skills import LOAD_SKILL_TOOL, Skill
-from agents.context import MCPInteractionRecord, Recorder, ToolResult
+from agents.context import Recorder, ToolResult
 from agents.llm.types import ToolCall, ToolDefinition
-from agents.timeline_events import TimelineEventType, event_metadata
 
-from .masking.boundary import mask_arguments, mask_text
+from .local_call import record_local_call
+from .masking.boundary import mask_text
 
 SERVER, TOOL = LOAD_SKILL_TOOL.split(".", 1)
 
@@ -43,9 +43,6 @@ class SkillTool:
         """`arguments`: the call's, already coerced to the definition's parameters."""
         name = arguments.get("name")
         name = name.strip() if isinstance(name, str) else ""
-        shown = mask_arguments({"name": name} if name else arguments)  # the model's words: masked when kept
-        event_id = self._recorder.start_event(TimelineEventType.MCP_TOOL_CALL, metadata=self._metadata(
-            arguments=shown))
         skill = self._skills.get(name)
         if skill is None:
             problem = f"unknown skill {mask_text(name)!r}" if name else "the skill's `name` is missing"
@@ -53,20 +50,7 @@ class SkillTool:
         else:
             content = skill.body
         failed = skill is None
-        self._recorder.complete_event(event_id, content=content, status="failed" if failed else "completed",
-                                      metadata=self._metadata(is_error=failed, duration_ms=0,
-                                                              error_kind="unknown_skill" if failed else None))
-        self._recorder.record_mcp_interaction(MCPInteractionRecord(
-            server=SERVER, tool=TOOL, arguments=shown, result="" if failed else content, raw_size=len(content),
-            success=not failed, error_message=content if failed else "",
-            available_tools=[LOAD_SKILL_TOOL],
-        ))
-        self._recorder.add_event(TimelineEventType.TOOL_RESULT, content, metadata=event_metadata(
-            TimelineEventType.TOOL_RESULT, server_name=SERVER, tool_name=TOOL, is_error=failed, summarized=False,
-            tool_call_id=call.id))
-        return ToolResult(call=call, content=content, is_error=failed, guidance=not failed)
-
-    @staticmethod
-    def _metadata(**fields: Any) -> dict[str, Any]:
-        return event_metadata(TimelineEventType.MCP_TOOL_CALL, server_name=SERVER, tool_name=TOOL,
-                              **{k: v for k, v in fields.items() if v is not None})
+        return record_local_call(self._recorder, call, server=SERVER, tool=TOOL,
+                                 arguments={"name": name} if name else arguments, content=content, is_error=failed,
+                                 available=[LOAD_SKILL_TOOL], error_kind="unknown_skill" if failed else None,
+                                 guidance=not failed)

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from agents.context import Recorder, ResolvedAgentConfig, ToolExecutor, ToolResult
 from agents.llm.types import ConversationMessage, ToolCall, ToolDefinition
+from agents.mcp.local_call import record_local_call
 from agents.mcp.masking.boundary import mask_arguments, mask_text
 from tarsy.config import get_config
 from tarsy.decisions import EndExecution, RunIteration
@@ -32,7 +33,7 @@ from tarsy.models import ActionOutcome, ActionProposal, AgentExecution, ExecStat
 from tarsy.services import actions, executions
 from tarsy.services.errors import Forbidden
 
-from .sub_agents import IterationCalls, Refused, record_local_call, wake_parked
+from .sub_agents import IterationCalls, Refused, wake_parked
 
 JUSTIFICATION, EXPECTED_EFFECT, VERIFY = "_justification", "_expected_effect", "_verify"
 _PROPOSAL_PARAMETERS = {
@@ -79,8 +80,8 @@ class ActionTools:
             content, is_error = self._propose(server, tool, arguments), False
         except Refused as exc:
             content, is_error = f"Error: {exc}", True
-        return record_local_call(self._recorder, call, server, tool, arguments, content, is_error,
-                                 [d.name for d in self.list_tools()])
+        return record_local_call(self._recorder, call, server=server, tool=tool, arguments=arguments,
+                                 content=content, is_error=is_error, available=[d.name for d in self.list_tools()])
 
     def _action(self, name: str) -> bool:
         server, _, tool = name.partition(".")

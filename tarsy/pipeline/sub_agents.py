@@ -26,9 +26,10 @@ from django.db import transaction
 from agents.citations import cite
 from agents.config.builtins import IMPLICIT_ORCHESTRATOR
 from agents.config.schema import AgentConfig, OrchestratorConfig
-from agents.context import MCPInteractionRecord, Recorder, ToolExecutor, ToolResult
+from agents.context import Recorder, ToolExecutor, ToolResult
 from agents.llm.types import ConversationMessage, ToolCall, ToolDefinition
-from agents.mcp.masking.boundary import mask_arguments, mask_text
+from agents.mcp.local_call import record_local_call
+from agents.mcp.masking.boundary import mask_text
 from agents.timeline_events import TimelineEventType, event_metadata
 from tarsy.config import get_config
 from tarsy.decisions import EndExecution, RunIteration, enact_on_commit
@@ -156,8 +157,8 @@ class SubAgentTools:
             content, is_error = self._answer(tool, arguments), False
         except Refused as exc:
             content, is_error = f"Error: {exc}", True
-        return record_local_call(self._recorder, call, SERVER, tool, arguments, content, is_error,
-                                 [d.name for d in _DEFINITIONS])
+        return record_local_call(self._recorder, call, server=SERVER, tool=tool, arguments=arguments,
+                                 content=content, is_error=is_error, available=[d.name for d in _DEFINITIONS])
 
     def _answer(self, tool: str, arguments: dict[str, Any]) -> str:
         if tool == DISPATCH:
@@ -204,25 +205,6 @@ class SubAgentTools:
         states += [{"execution_id": str(d.execution_id), "agent": d.agent, "status": "accepted", "task": d.task}
                    for d in self.calls.dispatches]
         return {"agents": catalog, "dispatched": states}
-
-
-def record_local_call(recorder: Recorder, call: ToolCall, server: str, tool: str, arguments: dict[str, Any],
-                      content: str, is_error: bool, available: list[str]) -> ToolResult:
-    """A call answered in the worker, recorded as every tool call is: the call event, the MCP interaction, the
-    result event."""
-    shown = mask_arguments(arguments)
-    meta = {"server_name": server, "tool_name": tool}
-    event_id = recorder.start_event(TimelineEventType.MCP_TOOL_CALL, metadata=event_metadata(
-        TimelineEventType.MCP_TOOL_CALL, **meta, arguments=shown))
-    recorder.complete_event(event_id, content=content, status="failed" if is_error else "completed",
-                            metadata=event_metadata(TimelineEventType.MCP_TOOL_CALL, **meta,
-                                                    is_error=is_error, duration_ms=0))
-    recorder.record_mcp_interaction(MCPInteractionRecord(
-        server=server, tool=tool, arguments=shown, result=content, success=not is_error,
-        error_message=content if is_error else "", available_tools=available))
-    recorder.add_event(TimelineEventType.TOOL_RESULT, content, metadata=event_metadata(
-        TimelineEventType.TOOL_RESULT, **meta, is_error=is_error, tool_call_id=call.id))
-    return ToolResult(call=call, content=content, is_error=is_error)
 
 
 def _own_tool(name: str) -> str | None:

@@ -164,12 +164,6 @@ def execution_mark_ended(*, execution_id: Any, status: str, error: str = "", fin
     return Ended(*row)
 
 
-def execution_mark_terminal(*, execution_id: Any, status: str, error: str = "", final_analysis: str = "") -> int | None:
-    """As execution_mark_ended; returns the execution's stage id, or None when it was already terminal."""
-    ended = execution_mark_ended(execution_id=execution_id, status=status, error=error, final_analysis=final_analysis)
-    return ended.stage_id if ended is not None else None
-
-
 def executions_idle(*, session_id: Any, now: datetime) -> list[Any]:
     """Ids of the session's unfinished executions that no task holds (no lease, or an expired one)."""
     idle = AgentExecution.objects.filter(session_id=session_id).exclude(status__in=TERMINAL_EXEC_STATUSES).filter(

@@ -336,10 +336,10 @@ def _cancel_running_chat(session: AlertSession) -> bool:
     execution cancelled and stops; closing a chat stage answers the chat, nothing follows it."""
     running = executions.executions_running_chat(session_id=session.id)
     for execution_id in running:
-        stage_id = executions.execution_mark_terminal(execution_id=execution_id, status=ExecStatus.CANCELLED,
-                                                      error="Cancelled by user")
-        if stage_id is not None:
-            stages.stage_join(stage_id=stage_id)
+        ended = executions.execution_mark_ended(execution_id=execution_id, status=ExecStatus.CANCELLED,
+                                                error="Cancelled by user")
+        if ended is not None:
+            stages.stage_join(stage_id=ended.stage_id)
     return bool(running)
 
 
