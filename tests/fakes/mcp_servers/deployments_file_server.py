@@ -32,8 +32,9 @@ def read_state(path: Path) -> dict[str, Any]:
 def _diff(resource: str, before: dict[str, Any], after: dict[str, Any]) -> str:
     """A dry run's answer: the fields the change would set, before and after, as a unified diff."""
     lines = [f"--- {resource} (live)", f"+++ {resource} (dry run: server)", "@@ spec @@"]
-    for field, value in before.items():
-        lines += [f" {field}: {value}"] if after[field] == value else [f"-{field}: {value}", f"+{field}: {after[field]}"]
+    for field, old in before.items():
+        new = after[field]
+        lines += [f" {field}: {old}"] if new == old else [f"-{field}: {old}", f"+{field}: {new}"]
     return "\n".join(lines) + "\n"
 
 
