@@ -210,6 +210,15 @@ class TransportConfig(_Strict):
         return self
 
 
+class DryRunConfig(_Strict):
+    """How an action tool previews its change without making it: the argument (and value) that asks the server for a
+    dry run, as kubectl's `--dry-run=server` does. Only for tools whose server honours it: TARSy runs the tool with
+    it when the tool is proposed, and shows the output to the approver (README "Approved actions")."""
+
+    argument: str = Field(min_length=1, max_length=100)  # e.g. dryRun
+    value: str | bool | int = "server"  # e.g. server (kubectl), or true
+
+
 class MCPServerConfig(_Strict):
     transport: TransportConfig
     instructions: str = ""
@@ -223,6 +232,8 @@ class MCPServerConfig(_Strict):
     # them (README "Approved actions"); its other tools are reads. Only `type: action` agents may use it.
     actions: bool = False
     action_tools: list[str] = Field(default_factory=list)
+    # Action tools that support a server-side dry run, by name: run once with it when proposed (never for real).
+    dry_run: dict[str, DryRunConfig] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _actions_are_listed(self) -> MCPServerConfig:
@@ -230,7 +241,14 @@ class MCPServerConfig(_Strict):
             raise ValueError("actions: true needs action_tools, the allow-list of the tools that change things")
         if self.action_tools and not self.actions:
             raise ValueError("action_tools is only allowed with actions: true")
+        unknown = sorted(set(self.dry_run) - set(self.action_tools))
+        if unknown:
+            raise ValueError(f"dry_run names tools that are not in action_tools: {', '.join(unknown)}")
         return self
+
+    def dry_run_of(self, tool: str) -> DryRunConfig | None:
+        """How an action tool runs as a dry run; None when it cannot."""
+        return self.dry_run.get(tool) if self.is_action_tool(tool) else None
 
     def is_action_tool(self, tool: str) -> bool:
         """A tool that changes things: allow-listed on an `actions: true` server."""

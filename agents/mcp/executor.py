@@ -184,6 +184,17 @@ class MCPToolExecutor:
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
         return self._run(call, server, tool, cfg, arguments, [t.name for t in self.list_tools()])
 
+    def run_dry_run(self, call: ToolCall) -> ToolResult | None:
+        """Run a proposed action tool once as its server's dry run (`dry_run` in the server's config: the argument
+        that makes the server change nothing), through the same path as every call; None when it has none."""
+        server, _, tool = call.name.partition(".")
+        cfg = self._config.mcp_servers.get(server)
+        how = cfg.dry_run_of(tool) if cfg is not None and server in self._resolved.mcp_servers else None
+        if cfg is None or how is None:
+            return None
+        arguments = {**(call.arguments if isinstance(call.arguments, dict) else {}), how.argument: how.value}
+        return self._run(call, server, tool, cfg, arguments, [t.name for t in self.list_tools()])
+
     def _rejected(self, call: ToolCall, server: str, tool: str, problem: str, names: list[str],
                   error_kind: str = "unknown_tool") -> ToolResult:
         listing = "\n".join(f"- {n}" for n in names) or "(none: no MCP tools are available to this agent)"

@@ -3,7 +3,7 @@ from pathlib import Path
 from django.urls import path, re_path
 from django.views.static import serve
 
-from . import checks, memories, quality, triage, views
+from . import actions, checks, memories, quality, triage, views
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
@@ -18,6 +18,7 @@ urlpatterns = [
     path("memories", memories.memories_page, name="dashboard-memories"),
     path("checks", checks.checks_page, name="dashboard-checks"),
     path("triage", triage.triage_page, name="dashboard-triage"),
+    path("actions", actions.actions_page, name="dashboard-actions"),
     path("submit", views.submit_page, name="dashboard-submit"),
     path("system", views.system_page, name="dashboard-system"),
     path("system/mcp-servers", views.system_mcp_fragment, name="dashboard-mcp"),

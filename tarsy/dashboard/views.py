@@ -7,6 +7,7 @@ through the API.
 from __future__ import annotations
 
 import platform
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from tarsy.web.responses import json_error
 
 from . import presenters
 from .access import dashboard_view
+from .actions import session_actions_panel
 from .citations import citations_view, link_citations
 from .context import page_context
 from .history import history
@@ -98,7 +100,9 @@ def _session_context(request, session: AlertSession, cursor: tuple[int, int | No
         summary_html=presenters.render_markdown(session.executive_summary),
         final_html=link_citations(presenters.render_markdown(session.final_analysis), cited), citations=cited,
         duration=presenters.duration_text((session.duration_seconds or 0) * 1000) if session.duration_seconds
-        is not None else "", quality=session_quality(session), triage=session_triage_panel(session), **stages,
+        is not None else "", quality=session_quality(session), triage=session_triage_panel(session),
+        actions=partial(session_actions_panel, request, session),  # read only where a template shows it
+        **stages,
     )
 
 
@@ -112,6 +116,7 @@ def session_page(request, session_id):
 
 SESSION_FRAGMENTS = {"header": "dashboard/_session_header.html", "summary": "dashboard/_summary.html",
                      "quality": "dashboard/_quality.html", "triage": "dashboard/_triage.html",
+                     "actions": "dashboard/_actions.html",
                      "chat": "dashboard/_chat.html", "loose": "dashboard/_session_items.html"}
 
 

@@ -5,6 +5,7 @@ from .actions import (
     DECIDED_STATUSES,
     ActionOutcome,
     ActionProposal,
+    DryRunStatus,
     ProposalStatus,
 )
 from .events import Chat, ChatUserMessage, Event
@@ -52,7 +53,8 @@ from .triage import (
 )
 
 __all__ = [
-    "ACTION_MAX_COMMENT_CHARS", "DECIDED_STATUSES", "ActionOutcome", "ActionProposal", "ProposalStatus",
+    "ACTION_MAX_COMMENT_CHARS", "DECIDED_STATUSES", "ActionOutcome", "ActionProposal", "DryRunStatus",
+    "ProposalStatus",
     "FAILURE_TAGS", "SUPPORT_BANDS",
     "ACTIVE_SESSION_STATUSES", "TERMINAL_EXEC_STATUSES", "TERMINAL_SESSION_STATUSES", "AgentExecution", "APIToken",
     "AlertOccurrence", "AlertSession", "Chat", "CheckResult", "ChatUserMessage", "Event", "ExecStatus",

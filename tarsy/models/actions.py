@@ -24,6 +24,12 @@ class ActionOutcome(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
+class DryRunStatus(models.TextChoices):
+    RAN = "ran", "Ran"  # `dry_run` holds the server's preview of the change
+    FAILED = "failed", "Failed"  # `dry_run` holds the error; the proposal stands
+    UNSUPPORTED = "unsupported", "No dry-run for this tool"
+
+
 DECIDED_STATUSES = (ProposalStatus.APPROVED, ProposalStatus.EXECUTING, ProposalStatus.EXECUTED,
                     ProposalStatus.REJECTED, ProposalStatus.EXPIRED)
 ACTION_MAX_COMMENT_CHARS = 2000
@@ -45,6 +51,8 @@ class ActionProposal(models.Model):
     verify_tool = models.CharField(max_length=511, help_text="server.tool: the read that checks the effect")
     verify_arguments = models.JSONField(default=dict)
     verify_expect = models.TextField(help_text="Text the verification read must show once the action worked")
+    dry_run = models.TextField(blank=True, default="", help_text="Masked output of the tool's server-side dry run")
+    dry_run_status = models.CharField(max_length=20, choices=DryRunStatus.choices, default=DryRunStatus.UNSUPPORTED)
     status = models.CharField(max_length=20, choices=ProposalStatus.choices, default=ProposalStatus.PENDING)
     expires_at = models.DateTimeField()
     decided_by = models.CharField(max_length=255, blank=True, default="")

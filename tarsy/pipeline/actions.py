@@ -10,6 +10,10 @@ sweeper's expiry) wakes it once; its next iteration first runs an approved tool 
 claimed before it runs so that no retry runs it twice, then re-reads the state until the expected text shows
 (bounded) and records `verified`, `not_verified` or `failed`. The agent is told as a message, and may propose a
 follow-up (a rollback) that again needs approval.
+
+A tool whose server supports a dry run (`dry_run` in the server's config, e.g. kubectl's `--dry-run=server`) runs
+once as one when it is proposed, through the same MCP path (masked, recorded, bounded by the step's deadline): its
+output is stored on the proposal for the approver, and a failing dry run is shown without blocking the proposal.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from django.db import transaction
 from django.utils import timezone
@@ -29,7 +33,7 @@ from agents.mcp.local_call import record_local_call
 from agents.mcp.masking.boundary import mask_arguments, mask_text
 from tarsy.config import get_config
 from tarsy.decisions import EndExecution, RunIteration
-from tarsy.models import ActionOutcome, ActionProposal, AgentExecution, ExecStatus, ProposalStatus
+from tarsy.models import ActionOutcome, ActionProposal, AgentExecution, DryRunStatus, ExecStatus, ProposalStatus
 from tarsy.services import actions, executions
 from tarsy.services.errors import Forbidden
 
@@ -59,14 +63,25 @@ class Proposal:
     verify_tool: str
     verify_arguments: dict[str, Any]
     verify_expect: str
+    dry_run: str = ""
+    dry_run_status: str = DryRunStatus.UNSUPPORTED
+
+
+class DryRunner(Protocol):
+    def run_dry_run(self, call: ToolCall) -> ToolResult | None: ...
+
+
+DRY_RUN_CAP_CHARS = 64 * 1024  # a preview for a person to read; the whole masked output is in the trace
 
 
 class ActionTools:
     """An action agent's tool executor: its action tools are proposed (never run); every other call goes to `tools`."""
 
     def __init__(self, tools: ToolExecutor, *, execution: AgentExecution, recorder: Recorder,
-                 calls: IterationCalls) -> None:
+                 calls: IterationCalls, dry_runs: DryRunner | None = None) -> None:
+        """`dry_runs`: runs a proposed tool as its server's dry run (the MCP executor)."""
         self._tools, self._execution, self._recorder, self.calls = tools, execution, recorder, calls
+        self._dry_runs = dry_runs
 
     def list_tools(self) -> list[ToolDefinition]:
         return [_proposable(d) if self._action(d.name) else d for d in self._tools.list_tools()]
@@ -100,16 +115,33 @@ class ActionTools:
         verify_tool, verify_arguments, expect = self._verification(verify)
         if mask_arguments(arguments) != arguments:
             raise Refused("the arguments hold text that masking hides; an action must be shown exactly as it runs")
+        dry = get_config().mcp_servers[server].dry_run_of(tool)
+        if dry is not None and dry.argument in arguments:
+            raise Refused(f"{dry.argument!r} is the dry-run argument: TARSy sets it for the preview; leave it out")
         pending = actions.actions_pending_count(session_id=self._execution.session_id) + len(self.calls.proposals)
         if pending >= settings.max_pending_per_session:
             raise Refused(f"{pending} action(s) already wait for approval in this session "
                           f"(max_pending_per_session {settings.max_pending_per_session}); wait for the decision")
+        dry_run, dry_run_status, told = self._dry_run(server, tool, arguments)
         self.calls.proposals.append(Proposal(
             server=server, tool=tool, arguments=arguments, justification=mask_text(justification),
             expected_effect=mask_text(effect), verify_tool=verify_tool, verify_arguments=verify_arguments,
-            verify_expect=expect))
+            verify_expect=expect, dry_run=dry_run, dry_run_status=dry_run_status))
         return ("Proposed; it has NOT run. A person approves or rejects it; you are told the decision and, once it "
-                "ran, the verification's outcome. Wait for it: do not conclude as if it had run.")
+                f"ran, the verification's outcome. Wait for it: do not conclude as if it had run.\n{told}")
+
+    def _dry_run(self, server: str, tool: str, arguments: dict[str, Any]) -> tuple[str, str, str]:
+        """The server's preview of the change, for the approver (stored) and the agent (told); an error is shown,
+        it does not block the proposal."""
+        call = ToolCall(id=f"dry-run-{uuid.uuid4().hex[:8]}", name=f"{server}.{tool}", arguments=arguments)
+        ran = self._dry_runs.run_dry_run(call) if self._dry_runs is not None else None
+        if ran is None:
+            return "", DryRunStatus.UNSUPPORTED, "No dry-run for this tool."
+        shown = ran.content if len(ran.content) <= DRY_RUN_CAP_CHARS else \
+            f"{ran.content[:DRY_RUN_CAP_CHARS]}\n[dry run truncated: the whole output is in the trace]"
+        if ran.is_error:
+            return shown, DryRunStatus.FAILED, f"Its dry run failed [{ran.evidence_id}]: {ran.content}"
+        return shown, DryRunStatus.RAN, f"Its dry run (nothing changed) [{ran.evidence_id}]:\n{ran.content}"
 
     def _verification(self, verify: Any) -> tuple[str, dict[str, Any], str]:
         if not isinstance(verify, dict):
@@ -149,7 +181,8 @@ def proposals_apply(execution_id: Any, iteration: int, calls: IterationCalls) ->
         actions.action_proposal_create(
             execution=execution, iteration=iteration, server=p.server, tool=p.tool, arguments=p.arguments,
             justification=p.justification, expected_effect=p.expected_effect, verify_tool=p.verify_tool,
-            verify_arguments=p.verify_arguments, verify_expect=p.verify_expect, ttl_s=ttl)
+            verify_arguments=p.verify_arguments, verify_expect=p.verify_expect, ttl_s=ttl, dry_run=p.dry_run,
+            dry_run_status=p.dry_run_status)
 
 
 def action_next(execution_id: Any, iteration: int,

@@ -87,8 +87,8 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
         previous_stage_context=prompt.previous_stage_context, parallel_results=prompt.parallel_results,
         memories=prompt.memories, task=execution.task,
         llm=setup.target.adapter,
-        tools=_orchestrating(_acting(tools, execution, setup, recorder, calls), execution, orchestrator, recorder,
-                             calls),
+        tools=_orchestrating(_acting(tools, execution, setup, recorder, calls, deadline), execution, orchestrator,
+                             recorder, calls),
         recorder=recorder, liveness=liveness, deadline=deadline, fallbacks=setup.fallbacks,
         provider_switched=lambda to, other_family: executions.execution_provider_switch(
             execution_id=execution.id, provider=to.name, backend=backend_for(to.config),
@@ -112,13 +112,17 @@ def _orchestrating(tools: Any, execution: AgentExecution, agent: AgentConfig | N
 
 
 def _acting(tools: Any, execution: AgentExecution, setup: AgentSetup, recorder: DbRecorder,
-            calls: IterationCalls | None) -> Any:
-    """An action agent's action tools are proposed, never run (tarsy.pipeline.actions)."""
+            calls: IterationCalls | None, deadline: float) -> Any:
+    """An action agent's action tools are proposed, never run, but dry-run where they can (tarsy.pipeline.actions)."""
+    from agents.mcp.executor import MCPToolExecutor
+
     if not setup.resolved.is_action or isinstance(tools, NoTools):
         return tools
     calls = calls if calls is not None else IterationCalls()
     calls.action_agent = True
-    return ActionTools(tools, execution=execution, recorder=recorder, calls=calls)
+    dry_runs = MCPToolExecutor(config=get_config(), resolved=setup.resolved, recorder=recorder, deadline=deadline,
+                               actions=True)
+    return ActionTools(tools, execution=execution, recorder=recorder, calls=calls, dry_runs=dry_runs)
 
 
 def _tools(execution: AgentExecution, iteration: int, setup: AgentSetup, recorder: DbRecorder,

@@ -15,7 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents.timeline_events import TimelineEventType, event_metadata
-from tarsy.models import DECIDED_STATUSES, ActionProposal, ProposalStatus
+from tarsy.models import DECIDED_STATUSES, ActionProposal, DryRunStatus, ProposalStatus
 
 from . import timeline
 from .errors import Conflict, NotFound
@@ -23,13 +23,14 @@ from .errors import Conflict, NotFound
 
 def action_proposal_create(*, execution: Any, iteration: int, server: str, tool: str, arguments: dict[str, Any],
                            justification: str, expected_effect: str, verify_tool: str,
-                           verify_arguments: dict[str, Any], verify_expect: str, ttl_s: float) -> ActionProposal:
+                           verify_arguments: dict[str, Any], verify_expect: str, ttl_s: float, dry_run: str = "",
+                           dry_run_status: str = DryRunStatus.UNSUPPORTED) -> ActionProposal:
     """Texts and arguments come masked. Call in the transaction completing the proposing iteration."""
     proposal = ActionProposal.objects.create(
         session_id=execution.session_id, execution_id=execution.id, iteration=iteration, server=server, tool=tool,
         arguments=arguments, justification=justification, expected_effect=expected_effect, verify_tool=verify_tool,
-        verify_arguments=verify_arguments, verify_expect=verify_expect,
-        expires_at=timezone.now() + timedelta(seconds=ttl_s))
+        verify_arguments=verify_arguments, verify_expect=verify_expect, dry_run=dry_run,
+        dry_run_status=dry_run_status, expires_at=timezone.now() + timedelta(seconds=ttl_s))
     _audit(proposal, "proposed", actor=execution.agent_name,
            content=f"Proposed {server}.{tool} {arguments}: {expected_effect}\nWhy: {justification}")
     return proposal

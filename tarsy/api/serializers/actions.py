@@ -4,20 +4,23 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from tarsy.models import ACTION_MAX_COMMENT_CHARS, ActionOutcome, ActionProposal, ProposalStatus
+from tarsy.models import ACTION_MAX_COMMENT_CHARS, ActionOutcome, ActionProposal, DryRunStatus, ProposalStatus
 
 
 class ActionProposalSerializer(serializers.ModelSerializer):
     session_id = serializers.UUIDField(read_only=True)
     execution_id = serializers.UUIDField(read_only=True)
     status = serializers.ChoiceField(choices=ProposalStatus.choices, read_only=True)
+    dry_run_status = serializers.ChoiceField(choices=DryRunStatus.choices, read_only=True,
+                                             help_text="ran: dry_run is the server's preview; failed: its error")
     outcome = serializers.ChoiceField(choices=ActionOutcome.choices, allow_blank=True, read_only=True,
                                       help_text="Empty until it ran")
 
     class Meta:
         model = ActionProposal
         fields = ["id", "session_id", "execution_id", "iteration", "server", "tool", "arguments", "justification",
-                  "expected_effect", "verify_tool", "verify_arguments", "verify_expect", "status", "created_at",
+                  "expected_effect", "verify_tool", "verify_arguments", "verify_expect", "dry_run", "dry_run_status",
+                  "status", "created_at",
                   "expires_at", "decided_by", "decided_at", "comment", "executed_at", "outcome", "result",
                   "evidence"]
 

@@ -150,6 +150,13 @@ const Tarsy = (() => {
       const since = Date.parse(el.dataset.since);
       if (!Number.isNaN(since)) el.textContent = formatElapsed((now - since) / 1000);
     }
+    for (const el of document.querySelectorAll("time.countdown[data-until]")) {  // e.g. an approval's expiry
+      const until = Date.parse(el.dataset.until);
+      if (Number.isNaN(until)) continue;
+      if (!el.title) el.title = new Date(until).toLocaleString();
+      el.textContent = until > now ? `in ${formatElapsed((until - now) / 1000)}` : "now (expired)";
+      el.classList.toggle("soon", until - now < 5 * 60 * 1000);
+    }
   }
 
   function localTimes(root) {

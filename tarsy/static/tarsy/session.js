@@ -325,7 +325,10 @@
   function onEvent(message) {
     switch (message.type) {
       case "stream.chunk": onChunk(message); break;
-      case "timeline_event.created": onCreated(message.timeline_event); break;
+      case "timeline_event.created":
+        onCreated(message.timeline_event);
+        if (message.timeline_event.event_type === "action" && window.TarsyActions) window.TarsyActions.refreshPanel();
+        break;
       case "timeline_event.completed": onCompleted(message.timeline_event); break;
       case "stage.started": case "stage.completed": onStage(message); break;
       case "execution.status": onExecutionStatus(message); break;

@@ -74,3 +74,19 @@ def test_an_approval_outliving_the_session_is_warned_about(tmp_path):
     config = _load(tmp_path, {"Fixer": {"type": "action", "mcp_servers": ["k8s-write"]}},
                    actions={"enabled": True, "approval_ttl": "1h"})
     assert any("a session times out while its action waits" in w for w in config.warnings(env={}))
+
+
+def test_a_dry_run_is_declared_per_action_tool(tmp_path):
+    servers = {"k8s-write": {**WRITE, "dry_run": {"resources_scale": {"argument": "dryRun"}}}}
+    config = _load(tmp_path, {"Fixer": {"type": "action", "mcp_servers": ["k8s-write"]}}, servers=servers,
+                   stage={"name": "act", "type": "action", "agents": [{"name": "Fixer"}]})
+    how = config.mcp_servers["k8s-write"].dry_run_of("resources_scale")
+    assert how is not None and (how.argument, how.value) == ("dryRun", "server")
+    assert config.mcp_servers["k8s-write"].dry_run_of("pods_delete") is None
+
+
+def test_a_dry_run_for_a_tool_outside_the_allow_list_is_a_load_error(tmp_path):
+    servers = {"k8s-write": {**WRITE, "dry_run": {"pods_delete": {"argument": "dryRun"}}}}
+    with pytest.raises(ConfigError) as err:
+        _load(tmp_path, {"Fixer": {"type": "action"}}, servers=servers)
+    assert "dry_run names tools that are not in action_tools: pods_delete" in str(err.value)
