@@ -9,14 +9,13 @@ a click, the command's reply, an error under the form's comment field."""
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 from django.utils import timezone
 
-from tarsy.models import ACTION_MAX_COMMENT_CHARS, ProposalStatus
+from tarsy.models import ACTION_MAX_COMMENT_CHARS, ActionProposal, ProposalStatus
 from tarsy.pipeline.actions import action_decide, may_decide
 from tarsy.services import actions as actions_service
 from tarsy.services.errors import Conflict, Forbidden, NotFound, ServiceError, ValidationFailed
@@ -91,14 +90,14 @@ def refusal(verb: str, exc: ServiceError, identity: str) -> str:
     return f"Cannot {verb}: {exc.message}. Nothing changed."
 
 
-def _decide(proposal_id: str, *, approve: bool, identity: str, comment: str) -> Any:
+def _decide(proposal_id: str, *, approve: bool, identity: str, comment: str) -> ActionProposal:
     if len(comment) > ACTION_MAX_COMMENT_CHARS:
         raise ValidationFailed(f"the comment is longer than {ACTION_MAX_COMMENT_CHARS} characters")
     return action_decide(proposal_id=proposal_id, approve=approve, identity=identity,
                          groups=actor_groups(identity), comment=comment)
 
 
-def _may_reject(proposal_id: str, identity: str) -> Any:
+def _may_reject(proposal_id: str, identity: str) -> ActionProposal:
     """Before the form opens: the member may decide and the proposal still waits (the decision checks again)."""
     if not may_decide(identity, actor_groups(identity)):
         raise Forbidden("only the configured approvers (actions.approvers) may decide actions")
@@ -127,7 +126,7 @@ def click(event: DecisionClick) -> None:
         _tell(gateway, event, refusal(verb, exc, identity))
         return
     try:
-        gateway.open_view(trigger_id=event.trigger_id, view=reject_view(proposal, channel=event.channel))
+        gateway.open_view(trigger_id=event.trigger_id, view=reject_view(proposal))
     except SlackUnavailable as exc:
         log.warning("Slack: could not open the Reject form for %s: %s", event.user_id, exc)
         _tell(gateway, event, f"Could not open the Reject form; reject with `/tarsy reject {event.proposal_id} "
@@ -143,11 +142,11 @@ def _tell(gateway: SlackGateway, event: DecisionClick, text: str) -> None:
         log.warning("Slack: could not tell %s about action %s: %s", event.user_id, event.proposal_id, exc)
 
 
-def reject_view(proposal: Any, *, channel: str) -> dict[str, Any]:
+def reject_view(proposal: ActionProposal) -> dict[str, Any]:
     """The Reject form: why, kept with the decision and shown in the thread."""
     return {
         "type": "modal", "callback_id": REJECT_VIEW,
-        "private_metadata": json.dumps({"action": str(proposal.id), "channel": channel}),
+        "private_metadata": str(proposal.id),
         "title": {"type": "plain_text", "text": "Reject action"},
         "submit": {"type": "plain_text", "text": "Reject"}, "close": {"type": "plain_text", "text": "Cancel"},
         "blocks": [
@@ -166,11 +165,7 @@ def submission(payload: dict[str, Any]) -> dict[str, Any] | None:
     view = payload.get("view")
     if _field(view, "callback_id") != REJECT_VIEW:
         return None
-    try:
-        meta = json.loads(str(_field(view, "private_metadata") or ""))
-    except ValueError as exc:
-        raise MalformedAction("the Reject form's `private_metadata` is not JSON") from exc
-    proposal_id = _proposal_id(str(_field(meta, "action") or ""))
+    proposal_id = _proposal_id(str(_field(view, "private_metadata") or ""))
     comment = _field(_field(_field(_field(view, "state"), "values"), COMMENT), COMMENT)
     if not isinstance(_field(comment, "value"), str):
         raise MalformedAction("a Reject form carries `view.state.values.comment.comment.value`")

@@ -51,13 +51,14 @@ def connect() -> None:
     action_changed.connect(on_action_changed, dispatch_uid="tarsy.slack.action")
 
 
-def _record(session_id: Any, write: Callable[[str], None]) -> None:
+def _record(session_id: Any, write: Callable[[str], None], *, needs_people: bool = False) -> None:
+    """`needs_people`: shown even for a proactive check's run still under way (someone must decide)."""
     config = slack_config()
     if config is None:
         return
     row = AlertSession.all_objects.filter(id=session_id).values("chain_id", "check_name", "check_result",
                                                                 "status").first() or {}
-    if _quiet_check(row):
+    if _quiet_check(row) and not needs_people:
         return
     try:
         with transaction.atomic():  # a savepoint inside the sender's transaction
@@ -170,4 +171,4 @@ def on_action_changed(sender, proposal: ActionProposal, transition: str, **kwarg
             slack_service.slack_post_add(session_id=proposal.session_id, channel=channel, kind=SlackPostKind.ACTION,
                                          text=body, blocks=outcome)
 
-    _record(proposal.session_id, write)
+    _record(proposal.session_id, write, needs_people=True)

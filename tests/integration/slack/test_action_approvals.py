@@ -18,7 +18,7 @@ from django.test import Client
 from django.utils import timezone
 
 from tarsy.models import ActionProposal, AgentExecution, OutboxTask, SlackPost
-from tarsy.pipeline.actions import action_decide
+from tarsy.pipeline.actions import action_decide, expired_wake
 from tarsy.services import actions, executions, sessions, stages
 from tarsy.slack.delivery import deliver
 from tests.fakes.mcp_servers import deployments_file_server
@@ -181,8 +181,15 @@ def test_a_decided_or_expired_proposal_is_refused_ephemerally(slack_on, fake_sla
     assert _state(decided)[0] == "approved" and _state(expired) == ("pending", "waiting")
     assert not fake_slack.views
 
+    message = _in_slack(fake_slack, expired)
+    assert expired_wake() == 1  # the sweeper's pass: the reply says so, without buttons
+    deliver(session_id=expired.session_id)
+    assert "*Expired* <!date^" in blocks_text(message.blocks) and "nobody decided in time" in blocks_text(
+        message.blocks)
+    assert not [b for b in message.blocks if b["type"] == "actions"]
 
-def test_a_request_not_signed_by_slack_decides_nothing(slack_on, fake_slack, client):
+
+def test_only_a_request_signed_by_slack_decides(slack_on, fake_slack, client):
     proposal = _proposed()
     body = block_action(action_id="action_approve", block_id=f"action:{proposal.id}", message_ts="1.2")
     for headers in [{}, signed_headers(body, secret="another-apps-secret"),
@@ -192,6 +199,8 @@ def test_a_request_not_signed_by_slack_decides_nothing(slack_on, fake_slack, cli
     command = slash_command(f"approve {proposal.id}")
     assert client.post(COMMANDS, command, content_type=FORM).status_code == 401
     assert _state(proposal) == ("pending", "waiting")
+    assert client.post(INTERACTIONS, body, content_type=FORM, **signed_headers(body)).status_code == 200
+    assert _state(proposal) == ("approved", "pending")  # the same click, signed by Slack
 
 
 def test_reject_asks_why_in_a_form_and_rejects_with_the_masked_comment(slack_on, fake_slack, client):
@@ -222,6 +231,31 @@ def test_reject_asks_why_in_a_form_and_rejects_with_the_masked_comment(slack_on,
     assert "*Rejected* by alice <!date^" in text and "quota is the cause, not replicas" in text
     assert "It did not run." in text and not [b for b in message.blocks if b["type"] == "actions"]
     assert not any("hunter2" in str(call.body) for call in fake_slack.calls)
+
+
+def test_when_the_form_cannot_open_the_member_is_told_the_command(slack_on, fake_slack, client):
+    proposal = _proposed()
+    fake_slack.fail("views.open", "expired_trigger_id")  # Slack took too long to hand the click over
+    _click(client, proposal, "action_reject")
+    [notice] = fake_slack.ephemeral
+    assert notice["text"] == (f"Could not open the Reject form; reject with `/tarsy reject {proposal.id} &lt;why&gt;` "
+                              "instead.")
+    assert _state(proposal) == ("pending", "waiting")
+
+
+def test_malformed_decisions_are_400_and_decide_nothing(slack_on, fake_slack, client):
+    proposal = _proposed()
+    view = {"type": "modal", "callback_id": "action_reject", "private_metadata": str(proposal.id)}
+    bad = [block_action(action_id="action_approve", block_id="action:not-an-id", message_ts="1.2"),
+           block_action(action_id="action_approve", block_id=f"triage:{proposal.id}", message_ts="1.2"),
+           view_submission(view={**view, "private_metadata": "{}"}, comment="no"),
+           view_submission(view=view, comment="no").replace("%22value%22%3A+%22no%22", "%22value%22%3A+null")]
+    for body in bad:
+        response = client.post(INTERACTIONS, body, content_type=FORM, **signed_headers(body))
+        assert response.status_code == 400 and response.json()["error"] == "bad_request", body
+    other = view_submission(view={**view, "callback_id": "someone_elses_form"}, comment="no")
+    assert client.post(INTERACTIONS, other, content_type=FORM, **signed_headers(other)).status_code == 200
+    assert _state(proposal) == ("pending", "waiting")
 
 
 def test_slash_commands_approve_and_reject(slack_on, fake_slack, client):
