@@ -232,7 +232,7 @@ def _when(moment: datetime) -> str:
 
 
 def _code(value: Any) -> str:
-    return f"```{escape(clip(json.dumps(value, indent=1, ensure_ascii=False), ACTION_TEXT_MAX))}```"
+    return f"```{escape(clip(json.dumps(value, ensure_ascii=False), ACTION_TEXT_MAX))}```"
 
 
 def _call(p: ActionProposal) -> str:
@@ -283,7 +283,7 @@ def action_message(p: ActionProposal, *, agent: str, url: str) -> Message:
         blocks += [_decision_buttons(p), _context(f"Expires {_when(p.expires_at)}")]
     else:
         blocks.append(_section(_decision_line(p)))
-    blocks.append(_context(f"Action `{p.id}`", "`/tarsy approve|reject <action> [comment]`", _link(url)))
+    blocks.append(_context(f"Action `{p.id}`", "`/tarsy approve|reject &lt;action ID&gt; …`", _link(url)))
     state = "approval needed" if pending else str(ProposalStatus(p.status).label).lower()
     return _fallback(f"Action proposed: {p.server}.{p.tool} ({state})"), blocks
 
