@@ -25,3 +25,7 @@ alert_resolved = Signal()
 # actor (who acted), note (masked). Sent by every triage action (tarsy.services.triage), not by the automatic
 # needs_review of a session that finishes (session_status_changed covers that).
 triage_changed = Signal()
+
+# kwargs: proposal (ActionProposal, as just written), transition ("proposed", "approved", "rejected", "expired",
+# "executed"). Sent with every transition's `action` timeline event (tarsy.services.actions).
+action_changed = Signal()

@@ -41,10 +41,15 @@ class SlackPostKind(models.TextChoices):
     ANSWER = "answer"  # a follow-up question and the chat agent's answer
     NOTICE = "notice"  # why a question from the thread was not taken
     TRIAGE = "triage"  # someone claimed, resolved, … the session (from Slack or the dashboard)
+    ACTION = "action"  # an action proposal (edited in place once decided) or how the approved action went
 
 
 class SlackPost(models.Model):
-    """A reply for a session's thread, kept (masked) until Slack has it or delivery gives up on it."""
+    """A reply for a session's thread, kept (masked) until Slack has it or delivery gives up on it.
+
+    A reply shown in place as its subject changes (an action proposal, once decided) has a `ref` naming that
+    subject; an edit replaces its text and blocks and stamps `edited_at`, which delivery clears once Slack shows
+    the edit (chat.update of `ts`), or, for a reply not yet posted, once it posts it."""
 
     thread = models.ForeignKey(SlackThread, on_delete=models.CASCADE, related_name="posts")
     kind = models.CharField(max_length=16, choices=SlackPostKind.choices)
@@ -55,10 +60,15 @@ class SlackPost(models.Model):
     dropped_at = models.DateTimeField(null=True, blank=True, help_text="Given up after bounded retries")
     ts = models.CharField(max_length=32, blank=True, default="")
     repeats = models.IntegerField(default=1, help_text="Alerts of a storm merged into this reply while it waited")
+    ref = models.CharField(max_length=64, blank=True, default="",
+                           help_text="What the reply shows, when it is edited in place later (`action:<id>`)")
+    edited_at = models.DateTimeField(null=True, blank=True, help_text="Edited since Slack last showed it")
 
     class Meta:
         ordering = ["id"]
         indexes = [models.Index(fields=["thread", "sent_at", "dropped_at"], name="slack_post_pending")]
+        constraints = [models.UniqueConstraint(fields=["thread", "ref"], condition=~models.Q(ref=""),
+                                               name="slack_post_unique_ref")]
 
     def __str__(self) -> str:
         return f"{self.kind} for {self.thread_id}"

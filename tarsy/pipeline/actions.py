@@ -205,11 +205,16 @@ def action_next(execution_id: Any, iteration: int,
 
 
 def _with_actions(analysis: str, execution_id: Any) -> str:
-    rows = actions.actions_of_execution(execution_id=execution_id)
+    section = actions_section(actions.actions_of_execution(execution_id=execution_id))
+    return f"{analysis}\n\n{section}" if section else analysis
+
+
+def actions_section(rows: list[ActionProposal]) -> str:
+    """The `### Actions` list written by code, not by a model: each proposal, who decided and how it went ('' for
+    none). Ends an action agent's analysis and the session's executive summary."""
     if not rows:
-        return analysis
-    lines = [f"- {p.server}.{p.tool} {json.dumps(p.arguments)}: {_state(p)}" for p in rows]
-    return f"{analysis}\n\n### Actions\n" + "\n".join(lines)
+        return ""
+    return "### Actions\n" + "\n".join(f"- {p.server}.{p.tool} {json.dumps(p.arguments)}: {_state(p)}" for p in rows)
 
 
 def _state(p: ActionProposal) -> str:

@@ -1,4 +1,5 @@
-"""Close a session: final analysis from the last completed stage, executive summary, terminal status.
+"""Close a session: final analysis from the last completed stage, executive summary (ending with the session's
+actions, listed by code), terminal status.
 
 Decides the session's outcome from its stages; the writes go through tarsy.services.
 """
@@ -16,7 +17,9 @@ from agents.llm.types import Chunk, LLMRequest
 from controllers.llm_call import fallback_warning
 from tarsy.config import get_config
 from tarsy.models import TERMINAL_EXEC_STATUSES, AlertSession, ExecStatus, SessionStatus, StageKind
-from tarsy.services import checks, citations, interactions, quality, sessions, stages, timeline
+from tarsy.services import actions, checks, citations, interactions, quality, sessions, stages, timeline
+
+from .actions import actions_section
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +115,13 @@ def _executive_summary(session: AlertSession, final_analysis: str) -> tuple[str,
                                        content=f"Executive summary failed: {error}",
                                        metadata={"executive_summary_error": True}, status="failed")
         return "", error
-    summary = call.response.text.strip()
+    summary = _with_session_actions(call.response.text.strip(), session.id)
     timeline.timeline_event_create(session_id=session.id, event_type="executive_summary", content=summary)
     return summary, ""
+
+
+def _with_session_actions(summary: str, session_id: Any) -> str:
+    """The summary, then every action of the session and how it went: a summary that mentions them must not
+    depend on the model remembering to."""
+    section = actions_section(actions.actions_of_session(session_id=session_id))
+    return f"{summary}\n\n{section}" if section else summary

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from agents.timeline_events import TimelineEventType, event_metadata
 from tarsy.models import DECIDED_STATUSES, ActionProposal, DryRunStatus, ProposalStatus
+from tarsy.signals import action_changed
 
 from . import timeline
 from .errors import Conflict, NotFound
@@ -118,6 +119,10 @@ def actions_of_execution(*, execution_id: Any) -> list[ActionProposal]:
     return list(ActionProposal.objects.filter(execution_id=execution_id).order_by("created_at"))
 
 
+def actions_of_session(*, session_id: Any) -> list[ActionProposal]:
+    return list(ActionProposal.objects.filter(session_id=session_id).order_by("created_at"))
+
+
 def actions_list(*, status: str | None) -> list[ActionProposal]:
     rows = ActionProposal.objects.order_by("-created_at")
     return list((rows.filter(status=status) if status else rows)[:500])
@@ -132,9 +137,11 @@ def action_get(*, proposal_id: Any) -> ActionProposal:
 
 def _audit(proposal: ActionProposal, transition: str, *, actor: str | None, content: str,
            outcome: str | None = None) -> None:
-    """The session's timeline entry of a transition (a session-level event: it is no iteration's output)."""
+    """The session's timeline entry of a transition (a session-level event: it is no iteration's output), and the
+    signal integrations (Slack) follow."""
     timeline.timeline_event_create(
         session_id=proposal.session_id, event_type=TimelineEventType.ACTION, content=content,
         metadata=event_metadata(TimelineEventType.ACTION, server_name=proposal.server, tool_name=proposal.tool,
                                 proposal_id=str(proposal.id), transition=str(transition), actor=actor,
                                 outcome=outcome))
+    action_changed.send(sender=ActionProposal, proposal=proposal, transition=str(transition))

@@ -25,10 +25,19 @@ def slack_thread_touch(*, session_id: Any, channel: str) -> None:
     SlackThread.objects.filter(session_id=session_id).update(revision=F("revision") + 1)
 
 
-def slack_post_add(*, session_id: Any, channel: str, kind: str, text: str, blocks: list[dict[str, Any]]) -> SlackPost:
-    """Queue a reply for the session's thread (the thread's message is posted first if it is not yet)."""
+def slack_post_add(*, session_id: Any, channel: str, kind: str, text: str, blocks: list[dict[str, Any]],
+                   ref: str = "") -> SlackPost:
+    """Queue a reply for the session's thread (the thread's message is posted first if it is not yet); `ref`
+    names what it shows, for `slack_post_edit`."""
     _thread_ensure(session_id, channel)
-    return SlackPost.objects.create(thread_id=session_id, kind=kind, text=text, blocks=blocks)
+    return SlackPost.objects.create(thread_id=session_id, kind=kind, text=text, blocks=blocks, ref=ref)
+
+
+def slack_post_edit(*, session_id: Any, ref: str, text: str, blocks: list[dict[str, Any]], now: datetime) -> bool:
+    """Show the reply `ref` as `text`/`blocks` from now on: posted so if it waits, else updated in place. False
+    when the thread has no such reply."""
+    return bool(SlackPost.objects.filter(thread_id=session_id, ref=ref).update(text=text, blocks=blocks,
+                                                                                 edited_at=now))
 
 
 def slack_post_merge(*, session_id: Any, channel: str, kind: str,
@@ -86,17 +95,20 @@ def slack_thread_give_up(*, session_id: Any, error: str, revision: int, now: dat
     Returns how many replies were dropped."""
     dropped = SlackPost.objects.filter(thread_id=session_id, sent_at__isnull=True, dropped_at__isnull=True).update(
         dropped_at=now)
+    dropped += SlackPost.objects.filter(_edited(), thread_id=session_id).update(edited_at=None)
     SlackThread.objects.filter(session_id=session_id).update(
         failures=0, retry_at=None, last_error=error[:2000],
         shown_revision=revision)
     return dropped
 
 
-def slack_post_claim(*, post_id: int, repeats: int, now: datetime) -> bool:
-    """Take the reply as read (`repeats`) for posting: stamped sent before the call, so a repeat arriving while
-    it is in flight starts a new reply (`slack_post_merge` merges into unsent ones only), counted from zero,
-    which waits its interval. False when a repeat was merged into it since it was read (read it again)."""
-    return bool(SlackPost.objects.filter(id=post_id, repeats=repeats, sent_at__isnull=True).update(sent_at=now))
+def slack_post_claim(*, post_id: int, repeats: int, edited_at: datetime | None, now: datetime) -> bool:
+    """Take the reply as read (`repeats`, `edited_at`) for posting: stamped sent before the call, so a repeat
+    arriving while it is in flight starts a new reply (`slack_post_merge` merges into unsent ones only), counted
+    from zero, which waits its interval, and an edit arriving meanwhile is shown by an update once it is posted.
+    False when a repeat was merged into it or it was edited since it was read (read it again)."""
+    return bool(SlackPost.objects.filter(id=post_id, repeats=repeats, edited_at=edited_at,
+                                         sent_at__isnull=True).update(sent_at=now, edited_at=None))
 
 
 def slack_post_unclaim(*, post_id: int) -> None:
@@ -113,10 +125,25 @@ def slack_posts_pending(*, session_id: Any) -> list[SlackPost]:
     return list(SlackPost.objects.filter(thread_id=session_id, sent_at__isnull=True, dropped_at__isnull=True))
 
 
+def _edited() -> Q:
+    """Posted replies whose edit Slack does not show yet."""
+    return Q(edited_at__isnull=False, dropped_at__isnull=True) & ~Q(ts="")
+
+
+def slack_posts_edited(*, session_id: Any) -> list[SlackPost]:
+    return list(SlackPost.objects.filter(_edited(), thread_id=session_id))
+
+
+def slack_post_edit_shown(*, post_id: int, edited_at: datetime | None) -> None:
+    """Slack shows the edit read at `edited_at`; a later edit stays to be shown."""
+    SlackPost.objects.filter(id=post_id, edited_at=edited_at).update(edited_at=None)
+
+
 def slack_thread_needs_delivery(*, session_id: Any) -> bool:
-    """Something the thread should show is not shown yet: a newer revision or a pending reply."""
+    """Something the thread should show is not shown yet: a newer revision, a pending reply or an edit."""
     return (SlackThread.objects.filter(session_id=session_id, revision__gt=F("shown_revision")).exists()
-            or SlackPost.objects.filter(thread_id=session_id, sent_at__isnull=True, dropped_at__isnull=True).exists())
+            or SlackPost.objects.filter(thread_id=session_id, sent_at__isnull=True, dropped_at__isnull=True).exists()
+            or SlackPost.objects.filter(_edited(), thread_id=session_id).exists())
 
 
 def slack_thread_for_message(*, channel: str, ts: str) -> SlackThread | None:
@@ -131,5 +158,6 @@ def slack_threads_stalled(*, now: datetime) -> list[Any]:
     lost (a worker died mid-delivery, a queued retry vanished)."""
     idle = (Q(lease_until__isnull=True) | Q(lease_until__lt=now)) & (Q(retry_at__isnull=True) | Q(retry_at__lte=now))
     pending = SlackPost.objects.filter(thread_id=OuterRef("session_id"), sent_at__isnull=True, dropped_at__isnull=True)
-    behind = Q(revision__gt=F("shown_revision")) | Exists(pending)
+    edited = SlackPost.objects.filter(_edited(), thread_id=OuterRef("session_id"))
+    behind = Q(revision__gt=F("shown_revision")) | Exists(pending) | Exists(edited)
     return list(SlackThread.objects.filter(idle & behind).values_list("session_id", flat=True))

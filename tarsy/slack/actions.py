@@ -1,4 +1,5 @@
-"""Triage from Slack: the buttons on a session's message, and `/tarsy claim|ack|resolve|reopen <session>`.
+"""Triage from Slack: the buttons on a session's message, and `/tarsy claim|ack|resolve|reopen <session>`
+(decisions on proposed actions are tarsy.slack.approvals').
 
 Both call tarsy.services.triage as the acting member's TARSy identity (tarsy.slack.actors): its rules decide,
 nothing here repeats them. What the channel sees afterwards — the thread's "Claimed by …" and the message's new
@@ -35,12 +36,14 @@ HELP = ("Usage:\n"
         f"• `/tarsy resolve <session> <resolution> [note]`: resolution is one of {RESOLUTIONS}\n"
         "• `/tarsy reopen <session> [note]`\n"
         "• `/tarsy ask <session> <question>`: a follow-up question, answered in the thread\n"
+        "• `/tarsy approve <action ID> [comment]`, `/tarsy reject <action ID> <why>`: decide a proposed action "
+        "(approvers only)\n"
         "The buttons on an investigation's message do the same. Slack does not tell TARSy which thread a "
         "command was typed in, so commands name the session.")
 
 
 class MalformedAction(ValueError):
-    """A block_actions payload without what every click carries: answered 400."""
+    """An interaction payload without what every click (or form) carries: answered 400."""
 
 
 @dataclass(frozen=True)

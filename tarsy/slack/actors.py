@@ -4,11 +4,14 @@ A claim from Slack must show up as that person's claim in the Triage view ("assi
 activity log, so the Slack member is mapped to the identity they sign in with: `slack.users` first (explicit,
 for workspaces whose emails differ from the sign-in), else their Slack profile email (users.info, needs the
 `users:read.email` scope) matched like a sign-in (tarsy.identity). Someone who matches nobody still acts — the
-request is signed by Slack and the channel is the team's — as `slack:<handle>`, so the log says who it was."""
+request is signed by Slack and the channel is the team's — as `slack:<handle>`, so the log says who it was.
+Approving an action needs more than a name: the identity (or one of its Django groups) must be an approver."""
 
 from __future__ import annotations
 
 import logging
+
+from django.contrib.auth import get_user_model
 
 from tarsy.identity import identity_for_email
 
@@ -31,3 +34,13 @@ def slack_actor(*, user_id: str, user_name: str, gateway: SlackGateway) -> str:
         log.warning("Slack: users.info for %s failed, acting as its Slack handle: %s", user_id, exc)
         identity = ""
     return identity or f"{SLACK_PREFIX}{user_name or user_id}"
+
+
+def actor_groups(identity: str) -> set[str]:
+    """The Django groups of the active user signed in as `identity`, as a signed-in or API-token request would
+    carry them (an approver may be named by group); none for a Slack handle or an SSO email with no user."""
+    if not identity or identity.startswith(SLACK_PREFIX):
+        return set()
+    user_model = get_user_model()
+    user = user_model.objects.filter(**{user_model.USERNAME_FIELD: identity, "is_active": True}).first()
+    return set(user.groups.values_list("name", flat=True)) if user is not None else set()

@@ -30,6 +30,7 @@ INTERACTIVE_TIMEOUT_S = 1  # a call answering a click: Slack waits three seconds
 PERMANENT_ERRORS = frozenset({
     "channel_not_found", "not_in_channel", "is_archived", "invalid_auth", "not_authed", "account_inactive",
     "token_revoked", "token_expired", "missing_scope", "no_permission", "msg_too_long", "invalid_blocks",
+    "message_not_found", "cant_update_message", "edit_window_closed",  # a reply to edit was deleted, or is too old
 })
 
 
@@ -74,7 +75,7 @@ def _masked_blocks(value: Any) -> Any:
 
 
 class SlackGateway:
-    """chat.postMessage, chat.update, chat.postEphemeral and users.info for one configured workspace.
+    """chat.postMessage, chat.update, chat.postEphemeral, views.open and users.info for one configured workspace.
 
     `interactive`: for the calls made while Slack waits for TARSy's answer to a click or command — one short
     try, no retries (its caller carries on without the result)."""
@@ -104,6 +105,10 @@ class SlackGateway:
     def post_ephemeral(self, *, channel: str, user: str, text: str) -> None:
         """A message only `user` sees (the answer to their click)."""
         self._call("chat.postEphemeral", {"channel": channel, "user": user, "text": mask_text(text)})
+
+    def open_view(self, *, trigger_id: str, view: dict[str, Any]) -> None:
+        """Open a modal for the member whose click carried `trigger_id` (valid for three seconds)."""
+        self._call("views.open", {"trigger_id": trigger_id, "view": _masked_blocks(view)})
 
     def user_email(self, user: str) -> str:
         """The member's profile email ('' when hidden: the app lacks `users:read.email`)."""

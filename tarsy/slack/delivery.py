@@ -1,4 +1,5 @@
-"""Deliver a session's Slack work: post its message, update it in place (throttled), post queued replies.
+"""Deliver a session's Slack work: post its message, update it in place (throttled), post queued replies and
+show the edits of posted ones (an action proposal, once decided).
 
 Runs in a Celery task (tarsy.tasks.slack_deliver), never in a request or a transaction. One worker at a time
 per session holds the thread's lease, so replies keep their order and nothing is posted twice by two
@@ -60,14 +61,18 @@ def _deliver_leased(thread: SlackThread, gateway: SlackGateway, interval: float)
             wait = _storm_wait(post, interval)
             if wait > 0:  # later replies wait too: the thread keeps its order
                 return wait if again_in is None else min(wait, again_in)
-            if not slack_service.slack_post_claim(post_id=post.id, repeats=post.repeats, now=timezone.now()):
-                return 0.0  # a repeat merged into it since it was read: read it again
+            if not slack_service.slack_post_claim(post_id=post.id, repeats=post.repeats, edited_at=post.edited_at,
+                                                  now=timezone.now()):
+                return 0.0  # a repeat merged into it, or it was edited, since it was read: read it again
             try:
                 _, ts = gateway.post(channel=thread.channel, text=post.text, blocks=post.blocks, thread_ts=thread.ts)
             except SlackUnavailable:
                 slack_service.slack_post_unclaim(post_id=post.id)
                 raise
             slack_service.slack_post_sent(post_id=post.id, ts=ts)
+        for post in slack_service.slack_posts_edited(session_id=session.id):  # each has `edited_at`
+            gateway.update(channel=thread.channel, ts=post.ts, text=post.text, blocks=post.blocks)
+            slack_service.slack_post_edit_shown(post_id=post.id, edited_at=post.edited_at)
     except SlackUnavailable as exc:
         return _failed(thread, exc)
     return again_in

@@ -6,9 +6,21 @@ Text from alerts, LLMs and users is escaped for mrkdwn (`&`, `<`, `>`), so it ca
 
 from __future__ import annotations
 
+import json
+import re
+from datetime import datetime
 from typing import Any
 
-from tarsy.models import AlertSession, Resolution, SessionStatus, Stage, TriageStatus
+from tarsy.models import (
+    ActionOutcome,
+    ActionProposal,
+    AlertSession,
+    ProposalStatus,
+    Resolution,
+    SessionStatus,
+    Stage,
+    TriageStatus,
+)
 
 SECTION_MAX = 2900  # Slack refuses a section text over 3000 characters
 FALLBACK_MAX = 3000  # the notification text; the blocks carry the message
@@ -31,6 +43,11 @@ TRIAGE_BLOCK_PREFIX = "triage:"
 TRIAGE_ACTION_IDS = {"triage_claim": "claim", "triage_acknowledge": "acknowledge", "triage_resolve": "resolve",
                      "triage_reopen": "reopen"}
 NOTE_MAX = 600  # a resolution note shown in Slack; the dashboard has the whole note
+# The decision buttons on an action proposal: their block names the proposal (`action:<id>`).
+ACTION_BLOCK_PREFIX = "action:"
+ACTION_APPROVE, ACTION_REJECT = "action_approve", "action_reject"
+ACTION_TEXT_MAX = 1500  # arguments, evidence, a result: the dashboard has the whole text
+HEADING_RE = re.compile(r"^#{1,6}\s+(.+)$", re.MULTILINE)
 
 
 def escape(text: str) -> str:
@@ -154,6 +171,11 @@ def triage_message(*, action: str, actor: str, session: AlertSession, note: str,
     return _fallback(text), [_section(f"{emoji} {escape(text)}"), _context(_link(url))]
 
 
+def _bold_headings(text: str) -> str:
+    """mrkdwn has no headings: a Markdown one (the summary's `### Actions`) becomes a bold line."""
+    return HEADING_RE.sub(r"*\1*", text)
+
+
 def summary_message(session: AlertSession, *, url: str) -> Message:
     """The thread reply when the session ends: the executive summary, or why it did not complete."""
     _, label = STATUS_LABEL.get(session.status, ("", session.status))
@@ -161,7 +183,7 @@ def summary_message(session: AlertSession, *, url: str) -> Message:
     head = f"*Investigation {label.lower()}*" + (f" in {duration}" if duration else "")
     if session.status == SessionStatus.COMPLETED:
         body = session.executive_summary or session.final_analysis or "(no analysis was produced)"
-        text = f"{head}\n{escape(body)}"
+        text = f"{head}\n{_bold_headings(escape(body))}"
     else:
         body = session.error_message or label
         text = f"{head}\n*Reason*: {escape(body)}"
@@ -194,3 +216,88 @@ def answer_message(*, question: str, answer: str, ok: bool, url: str) -> Message
 
 def notice_message(text: str) -> Message:
     return _fallback(text), [_section(escape(text))]
+
+
+# ---- approved actions -------------------------------------------------------------------------------------------
+
+
+def action_ref(proposal_id: Any) -> str:
+    """The thread reply showing a proposal, edited in place as it is decided and run."""
+    return f"{ACTION_BLOCK_PREFIX}{proposal_id}"
+
+
+def _when(moment: datetime) -> str:
+    """A time each reader sees in their own time zone (Slack's date formatting), UTC as the fallback."""
+    return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} {{time}}|{moment:%Y-%m-%d %H:%M} UTC>"
+
+
+def _code(value: Any) -> str:
+    return f"```{escape(clip(json.dumps(value, ensure_ascii=False), ACTION_TEXT_MAX))}```"
+
+
+def _call(p: ActionProposal) -> str:
+    return f"`{escape(p.server)}.{escape(p.tool)}`"
+
+
+def _decision_buttons(p: ActionProposal) -> dict[str, Any]:
+    approve = {"type": "button", "action_id": ACTION_APPROVE, "value": str(p.id), "style": "primary",
+               "text": {"type": "plain_text", "text": "Approve"},
+               "confirm": {"title": {"type": "plain_text", "text": "Run this action?"},
+                           "text": {"type": "mrkdwn", "text": f"{_call(p)} runs as shown, then TARSy verifies it."},
+                           "confirm": {"type": "plain_text", "text": "Approve"},
+                           "deny": {"type": "plain_text", "text": "Cancel"}}}
+    reject = {"type": "button", "action_id": ACTION_REJECT, "value": str(p.id), "style": "danger",
+              "text": {"type": "plain_text", "text": "Reject…"}}
+    return {"type": "actions", "block_id": action_ref(p.id), "elements": [approve, reject]}
+
+
+def _decision_line(p: ActionProposal) -> str:
+    """Who decided, when and why; once it ran, how it went."""
+    said = f": “{escape(clip(p.comment, NOTE_MAX))}”" if p.comment else ""
+    when = _when(p.decided_at) if p.decided_at else ""
+    if p.status == ProposalStatus.EXPIRED:
+        return f":hourglass: *Expired* {when}: nobody decided in time; it did not run."
+    if p.status == ProposalStatus.REJECTED:
+        return f":no_entry_sign: *Rejected* by {escape(p.decided_by)} {when}{said}. It did not run."
+    line = f":white_check_mark: *Approved* by {escape(p.decided_by)} {when}{said}"
+    ran: dict[str, str] = {ActionOutcome.VERIFIED: ":large_green_circle: Ran: *verified*",
+                           ActionOutcome.NOT_VERIFIED: ":warning: Ran: *not verified*",
+                           ActionOutcome.FAILED: ":x: *Failed*"}
+    return f"{line}\n{ran[p.outcome]}" if p.outcome in ran else line
+
+
+def action_message(p: ActionProposal, *, agent: str, url: str) -> Message:
+    """The proposal as the approvers see it: what runs, why, what it should change and how that is checked; the
+    Approve / Reject buttons while it waits, then who decided (shown in place of the buttons)."""
+    pending = p.status == ProposalStatus.PENDING
+    head = ":raised_hand: *Action proposed: approval needed*" if pending else ":raised_hand: *Action proposed*"
+    verify = (f"*Verification*\n`{escape(p.verify_tool)}` {_code(p.verify_arguments)} shows "
+              f"“{escape(clip(p.verify_expect, NOTE_MAX))}”")
+    blocks: list[dict[str, Any]] = [
+        _section(f"{head} by {escape(agent)}\n{_call(p)} {_code(p.arguments)}"),
+        _section(f"*Why*\n{escape(p.justification)}"),
+        _section(f"*Expected effect*\n{escape(p.expected_effect)}"),
+        _section(verify),
+    ]
+    if pending:
+        blocks += [_decision_buttons(p), _context(f"Expires {_when(p.expires_at)}")]
+    else:
+        blocks.append(_section(_decision_line(p)))
+    blocks.append(_context(f"Action `{p.id}`", "`/tarsy approve|reject &lt;action ID&gt; …`", _link(url)))
+    state = "approval needed" if pending else str(ProposalStatus(p.status).label).lower()
+    return _fallback(f"Action proposed: {p.server}.{p.tool} ({state})"), blocks
+
+
+def action_outcome_message(p: ActionProposal, *, url: str) -> Message:
+    """How an approved action went: verified, not verified (with the last read as evidence), or failed."""
+    if p.outcome == ActionOutcome.VERIFIED:
+        text = (f":large_green_circle: *Action verified*: {_call(p)} ran and `{escape(p.verify_tool)}` shows "
+                f"“{escape(clip(p.verify_expect, NOTE_MAX))}”.")
+    elif p.outcome == ActionOutcome.NOT_VERIFIED:
+        text = (f":warning: *Action not verified*: {_call(p)} ran but `{escape(p.verify_tool)}` does not show "
+                f"“{escape(clip(p.verify_expect, NOTE_MAX))}”. The agent may propose a follow-up.\n*Last read*\n"
+                f"```{escape(clip(p.evidence or '(none)', ACTION_TEXT_MAX))}```")
+    else:
+        text = f":x: *Action failed*: {_call(p)}\n```{escape(clip(p.result or '(no result)', ACTION_TEXT_MAX))}```"
+    label = str(ActionOutcome(p.outcome).label).lower() if p.outcome in ActionOutcome.values else p.outcome
+    return _fallback(f"Action {label}: {p.server}.{p.tool}"), [_section(text), _context(_link(url))]

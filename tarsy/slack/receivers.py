@@ -10,11 +10,13 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db import DatabaseError, transaction
+from django.utils import timezone
 
 from tarsy.decisions import SlackDeliver, enact_on_commit
 from tarsy.metrics import SLACK_DROPPED
 from tarsy.models import (
     TERMINAL_SESSION_STATUSES,
+    ActionProposal,
     AlertSession,
     CheckResult,
     ExecStatus,
@@ -24,7 +26,14 @@ from tarsy.models import (
     StageKind,
 )
 from tarsy.services import slack as slack_service
-from tarsy.signals import alert_attached, alert_resolved, session_status_changed, stage_status_changed, triage_changed
+from tarsy.signals import (
+    action_changed,
+    alert_attached,
+    alert_resolved,
+    session_status_changed,
+    stage_status_changed,
+    triage_changed,
+)
 
 from . import messages
 from .config import session_link, slack_config
@@ -39,15 +48,17 @@ def connect() -> None:
     alert_attached.connect(on_alert_attached, dispatch_uid="tarsy.slack.attached")
     alert_resolved.connect(on_alert_resolved, dispatch_uid="tarsy.slack.resolved")
     triage_changed.connect(on_triage_changed, dispatch_uid="tarsy.slack.triage")
+    action_changed.connect(on_action_changed, dispatch_uid="tarsy.slack.action")
 
 
-def _record(session_id: Any, write: Callable[[str], None]) -> None:
+def _record(session_id: Any, write: Callable[[str], None], *, needs_people: bool = False) -> None:
+    """`needs_people`: shown even for a proactive check's run still under way (someone must decide)."""
     config = slack_config()
     if config is None:
         return
     row = AlertSession.all_objects.filter(id=session_id).values("chain_id", "check_name", "check_result",
                                                                 "status").first() or {}
-    if _quiet_check(row):
+    if _quiet_check(row) and not needs_people:
         return
     try:
         with transaction.atomic():  # a savepoint inside the sender's transaction
@@ -141,3 +152,23 @@ def on_triage_changed(sender, session: AlertSession, action: str, actor: str, no
                                      blocks=blocks)
 
     _record(session.id, write)
+
+
+def on_action_changed(sender, proposal: ActionProposal, transition: str, **kwargs) -> None:
+    """An action proposal goes into the thread with its Approve / Reject buttons (the thread starts if the session
+    has none yet); once decided the same reply shows who decided, when and why instead of the buttons, and once
+    it ran how it went, which also gets a reply of its own."""
+    url, ref = session_link(proposal.session_id), messages.action_ref(proposal.id)
+
+    def write(channel: str) -> None:
+        text, blocks = messages.action_message(proposal, agent=proposal.execution.agent_name, url=url)
+        if transition == "proposed" or not slack_service.slack_post_edit(
+                session_id=proposal.session_id, ref=ref, text=text, blocks=blocks, now=timezone.now()):
+            slack_service.slack_post_add(session_id=proposal.session_id, channel=channel, kind=SlackPostKind.ACTION,
+                                         text=text, blocks=blocks, ref=ref)  # proposed before Slack was set up
+        if transition == "executed":
+            body, outcome = messages.action_outcome_message(proposal, url=url)
+            slack_service.slack_post_add(session_id=proposal.session_id, channel=channel, kind=SlackPostKind.ACTION,
+                                         text=body, blocks=outcome)
+
+    _record(proposal.session_id, write, needs_people=True)

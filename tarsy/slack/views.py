@@ -1,11 +1,11 @@
 """Slack's requests to TARSy: the Events API (app mentions), the `/tarsy` slash command and interactivity (the
-triage buttons on a session's message).
+triage buttons on a session's message, the decision buttons on an action proposal and its Reject form).
 
 Authenticated by Slack's request signature (HMAC of the raw body with the signing secret; a timestamp older
 than five minutes is refused) instead of the API's auth mode; tarsy.api.cross_site exempts exactly these
 paths, as Slack posts form-encoded slash commands and interactions. They answer within Slack's three seconds:
-a question only queues a chat stage, a triage action is one transaction (plus, for the actor's name and a
-refusal's ephemeral answer, a Web API call of at most a second each)."""
+a question only queues a chat stage, a triage action or a decision is one transaction (plus, for the actor's name
+and a refusal's ephemeral answer or the Reject form, a Web API call of at most a second each)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import logging
 import os
 from urllib.parse import parse_qs
 
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 from slack_sdk.signature import SignatureVerifier
@@ -22,7 +22,7 @@ from slack_sdk.signature import SignatureVerifier
 from tarsy.web.inputs import ascii_int
 from tarsy.web.responses import json_error
 
-from . import actions, inbound
+from . import actions, approvals, inbound
 from .config import slack_config
 
 log = logging.getLogger(__name__)
@@ -91,7 +91,8 @@ def _form(request) -> dict[str, str]:
 @csrf_exempt
 @require_POST
 def commands(request):
-    """`/tarsy ask|claim|ack|resolve|reopen|help …`: the reply is shown to the one who typed it (ephemeral)."""
+    """`/tarsy ask|claim|ack|resolve|reopen|approve|reject|help …`: the reply is shown to the one who typed it
+    (ephemeral)."""
     refusal = _refusal(request)
     if refusal is not None:
         return refusal
@@ -102,6 +103,8 @@ def commands(request):
     verb = text.strip().partition(" ")[0].lower()
     if verb == "ask":
         reply = inbound.slash_command(text=text, user=user)
+    elif verb in ("approve", "reject"):
+        reply = approvals.slash_command(text=text, user_id=user, user_name=form.get("user_name", ""))
     else:
         reply = actions.slash_command(text=text, user_id=user, user_name=form.get("user_name", ""))
     return JsonResponse({"response_type": "ephemeral", "text": reply})
@@ -110,8 +113,10 @@ def commands(request):
 @csrf_exempt
 @require_POST
 def interactions(request):
-    """Interactivity: `block_actions` from the triage buttons (form-encoded, the JSON in `payload`). Slack shows
-    nothing of the answer's body; a refusal reaches the member as an ephemeral message."""
+    """Interactivity (form-encoded, the JSON in `payload`): `block_actions` from the triage and decision buttons,
+    and `view_submission` of the Reject form. Slack shows nothing of a click's answer body (a refusal reaches the
+    member as an ephemeral message); a form's refusal is answered as errors under its field, an empty 200 closes
+    it."""
     refusal = _refusal(request)
     if refusal is not None:
         return refusal
@@ -121,12 +126,17 @@ def interactions(request):
         return json_error(400, "bad_request", "an interaction carries its JSON in the `payload` form field")
     if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
         return json_error(400, "bad_request", "`payload` must be a JSON object with a `type`")
-    if payload["type"] != "block_actions":
-        return JsonResponse({"ok": True})  # TARSy opens no modals nor shortcuts: nothing else is its own
     try:
-        click = actions.read_click(payload)
+        if payload["type"] == "view_submission":
+            errors = approvals.submission(payload)
+            return JsonResponse(errors) if errors else HttpResponse(status=200)
+        if payload["type"] != "block_actions":
+            return JsonResponse({"ok": True})  # TARSy has no shortcuts: nothing else is its own
+        click, decision = actions.read_click(payload), approvals.read_click(payload)
     except actions.MalformedAction as exc:
         return json_error(400, "bad_request", str(exc))
     if click is not None:
         actions.click(click)
+    elif decision is not None:
+        approvals.click(decision)
     return JsonResponse({"ok": True})

@@ -1,10 +1,11 @@
 """A local server speaking the Slack Web API wire protocol (the part TARSy uses), for slack-sdk's WebClient.
 
-`POST /api/chat.postMessage`, `/api/chat.update` and `/api/chat.postEphemeral` with a JSON or form body, and
-`GET /api/users.info?user=…`, with `Authorization: Bearer <token>` answer like Slack: HTTP 200 with
+`POST /api/chat.postMessage`, `/api/chat.update`, `/api/chat.postEphemeral` and `/api/views.open` with a JSON or
+form body, and `GET /api/users.info?user=…`, with `Authorization: Bearer <token>` answer like Slack: HTTP 200 with
 `{"ok": true, …}` or `{"ok": false, "error": …}`. A channel name (`#alerts`) is answered with a channel ID
 (`CALERTS`), as Slack does. Members are the `users` given (ID → handle, email); ephemeral messages are kept
-in `ephemeral`. Every call is recorded (`calls`), with the time it arrived. Faults, for the tests:
+in `ephemeral`, opened modals in `views`. Every call is recorded (`calls`), with the time it arrived. Faults, for
+the tests:
 
     fake.rate_limit("chat.postMessage", retry_after=2)   # the next call answers 429 with Retry-After: 2
     fake.fail("chat.update", "channel_not_found")        # the next call answers ok=false with that error
@@ -75,6 +76,7 @@ class FakeSlack:
         self.messages: dict[str, SlackMessage] = {}
         self.members: dict[str, SlackMember] = {}
         self.ephemeral: list[dict[str, str]] = []
+        self.views: list[dict[str, Any]] = []
         self.outage = False
         self._faults: dict[str, deque[dict[str, Any]]] = {}
         self._before_reply: deque[Any] = deque()
@@ -180,6 +182,8 @@ class FakeSlack:
             return 200, {}, self._ephemeral(body)
         if method == "users.info":
             return 200, {}, self._user(body)
+        if method == "views.open":
+            return 200, {}, self._open_view(body)
         return 200, {}, {"ok": False, "error": "unknown_method"}
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -213,6 +217,16 @@ class FakeSlack:
         self.ephemeral.append({"channel": channel_id(str(body["channel"])), "user": str(body["user"]),
                                "text": str(body.get("text", ""))})
         return {"ok": True, "message_ts": f"1700000000.{next(self._ts):06d}"}
+
+    def _open_view(self, body: dict[str, Any]) -> dict[str, Any]:
+        if not body.get("trigger_id"):
+            return {"ok": False, "error": "invalid_trigger_id"}
+        view = body.get("view")
+        view = json.loads(view) if isinstance(view, str) else view
+        if not isinstance(view, dict) or view.get("type") != "modal":
+            return {"ok": False, "error": "invalid_arguments"}
+        self.views.append({"trigger_id": str(body["trigger_id"]), **view})
+        return {"ok": True, "view": {"id": f"V{len(self.views):06d}", **view}}
 
     def _user(self, body: dict[str, Any]) -> dict[str, Any]:
         member = self.members.get(str(body.get("user", "")))

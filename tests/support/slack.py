@@ -77,3 +77,17 @@ def blocks_text(blocks: Any) -> str:
                 walk(item)
     walk(blocks)
     return "\n".join(out)
+
+
+def view_submission(*, view: dict[str, Any], comment: str, user: str = "U0ALICE", user_name: str = "alice") -> str:
+    """A `view_submission` interaction as Slack posts it when a member submits a modal TARSy opened (`view`, as
+    sent to views.open) with `comment` typed into its `comment` input."""
+    opened = {k: v for k, v in view.items() if k != "trigger_id"}
+    payload = {
+        "type": "view_submission", "api_app_id": "A0TARSY", "token": "unused", "trigger_id": "4.5.6",
+        "user": {"id": user, "username": user_name, "name": user_name, "team_id": "T0TEAM"},
+        "team": {"id": "T0TEAM", "domain": "example"},
+        "view": {**opened, "id": "V000001", "team_id": "T0TEAM", "hash": "1700000000.abc",
+                 "state": {"values": {"comment": {"comment": {"type": "plain_text_input", "value": comment}}}}},
+    }
+    return urlencode({"payload": json.dumps(payload)})
