@@ -15,6 +15,7 @@ from tarsy.models import (
     ActionOutcome,
     ActionProposal,
     AlertSession,
+    DryRunStatus,
     ProposalStatus,
     Resolution,
     SessionStatus,
@@ -266,6 +267,16 @@ def _decision_line(p: ActionProposal) -> str:
     return f"{line}\n{ran[p.outcome]}" if p.outcome in ran else line
 
 
+def _dry_run(p: ActionProposal) -> str:
+    """The server's preview of the change, so approvers see in the thread what the dashboard shows."""
+    if p.dry_run_status == DryRunStatus.RAN:
+        preview = escape(clip(p.dry_run, ACTION_TEXT_MAX))
+        return f"*Dry run* (the server's preview; nothing was changed)\n```{preview}```"
+    if p.dry_run_status == DryRunStatus.FAILED:
+        return f"*Dry run failed*\n```{escape(clip(p.dry_run, ACTION_TEXT_MAX))}```"
+    return "*Dry run*: none for this tool"
+
+
 def action_message(p: ActionProposal, *, agent: str, url: str) -> Message:
     """The proposal as the approvers see it: what runs, why, what it should change and how that is checked; the
     Approve / Reject buttons while it waits, then who decided (shown in place of the buttons)."""
@@ -279,6 +290,8 @@ def action_message(p: ActionProposal, *, agent: str, url: str) -> Message:
         _section(f"*Expected effect*\n{escape(p.expected_effect)}"),
         _section(verify),
     ]
+    if p.dry_run_status:
+        blocks.append(_section(_dry_run(p)))
     if pending:
         blocks += [_decision_buttons(p), _context(f"Expires {_when(p.expires_at)}")]
     else:

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.test import Client
 from django.utils import timezone
 
-from tarsy.models import ActionProposal, AgentExecution, OutboxTask, SlackPost
+from tarsy.models import ActionProposal, AgentExecution, DryRunStatus, OutboxTask, SlackPost
 from tarsy.pipeline.actions import action_decide, expired_wake
 from tarsy.services import actions, executions, sessions, stages
 from tarsy.slack.delivery import deliver
@@ -64,7 +64,7 @@ def client():
     return Client(REMOTE_ADDR="203.0.113.7")  # Slack is not on loopback
 
 
-def _proposed() -> ActionProposal:
+def _proposed(**dry_run: str) -> ActionProposal:
     """A running repair session whose action agent proposed to scale shop/api to 3 and parked."""
     session = sessions.session_submit(alert_type="repair", data={"deployment": "shop/api"})
     assert sessions.session_claim(session=session, worker_id="w1", now=timezone.now())
@@ -75,7 +75,7 @@ def _proposed() -> ActionProposal:
             execution=execution, iteration=1, server="cluster", tool="resources_scale",
             arguments={**TARGET, "replicas": 3}, justification=f"api runs 1 of 3 replicas [ev-1]; {SECRET}",
             expected_effect="api runs 3 ready replicas", verify_tool="cluster.resources_get",
-            verify_arguments=TARGET, verify_expect="readyReplicas: 3", ttl_s=3600)
+            verify_arguments=TARGET, verify_expect="readyReplicas: 3", ttl_s=3600, **dry_run)
         executions.execution_park(execution_id=execution.id)
     return proposal
 
@@ -318,3 +318,10 @@ def test_the_outcome_goes_into_the_thread_and_the_proposal_shows_it(slack_on, fa
     text = blocks_text(outcome.blocks)
     assert "*Action not verified*: `cluster.resources_scale` ran but `cluster.resources_get` does not show" in text
     assert "readyReplicas: 1" in text and "propose a follow-up" in text
+
+
+def test_the_dry_run_is_shown_with_the_proposal(slack_on, fake_slack):
+    diff = "--- deployment.apps/api (live)\n+++ deployment.apps/api (dry run: server)\n-replicas: 1\n+replicas: 3"
+    proposal = _proposed(dry_run=diff, dry_run_status=DryRunStatus.RAN)
+    text = blocks_text(_in_slack(fake_slack, proposal).blocks)
+    assert "*Dry run* (the server's preview; nothing was changed)" in text and "+replicas: 3" in text, text
