@@ -33,6 +33,7 @@ from tarsy.models import ActionOutcome, ActionProposal, AgentExecution, ExecStat
 from tarsy.services import actions, executions
 from tarsy.services.errors import Forbidden
 
+from .action_guards import proposal_check, target_of
 from .sub_agents import IterationCalls, Refused, wake_parked
 
 JUSTIFICATION, EXPECTED_EFFECT, VERIFY = "_justification", "_expected_effect", "_verify"
@@ -100,6 +101,8 @@ class ActionTools:
         verify_tool, verify_arguments, expect = self._verification(verify)
         if mask_arguments(arguments) != arguments:
             raise Refused("the arguments hold text that masking hides; an action must be shown exactly as it runs")
+        proposal_check(session_id=self._execution.session_id, server=server, tool=tool, arguments=arguments,
+                       queued=self.calls.proposals)  # guards: a resolved alert, the rate limit per target
         pending = actions.actions_pending_count(session_id=self._execution.session_id) + len(self.calls.proposals)
         if pending >= settings.max_pending_per_session:
             raise Refused(f"{pending} action(s) already wait for approval in this session "
@@ -147,7 +150,8 @@ def proposals_apply(execution_id: Any, iteration: int, calls: IterationCalls) ->
     ttl = get_config().actions.approval_ttl
     for p in calls.proposals:
         actions.action_proposal_create(
-            execution=execution, iteration=iteration, server=p.server, tool=p.tool, arguments=p.arguments,
+            execution=execution, iteration=iteration, server=p.server, tool=p.tool,
+            target=target_of(p.server, p.tool, p.arguments), arguments=p.arguments,
             justification=p.justification, expected_effect=p.expected_effect, verify_tool=p.verify_tool,
             verify_arguments=p.verify_arguments, verify_expect=p.verify_expect, ttl_s=ttl)
 
@@ -184,6 +188,8 @@ def _state(p: ActionProposal) -> str:
         return f"approved by {p.decided_by}, ran, {p.outcome}"
     if p.status == ProposalStatus.REJECTED:
         return f"rejected by {p.decided_by}"
+    if p.status == ProposalStatus.WITHDRAWN:
+        return f"withdrawn: {p.reason}"
     return str(p.status)
 
 
@@ -231,10 +237,11 @@ def decisions_inject(execution: AgentExecution, iteration: int, recorder: Record
         evidence: list[str] = []
         if proposal.status == ProposalStatus.APPROVED and actions.action_claim(proposal_id=proposal.id):
             proposal = _run(proposal, tools, deadline, evidence)
-        elif proposal.status in (ProposalStatus.APPROVED, ProposalStatus.EXECUTING):
+        elif proposal.status == ProposalStatus.APPROVED:  # not claimed: withdrawn meanwhile (the alert resolved)
+            proposal = actions.action_get(proposal_id=proposal.id)
+        if proposal.status == ProposalStatus.EXECUTING:
             proposal = actions.action_executed(  # claimed by an attempt that died: it may or may not have run
-                proposal_id=proposal.id, outcome=ActionOutcome.FAILED, evidence="",
-                result="Interrupted while it ran: whether it took effect is unknown; read the state before anything")
+                proposal_id=proposal.id, outcome=ActionOutcome.FAILED, evidence="", result=actions.INTERRUPTED)
         recorder.add_messages([ConversationMessage(role="user", content=_news(proposal, evidence))])
 
 
@@ -271,6 +278,8 @@ def _news(p: ActionProposal, evidence: list[str]) -> str:
         return f"{head} was REJECTED by {p.decided_by}{said}. It did not run. Conclude without acting."
     if p.status == ProposalStatus.EXPIRED:
         return f"{head} EXPIRED: nobody decided in time. It did not run. Conclude without acting."
+    if p.status == ProposalStatus.WITHDRAWN:
+        return f"{head} was WITHDRAWN: {p.reason}. It did not run. Conclude without acting."
     if p.outcome == ActionOutcome.VERIFIED:
         return (f"{head} was approved by {p.decided_by}{said} and ran{cite}. Outcome: verified: {p.verify_tool} "
                 f"shows {p.verify_expect!r}.\nResult: {p.result}")

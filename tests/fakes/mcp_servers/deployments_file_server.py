@@ -3,13 +3,15 @@
 `max_ready` caps the replicas that become ready, like a namespace out of quota).
 
 Run: `python deployments_file_server.py STATE.json` (stdio). The file holds
-`{"<namespace>/<name>": {"replicas": int, "max_ready": int | null}}`.
+`{"<namespace>/<name>": {"replicas": int, "max_ready": int | null, "scale_delay_s": float (optional)}}`; a
+`scale_delay_s` makes a scale take that long before it changes anything (a worker can die in the middle).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,7 @@ def build_server(path: Path) -> MCPServer:
         state = read_state(path)
         if key not in state:
             raise ValueError(f"deployments.apps {name!r} not found")
+        time.sleep(state[key].get("scale_delay_s") or 0)
         state[key]["replicas"] = replicas
         write_state(path, state)
         return f"deployment.apps/{name} scaled to {replicas}"
