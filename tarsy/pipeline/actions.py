@@ -9,7 +9,8 @@ execution parks (`waiting`, no task) with the sub-agents' park and wake. A decis
 sweeper's expiry) wakes it once; its next iteration first runs an approved tool through the normal MCP path,
 claimed before it runs so that no retry runs it twice, then re-reads the state until the expected text shows
 (bounded) and records `verified`, `not_verified` or `failed`. The agent is told as a message, and may propose a
-follow-up (a rollback) that again needs approval.
+follow-up (a rollback) that again needs approval. What may not be proposed at all (a resolved alert, the rate limit
+per target) is tarsy.pipeline.action_guards'.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from tarsy.models import (
     RATE_LIMITED_STATUSES,
     ActionOutcome,
     ActionProposal,
+    AlertSession,
     ProposalStatus,
     TimelineEvent,
 )
@@ -40,7 +41,9 @@ def action_proposal_create(*, execution: Any, iteration: int, server: str, tool:
                            arguments: dict[str, Any], justification: str, expected_effect: str, verify_tool: str,
                            verify_arguments: dict[str, Any], verify_expect: str, ttl_s: float) -> ActionProposal:
     """Texts and arguments come masked. Call in the transaction completing the proposing iteration. On a session
-    whose alert resolved since the agent asked, it is created withdrawn (the execution is told so)."""
+    whose alert resolved since the agent asked, it is created withdrawn (the execution is told so): the session's
+    row lock orders it with the resolution (which holds it while it withdraws), so neither misses the other."""
+    AlertSession.all_objects.select_for_update(no_key=True).filter(id=execution.session_id).first()
     proposal = ActionProposal.objects.create(
         session_id=execution.session_id, execution_id=execution.id, iteration=iteration, server=server, tool=tool,
         target=target, arguments=arguments, justification=justification, expected_effect=expected_effect,

@@ -232,9 +232,11 @@ def test_a_session_waiting_for_an_approval_past_its_timeout_is_not_timed_out_and
     assert (proposal.status, proposal.outcome) == ("executed", "verified")
     assert read_state(state)["shop/api"]["replicas"] == 3
     stage = Stage.objects.get(session=done)
-    assert stage.type == "action"  # stored, and shown by the API
+    assert stage.type == "action"  # stored, and shown by the API and the session page
     shown = APIClient(REMOTE_ADDR="127.0.0.1").get(f"/api/v1/sessions/{done.id}").json()
     assert [s["type"] for s in shown["stages"]] == ["action"]
+    page = APIClient(REMOTE_ADDR="127.0.0.1").get(f"/sessions/{done.id}")
+    assert page.status_code == 200 and 'data-stage-type="action"' in page.content.decode()
 
 
 # ---- an action its execution never finished ------------------------------------------------------------------
@@ -277,3 +279,35 @@ def test_a_cancelled_session_withdraws_its_pending_action(scripted_config, worke
     proposal.refresh_from_db()
     assert (proposal.status, proposal.reason) == ("withdrawn", "the investigation ended (cancelled) before it ran")
     assert _decide(proposal).status_code == 409
+
+
+# ---- the wait, counted once -----------------------------------------------------------------------------------
+
+def test_overlapping_waits_for_a_person_are_counted_once(scripted_config, tmp_path):
+    """Two agents of a parallel stage waiting at once stop the clock once: the union of the waits, up to now for
+    one still pending; a proposal withdrawn as it was made waited nothing."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tarsy.services.actions import actions_wait_s
+
+    _setup(scripted_config, tmp_path, {"Fixer": [{"text": "never runs"}]})
+    session = _submit()
+    stage = Stage.objects.create(session=session, name="remediate", index=0, type="action")
+    execution = AgentExecution.objects.create(stage=stage, session=session, agent_name="Fixer",
+                                              iteration_strategy="native-thinking")
+    now = timezone.now()
+
+    def proposal(start_min: int, end_min: int | None, status: str) -> None:
+        row = ActionProposal.objects.create(session=session, execution=execution, iteration=1, server="cluster",
+                                            tool="resources_scale", status=status, expires_at=now)
+        decided = now - timedelta(minutes=end_min) if end_min is not None else None
+        ActionProposal.objects.filter(id=row.id).update(created_at=now - timedelta(minutes=start_min),
+                                                        decided_at=decided)
+
+    proposal(60, 40, "approved")  # 60 → 40 minutes ago
+    proposal(50, 30, "rejected")  # overlaps it: 60 → 30
+    proposal(20, None, "pending")  # 20 → now
+    proposal(10, 10, "withdrawn")  # withdrawn at once
+    assert actions_wait_s(session_id=session.id, now=now) == pytest.approx(50 * 60)
