@@ -74,17 +74,13 @@ def actions_wait_s(*, session_id: Any, now: datetime) -> float:
     spans = sorted((created, decided or (now if status == ProposalStatus.PENDING else created))
                    for created, decided, status in ActionProposal.objects.filter(session_id=session_id)
                    .values_list("created_at", "decided_at", "status"))
-    total, start, end = 0.0, None, None
-    for a, b in spans:
-        if start is not None and end is not None and a <= end:
-            end = max(end, b)
-            continue
-        if start is not None and end is not None:
-            total += (end - start).total_seconds()
-        start, end = a, b
-    if start is not None and end is not None:
-        total += (end - start).total_seconds()
-    return total
+    merged: list[list[datetime]] = []
+    for begin, finish in spans:
+        if merged and begin <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], finish)
+        else:
+            merged.append([begin, finish])
+    return sum((finish - begin).total_seconds() for begin, finish in merged)
 
 
 def actions_pending_count(*, session_id: Any) -> int:

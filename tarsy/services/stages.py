@@ -38,7 +38,7 @@ def stage_payload(stage: Stage) -> dict[str, Any]:
         "stage_name": stage.name,
         "stage_index": stage.index,
         "kind": stage.kind,
-        "type": stage.type,
+        "stage_type": stage.type,  # not "type": the event message's own key
         "status": stage.status,
         "parallel_type": stage.parallel_type,
         "error_message": stage.error_message,

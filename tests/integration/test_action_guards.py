@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
-from tarsy.models import ActionProposal, AgentExecution, AlertSession, LLMInteraction, Stage, TimelineEvent
+from tarsy.models import ActionProposal, AgentExecution, AlertSession, Event, LLMInteraction, Stage, TimelineEvent
 from tarsy.pipeline.sweeper import sweep_once
 from tarsy.services.sessions import session_submit
+from tarsy.streaming.publisher import event_message
 from tests.fakes.mcp_servers.deployments_file_server import read_state, write_state
 from tests.support.processes import wait_for
 from tests.support.sessions import wait_terminal
@@ -235,6 +236,9 @@ def test_a_session_waiting_for_an_approval_past_its_timeout_is_not_timed_out_and
     assert stage.type == "action"  # stored, and shown by the API and the session page
     shown = APIClient(REMOTE_ADDR="127.0.0.1").get(f"/api/v1/sessions/{done.id}").json()
     assert [s["type"] for s in shown["stages"]] == ["action"]
+    started = Event.objects.filter(session_id=done.id, type="stage.started").first()
+    assert started is not None and started.payload["stage_type"] == "action"
+    assert event_message(started)["type"] == "stage.started"  # the live event keeps its own type
     page = APIClient(REMOTE_ADDR="127.0.0.1").get(f"/sessions/{done.id}")
     assert page.status_code == 200 and 'data-stage-type="action"' in page.content.decode()
 
