@@ -210,6 +210,7 @@ class AlertResolvedMetadata(EventMetadata):
     fingerprint: str = ""
     resolved_at: str = ""
     action: Literal["cancelled", "annotated"] = "annotated"
+    related: bool = False  # a related alert of the session's group resolved, not the session's own
 
 
 class RelatedAlertsMetadata(EventMetadata):
@@ -237,8 +238,8 @@ class MemoryRecalledMetadata(EventMetadata):
 
 
 class ActionMetadata(ToolRef):
-    """action: one transition of an action proposal (proposed, approved, rejected, expired, executed), who made
-    it, and once executed its outcome (verified, not_verified, failed)."""
+    """action: one transition of an action proposal (proposed, approved, rejected, expired, withdrawn, executed),
+    who made it, and once executed its outcome (verified, not_verified, failed)."""
 
     proposal_id: str = ""
     transition: str = ""

@@ -1,13 +1,13 @@
 """Prometheus metrics: web's /metrics, and each worker's own endpoint.
 
 Counters and histograms are incremented where the work happens (web: submissions, WebSocket connections, triage time
-to claim and resolve; workers: iterations, LLM and MCP calls, task queue wait, terminal statuses). A web or worker
-container runs several processes (uvicorn workers, Celery's prefork children), which share their values through
-PROMETHEUS_MULTIPROC_DIR (prometheus_client's multiprocess mode: one mmap file per process, summed at scrape). Web
-serves them at /metrics; a worker's parent process serves its children's at TARSY_METRICS_PORT
-(`serve_worker_metrics`), because containers share no directory and a child cannot own a port — children come and
-go. The session gauges (active, queued, by status, by triage state) and the outbox backlog are read from the
-database at scrape time by web only, so they are right cluster-wide and counted once.
+to claim and resolve, action decisions; workers: iterations, action proposals and outcomes, LLM and MCP calls, task
+queue wait, terminal statuses). A web or worker container runs several processes (uvicorn workers, Celery's prefork
+children), which share their values through PROMETHEUS_MULTIPROC_DIR (prometheus_client's multiprocess mode: one mmap
+file per process, summed at scrape). Web serves them at /metrics; a worker's parent process serves its children's at
+TARSY_METRICS_PORT (`serve_worker_metrics`), because containers share no directory and a child cannot own a port —
+children come and go. The session gauges (active, queued, by status, by triage state), the outbox backlog and the
+pending actions are read from the database at scrape time by web only, so they are right cluster-wide and counted once.
 
 /metrics needs no login — like /health it is for scrapers and probes, which carry no user
 credentials, and it holds no alert or session content (only counts, provider/model/server/tool names).
@@ -67,6 +67,13 @@ TRIAGE_TIME_TO_CLAIM = Histogram("tarsy_triage_time_to_claim_seconds", "From nee
                                  "(claim or assign)", buckets=TRIAGE_BUCKETS)
 TRIAGE_TIME_TO_RESOLVE = Histogram("tarsy_triage_time_to_resolve_seconds", "From needs_review to resolved, by "
                                    "resolution (auto-dismissals not counted)", ["resolution"], buckets=TRIAGE_BUCKETS)
+ACTION_TRANSITIONS = Counter("tarsy_action_proposals_total", "Action proposals by transition (proposed, approved, "
+                             "rejected, expired, withdrawn, executed; outcome: an execution's verified, not_verified "
+                             "or failed)", ["server", "tool", "transition", "outcome"])
+# Seconds to a working day: a proposal waits for a person, possibly through the night.
+ACTION_APPROVAL_WAIT = Histogram("tarsy_action_approval_wait_seconds", "From proposal to its decision (approved, "
+                                 "rejected, expired, withdrawn)", ["decision"],
+                                 buckets=(10, 30, 60, 300, 900, 1800, 3600, 7200, 14400, 28800, 86400))
 WS_CONNECTIONS = Gauge("tarsy_ws_connections_active", "Open WebSocket connections", multiprocess_mode="livesum")
 
 
@@ -141,6 +148,23 @@ class TriageStateCollector:
         yield family
 
 
+class PendingActionsCollector:
+    """Action proposals waiting for a person, by server and tool, from the database at scrape time."""
+
+    def collect(self):
+        from django.db.models import Count
+
+        from tarsy.models import ActionProposal, ProposalStatus
+
+        family = GaugeMetricFamily("tarsy_action_proposals_pending", "Action proposals waiting for a decision",
+                                   labels=["server", "tool"])
+        rows = (ActionProposal.objects.filter(status=ProposalStatus.PENDING).values_list("server", "tool")
+                .annotate(n=Count("id")).order_by())
+        for server, tool, count in rows:
+            family.add_metric([server, tool], count)
+        yield family
+
+
 class OutboxCollector:
     """Decided tasks the broker has not taken yet (tarsy/relay.py), from the database at scrape time: above zero
     for more than a few seconds, the broker is unreachable."""
@@ -169,6 +193,7 @@ def render() -> tuple[bytes, str]:
     state.register(SessionStateCollector())
     state.register(TriageStateCollector())
     state.register(OutboxCollector())
+    state.register(PendingActionsCollector())
     return generate_latest(process_registry()) + generate_latest(state), CONTENT_TYPE_LATEST
 
 

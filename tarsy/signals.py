@@ -17,8 +17,9 @@ alert_attached = Signal()
 # kwargs: stage (Stage, as just written). Sent when a stage starts and when it closes (chat stages included).
 stage_status_changed = Signal()
 
-# kwargs: session (the session of the alert), text (what the source said, e.g. "Alert resolved in alertmanager at …").
-# Sent when a monitoring source reports the alert behind a session as resolved.
+# kwargs: session (the session of the alert), text (what the source said, e.g. "Alert resolved in alertmanager at …"),
+# related (True: a related alert of the session's group resolved, not its own). Sent when a monitoring source reports
+# the alert behind a session as resolved.
 alert_resolved = Signal()
 
 # kwargs: session (AlertSession, as just written), action ("claim", "assign", "acknowledge", "resolve", "reopen"),

@@ -295,10 +295,6 @@ class TarsyConfig:
         if embedder and embedder.api_key_env and not env.get(embedder.api_key_env):
             out.append(f"Memory embedding provider {self.memory.embedding_provider!r}: environment variable "
                        f"{embedder.api_key_env} is not set (memories are recalled by keyword only)")
-        if self.actions.enabled and self.actions.approval_ttl >= self.defaults.session_timeout:
-            out.append(f"actions.approval_ttl ({self.actions.approval_ttl:.0f}s) is not shorter than "
-                       f"defaults.session_timeout ({self.defaults.session_timeout:.0f}s): a session times out while "
-                       "its action waits for approval")
         for source in ("alertmanager", "grafana", "pagerduty"):
             secret_env = getattr(self.intake, source).secret_env
             if secret_env and not env.get(secret_env):

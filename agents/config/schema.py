@@ -234,13 +234,16 @@ class MCPServerConfig(_Strict):
     action_tools: list[str] = Field(default_factory=list)
     # Action tools that support a server-side dry run, by name: run once with it when proposed (never for real).
     dry_run: dict[str, DryRunConfig] = Field(default_factory=dict)
+    # The arguments that name what an action acts on (e.g. [namespace, name]): with the server, the key of
+    # actions.rate_limit. None: the whole call (tool and every argument).
+    target_arguments: list[str] | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _actions_are_listed(self) -> MCPServerConfig:
         if self.actions and not self.action_tools:
             raise ValueError("actions: true needs action_tools, the allow-list of the tools that change things")
-        if self.action_tools and not self.actions:
-            raise ValueError("action_tools is only allowed with actions: true")
+        if (self.action_tools or self.target_arguments) and not self.actions:
+            raise ValueError("action_tools and target_arguments are only allowed with actions: true")
         unknown = sorted(set(self.dry_run) - set(self.action_tools))
         if unknown:
             raise ValueError(f"dry_run names tools that are not in action_tools: {', '.join(unknown)}")
@@ -687,6 +690,14 @@ def _unique_check_names(checks: list[CheckConfig]) -> list[CheckConfig]:
     return checks
 
 
+class ActionRateLimit(_Strict):
+    """At most `max_per_target` actions on one target (a server's `target_arguments`) within `window`, counting
+    those pending, approved, running or run; one more is refused to the agent."""
+
+    max_per_target: int = Field(gt=0)
+    window: Duration = Field(gt=0)
+
+
 class ActionsConfig(_Strict):
     """Approved actions (README "Approved actions"): off by default, the kill switch for every proposal."""
 
@@ -696,6 +707,7 @@ class ActionsConfig(_Strict):
     max_pending_per_session: int = Field(default=1, gt=0)
     verify_attempts: int = Field(default=5, ge=1, le=30)  # reads of the verification step before not_verified
     verify_interval: Duration = Field(default=2.0, ge=0)
+    rate_limit: ActionRateLimit | None = None  # None: no limit per target
 
 
 class TarsyFile(_Strict):

@@ -3,6 +3,7 @@
 from .actions import (
     ACTION_MAX_COMMENT_CHARS,
     DECIDED_STATUSES,
+    RATE_LIMITED_STATUSES,
     ActionOutcome,
     ActionProposal,
     DryRunStatus,
@@ -38,6 +39,7 @@ from .sessions import (
     Severity,
     Stage,
     StageKind,
+    StageType,
 )
 from .silences import SILENCE_MAX_MATCHERS, SILENCE_MAX_REASON_CHARS, Silence, SilenceMode
 from .slack import SlackPost, SlackPostKind, SlackThread
@@ -53,7 +55,8 @@ from .triage import (
 )
 
 __all__ = [
-    "ACTION_MAX_COMMENT_CHARS", "DECIDED_STATUSES", "ActionOutcome", "ActionProposal", "DryRunStatus",
+    "ACTION_MAX_COMMENT_CHARS", "DECIDED_STATUSES", "RATE_LIMITED_STATUSES", "ActionOutcome", "ActionProposal",
+    "DryRunStatus",
     "ProposalStatus",
     "FAILURE_TAGS", "SUPPORT_BANDS",
     "ACTIVE_SESSION_STATUSES", "TERMINAL_EXEC_STATUSES", "TERMINAL_SESSION_STATUSES", "AgentExecution", "APIToken",
@@ -66,7 +69,7 @@ __all__ = [
     "Rating", "Resolution",
     "ScoreStatus", "SessionReview", "SessionScore", "SessionStatus", "Severity", "SlackPost", "SlackPostKind",
     "SILENCE_MAX_MATCHERS", "SILENCE_MAX_REASON_CHARS", "Silence", "SilenceMode",
-    "SlackThread", "Stage", "StageKind", "Support",
+    "SlackThread", "Stage", "StageKind", "StageType", "Support",
     "TimelineEvent", "TimelineEventType", "TimelineStatus", "TriageActivity", "TriageStatus",
     "TRIAGE_ACTIONS", "TRIAGE_BULK_ACTIONS", "TRIAGE_MAX_BULK", "TRIAGE_MAX_NOTE_CHARS",
 ]

@@ -16,6 +16,7 @@ class ProposalStatus(models.TextChoices):
     EXECUTED = "executed", "Executed"  # ran (or failed to); `outcome` says how it went
     REJECTED = "rejected", "Rejected"
     EXPIRED = "expired", "Expired"
+    WITHDRAWN = "withdrawn", "Withdrawn"  # TARSy took it back before it ran: the alert resolved, the execution ended
 
 
 class ActionOutcome(models.TextChoices):
@@ -31,7 +32,10 @@ class DryRunStatus(models.TextChoices):
 
 
 DECIDED_STATUSES = (ProposalStatus.APPROVED, ProposalStatus.EXECUTING, ProposalStatus.EXECUTED,
-                    ProposalStatus.REJECTED, ProposalStatus.EXPIRED)
+                    ProposalStatus.REJECTED, ProposalStatus.EXPIRED, ProposalStatus.WITHDRAWN)
+# What a per-target rate limit counts (actions.rate_limit): what ran, runs, or may still run.
+RATE_LIMITED_STATUSES = (ProposalStatus.PENDING, ProposalStatus.APPROVED, ProposalStatus.EXECUTING,
+                         ProposalStatus.EXECUTED)
 ACTION_MAX_COMMENT_CHARS = 2000
 
 
@@ -45,6 +49,8 @@ class ActionProposal(models.Model):
     iteration = models.IntegerField(help_text="The iteration that proposed it")
     server = models.CharField(max_length=255)
     tool = models.CharField(max_length=255)
+    target = models.TextField(blank=True, default="", help_text="What it acts on: the server and its identifying "
+                                                                "arguments (actions.rate_limit's key)")
     arguments = models.JSONField(default=dict)
     justification = models.TextField(help_text="Masked")
     expected_effect = models.TextField(help_text="Masked")
@@ -58,6 +64,7 @@ class ActionProposal(models.Model):
     decided_by = models.CharField(max_length=255, blank=True, default="")
     decided_at = models.DateTimeField(null=True, blank=True)
     comment = models.TextField(blank=True, default="", help_text="Masked")
+    reason = models.TextField(blank=True, default="", help_text="Why TARSy withdrew it (no person decided that)")
     executed_at = models.DateTimeField(null=True, blank=True)
     outcome = models.CharField(max_length=20, choices=ActionOutcome.choices, blank=True, default="")
     result = models.TextField(blank=True, default="", help_text="The action's masked result")
@@ -69,7 +76,8 @@ class ActionProposal(models.Model):
     class Meta:
         ordering = ["created_at"]
         indexes = [models.Index(fields=["status", "expires_at"], name="action_status_expiry"),
-                   models.Index(fields=["execution", "status"], name="action_execution_status")]
+                   models.Index(fields=["execution", "status"], name="action_execution_status"),
+                   models.Index(fields=["server", "created_at"], name="action_server_created")]
 
     def __str__(self) -> str:
         return f"{self.server}.{self.tool} ({self.status})"

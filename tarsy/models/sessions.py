@@ -207,6 +207,13 @@ class StageKind(models.TextChoices):
     CHAT = "chat"
 
 
+class StageType(models.TextChoices):
+    """What a chain stage's agents may do (its config's `type`), shown and audited: an action stage proposes changes."""
+
+    INVESTIGATION = "investigation"
+    ACTION = "action"
+
+
 class Stage(models.Model):
     """One chain stage of a session (also synthesis and chat stages)."""
 
@@ -214,6 +221,8 @@ class Stage(models.Model):
     name = models.CharField(max_length=200)
     index = models.IntegerField(help_text="Position in the session; synthesis and chat stages get their own index")
     kind = models.CharField(max_length=20, choices=StageKind.choices, default=StageKind.INVESTIGATION)
+    type = models.CharField(max_length=20, choices=StageType.choices, default=StageType.INVESTIGATION,
+                            help_text="A chain stage's config type: `action` for a stage that proposes actions")
     chain_stage_index = models.IntegerField(null=True, blank=True, help_text="Index in the chain config")
     expected_agent_count = models.IntegerField(default=1)
     # NULL (not "") marks a stage that is not parallel, and the API shows it as null.

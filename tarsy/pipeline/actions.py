@@ -9,7 +9,8 @@ execution parks (`waiting`, no task) with the sub-agents' park and wake. A decis
 sweeper's expiry) wakes it once; its next iteration first runs an approved tool through the normal MCP path,
 claimed before it runs so that no retry runs it twice, then re-reads the state until the expected text shows
 (bounded) and records `verified`, `not_verified` or `failed`. The agent is told as a message, and may propose a
-follow-up (a rollback) that again needs approval.
+follow-up (a rollback) that again needs approval. What may not be proposed at all (a resolved alert, the rate limit
+per target) is tarsy.pipeline.action_guards'.
 
 A tool whose server supports a dry run (`dry_run` in the server's config, e.g. kubectl's `--dry-run=server`) runs
 once as one when it is proposed, through the same MCP path (masked, recorded, bounded by the step's deadline): its
@@ -37,6 +38,7 @@ from tarsy.models import ActionOutcome, ActionProposal, AgentExecution, DryRunSt
 from tarsy.services import actions, executions
 from tarsy.services.errors import Forbidden
 
+from .action_guards import proposal_check, target_of
 from .sub_agents import IterationCalls, Refused, wake_parked
 
 JUSTIFICATION, EXPECTED_EFFECT, VERIFY = "_justification", "_expected_effect", "_verify"
@@ -118,6 +120,8 @@ class ActionTools:
         dry = get_config().mcp_servers[server].dry_run_of(tool)
         if dry is not None and dry.argument in arguments:
             raise Refused(f"{dry.argument!r} is the dry-run argument: TARSy sets it for the preview; leave it out")
+        proposal_check(session_id=self._execution.session_id, server=server, tool=tool, arguments=arguments,
+                       queued=self.calls.proposals)  # guards: a resolved alert, the rate limit per target
         pending = actions.actions_pending_count(session_id=self._execution.session_id) + len(self.calls.proposals)
         if pending >= settings.max_pending_per_session:
             raise Refused(f"{pending} action(s) already wait for approval in this session "
@@ -179,7 +183,8 @@ def proposals_apply(execution_id: Any, iteration: int, calls: IterationCalls) ->
     ttl = get_config().actions.approval_ttl
     for p in calls.proposals:
         actions.action_proposal_create(
-            execution=execution, iteration=iteration, server=p.server, tool=p.tool, arguments=p.arguments,
+            execution=execution, iteration=iteration, server=p.server, tool=p.tool,
+            target=target_of(p.server, p.tool, p.arguments), arguments=p.arguments,
             justification=p.justification, expected_effect=p.expected_effect, verify_tool=p.verify_tool,
             verify_arguments=p.verify_arguments, verify_expect=p.verify_expect, ttl_s=ttl, dry_run=p.dry_run,
             dry_run_status=p.dry_run_status)
@@ -222,6 +227,8 @@ def _state(p: ActionProposal) -> str:
         return f"approved by {p.decided_by}, ran, {p.outcome}"
     if p.status == ProposalStatus.REJECTED:
         return f"rejected by {p.decided_by}"
+    if p.status == ProposalStatus.WITHDRAWN:
+        return f"withdrawn: {p.reason}"
     return str(p.status)
 
 
@@ -269,10 +276,11 @@ def decisions_inject(execution: AgentExecution, iteration: int, recorder: Record
         evidence: list[str] = []
         if proposal.status == ProposalStatus.APPROVED and actions.action_claim(proposal_id=proposal.id):
             proposal = _run(proposal, tools, deadline, evidence)
-        elif proposal.status in (ProposalStatus.APPROVED, ProposalStatus.EXECUTING):
+        elif proposal.status == ProposalStatus.APPROVED:  # not claimed: withdrawn meanwhile (the alert resolved)
+            proposal = actions.action_get(proposal_id=proposal.id)
+        if proposal.status == ProposalStatus.EXECUTING:
             proposal = actions.action_executed(  # claimed by an attempt that died: it may or may not have run
-                proposal_id=proposal.id, outcome=ActionOutcome.FAILED, evidence="",
-                result="Interrupted while it ran: whether it took effect is unknown; read the state before anything")
+                proposal_id=proposal.id, outcome=ActionOutcome.FAILED, evidence="", result=actions.INTERRUPTED)
         recorder.add_messages([ConversationMessage(role="user", content=_news(proposal, evidence))])
 
 
@@ -309,6 +317,8 @@ def _news(p: ActionProposal, evidence: list[str]) -> str:
         return f"{head} was REJECTED by {p.decided_by}{said}. It did not run. Conclude without acting."
     if p.status == ProposalStatus.EXPIRED:
         return f"{head} EXPIRED: nobody decided in time. It did not run. Conclude without acting."
+    if p.status == ProposalStatus.WITHDRAWN:
+        return f"{head} was WITHDRAWN: {p.reason}. It did not run. Conclude without acting."
     if p.outcome == ActionOutcome.VERIFIED:
         return (f"{head} was approved by {p.decided_by}{said} and ran{cite}. Outcome: verified: {p.verify_tool} "
                 f"shows {p.verify_expect!r}.\nResult: {p.result}")

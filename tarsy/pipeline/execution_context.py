@@ -18,13 +18,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from django.utils import timezone
+
 from agents.config.schema import AgentConfig
 from agents.context import ExecutionContext, IterationState
 from agents.llm.registry import backend_for
 from agents.llm.types import ToolCall, ToolDefinition
 from tarsy.config import get_config
 from tarsy.models import AgentExecution, AlertSession, StageKind
-from tarsy.services import executions
+from tarsy.services import actions, executions
 from tarsy.services.recorder import DbRecorder, Liveness
 
 from .actions import ActionTools, decisions_inject
@@ -47,9 +49,12 @@ class NoTools:
 
 
 def session_deadline(session: AlertSession) -> float | None:
+    """Epoch seconds when the session times out: its session_timeout counts from its start, the time a proposal
+    waited for a person left out (tarsy.services.actions.actions_wait_s)."""
     if not session.started_at:
         return None
-    return session.started_at.timestamp() + get_config().defaults.session_timeout
+    waited = actions.actions_wait_s(session_id=session.id, now=timezone.now())
+    return session.started_at.timestamp() + get_config().defaults.session_timeout + waited
 
 
 def build_execution_context(execution: AgentExecution, iteration: int, recorder: DbRecorder, *,

@@ -24,6 +24,7 @@ from django.utils import timezone
 from tarsy.config import get_config
 from tarsy.decisions import EndExecution, FinishSession, RunIteration, SlackDeliver, enact_on_commit
 from tarsy.models import AgentExecution, ExecStatus, SessionStatus
+from tarsy.services import actions as action_rows
 from tarsy.services import executions, sessions, slack, stages, timeline
 from tarsy.services import sub_agents as sub_agent_rows
 
@@ -50,10 +51,15 @@ def sweep_once() -> dict[str, int]:
 
 
 def _time_out_sessions() -> int:
+    """In-progress sessions past their session_timeout, not counting the time a proposal waited for a person (the
+    clock stops meanwhile: an approval may take hours)."""
     timeout = get_config().defaults.session_timeout
-    cutoff = timezone.now() - timedelta(seconds=timeout)
+    now = timezone.now()
     count = 0
-    for session in sessions.sessions_running_since(before=cutoff):
+    for session in sessions.sessions_running_since(before=now - timedelta(seconds=timeout)):
+        ran = (now - (session.started_at or now)).total_seconds()
+        if ran - action_rows.actions_wait_s(session_id=session.id, now=now) <= timeout:
+            continue
         with transaction.atomic():
             changed = sessions.session_set_status(session_id=session.id, status=SessionStatus.TIMED_OUT,
                                                   from_statuses=(SessionStatus.IN_PROGRESS,),

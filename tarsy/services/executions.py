@@ -29,7 +29,7 @@ from tarsy.models import (
 )
 from tarsy.streaming.publisher import publish
 
-from . import interactions, messages, timeline
+from . import actions, interactions, messages, timeline
 from .recorder import HEARTBEAT_INTERVAL_S, WriteBatch
 
 # Read with the claim too: most sessions never have related alerts, and their steps skip looking for new ones.
@@ -157,6 +157,7 @@ def execution_mark_ended(*, execution_id: Any, status: str, error: str = "", fin
     )
     if not updated:
         return None
+    actions.actions_settle_ended(execution_ids=[execution_id], ended_as=status)
     row = AgentExecution.objects.filter(id=execution_id).values_list(
         "stage_id", "parent_execution_id", "agent_config_name").get()
     if row[1] is not None:  # a sub-agent's end (a stage agent's shows with its stage's)

@@ -8,7 +8,8 @@ records an `alert_resolved` timeline event on it. A session still waiting for a 
 an investigation of an alert that is over before it began. A running investigation is not stopped: it already
 spends effort on what happened, and its findings explain a self-healed or flapping alert; the event tells the
 reader the alert cleared meanwhile. A finished session, or one the alert only joined (its own alert may still
-fire), is annotated. A resolution the sender repeats (same alert, same time) is recorded once.
+fire), is annotated. The session's own alert resolving withdraws the actions it proposed and never ran
+(tarsy.pipeline.actions listens). A resolution the sender repeats (same alert, same time) is recorded once.
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ def session_resolve_alert(*, source: str, resolution: Resolved) -> dict[str, Any
     timeline.timeline_event_create(
         session_id=session.id, event_type=TimelineEventType.ALERT_RESOLVED, content=content,
         metadata={"source": source, "fingerprint": resolution.fingerprint, "resolved_at": resolution.at,
-                  "action": action})
-    alert_resolved.send(sender=AlertSession, session=session, text=content)
+                  "action": action, "related": related})
+    alert_resolved.send(sender=AlertSession, session=session, text=content, related=related)
     answer["action"] = action
     return answer

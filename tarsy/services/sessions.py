@@ -35,7 +35,7 @@ from tarsy.selectors import queue
 from tarsy.signals import session_status_changed
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 
-from . import executions, fingerprints, occurrences, stages, triage
+from . import actions, executions, fingerprints, occurrences, stages, triage
 from .errors import Conflict, NotFound, PayloadTooLarge, ValidationFailed
 from .silences import silence_for_alert
 
@@ -411,9 +411,9 @@ def session_claim(*, session: AlertSession, worker_id: str, now: datetime) -> bo
 def session_work_stop(*, session_id: Any, status: str, error: str) -> None:
     """Mark every unfinished execution and stage of the session with `status` (cancel / timeout)."""
     now = timezone.now()
-    AgentExecution.objects.filter(session_id=session_id).exclude(status__in=TERMINAL_EXEC_STATUSES).update(
-        status=status, error_message=error, completed_at=now, lease_expires_at=None
-    )
+    unfinished = AgentExecution.objects.filter(session_id=session_id).exclude(status__in=TERMINAL_EXEC_STATUSES)
+    actions.actions_settle_ended(execution_ids=list(unfinished.values_list("id", flat=True)), ended_as=status)
+    unfinished.update(status=status, error_message=error, completed_at=now, lease_expires_at=None)
     Stage.objects.filter(session_id=session_id).exclude(status__in=TERMINAL_EXEC_STATUSES).update(
         status=status, error_message=error, completed_at=now
     )

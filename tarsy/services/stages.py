@@ -25,6 +25,7 @@ from tarsy.models import (
     ParallelType,
     Stage,
     StageKind,
+    StageType,
 )
 from tarsy.signals import stage_status_changed
 from tarsy.streaming.publisher import publish
@@ -37,6 +38,7 @@ def stage_payload(stage: Stage) -> dict[str, Any]:
         "stage_name": stage.name,
         "stage_index": stage.index,
         "kind": stage.kind,
+        "stage_type": stage.type,  # not "type": the event message's own key
         "status": stage.status,
         "parallel_type": stage.parallel_type,
         "error_message": stage.error_message,
@@ -57,7 +59,8 @@ def chat_message_payload(*, session_id: Any, message_id: Any, role: str, content
 
 
 def _stage_create(session: AlertSession, *, name: str, kind: str, agents: list[dict[str, Any]],
-                  chain_stage_index: int | None = None, parallel_type: str | None = None,
+                  stage_type: str = StageType.INVESTIGATION, chain_stage_index: int | None = None,
+                  parallel_type: str | None = None,
                   success_policy: str | None = None, chat_message: ChatUserMessage | None = None) -> Stage:
     """`agents`: [{display, config_name, resolve kwargs}] — resolved now so a config change mid-run is visible.
     The executions' first iterations are enqueued when the transaction commits."""
@@ -65,7 +68,7 @@ def _stage_create(session: AlertSession, *, name: str, kind: str, agents: list[d
     index = Stage.objects.filter(session=session).count()
     now = timezone.now()
     stage = Stage.objects.create(
-        session=session, name=name, index=index, kind=kind, chain_stage_index=chain_stage_index,
+        session=session, name=name, index=index, kind=kind, type=stage_type, chain_stage_index=chain_stage_index,
         expected_agent_count=len(agents), parallel_type=parallel_type, success_policy=success_policy,
         status=ExecStatus.ACTIVE, started_at=now, chat_message=chat_message,
     )
@@ -107,7 +110,7 @@ def stage_start_chain(*, session: AlertSession, chain_stage_index: int) -> Stage
         parallel = ParallelType.MULTI_AGENT if len(agents) > 1 else None
     policy = stage_cfg.success_policy or config.defaults.success_policy
     return _stage_create(session, name=stage_cfg.name, kind=StageKind.INVESTIGATION, agents=agents,
-                         chain_stage_index=chain_stage_index, parallel_type=parallel,
+                         stage_type=stage_cfg.type, chain_stage_index=chain_stage_index, parallel_type=parallel,
                          success_policy=policy if parallel else None)
 
 

@@ -258,6 +258,9 @@ def _decision_line(p: ActionProposal) -> str:
     when = _when(p.decided_at) if p.decided_at else ""
     if p.status == ProposalStatus.EXPIRED:
         return f":hourglass: *Expired* {when}: nobody decided in time; it did not run."
+    if p.status == ProposalStatus.WITHDRAWN:
+        approved = f" after approval by {escape(p.decided_by)} {when}{said}" if p.decided_by else ""
+        return f":leftwards_arrow_with_hook: *Withdrawn*{approved}: {escape(p.reason)}. It did not run."
     if p.status == ProposalStatus.REJECTED:
         return f":no_entry_sign: *Rejected* by {escape(p.decided_by)} {when}{said}. It did not run."
     line = f":white_check_mark: *Approved* by {escape(p.decided_by)} {when}{said}"

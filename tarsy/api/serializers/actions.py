@@ -18,11 +18,10 @@ class ActionProposalSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ActionProposal
-        fields = ["id", "session_id", "execution_id", "iteration", "server", "tool", "arguments", "justification",
-                  "expected_effect", "verify_tool", "verify_arguments", "verify_expect", "dry_run", "dry_run_status",
-                  "status", "created_at",
-                  "expires_at", "decided_by", "decided_at", "comment", "executed_at", "outcome", "result",
-                  "evidence"]
+        fields = ["id", "session_id", "execution_id", "iteration", "server", "tool", "target", "arguments",
+                  "justification", "expected_effect", "verify_tool", "verify_arguments", "verify_expect", "dry_run",
+                  "dry_run_status", "status", "reason", "created_at", "expires_at", "decided_by", "decided_at",
+                  "comment", "executed_at", "outcome", "result", "evidence"]
 
 
 class ActionDecisionInSerializer(serializers.Serializer):

@@ -55,7 +55,7 @@ class StageSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Stage
-        fields = ["id", "name", "index", "kind", "chain_stage_index", "parallel_type", "success_policy",
+        fields = ["id", "name", "index", "kind", "type", "chain_stage_index", "parallel_type", "success_policy",
                   "expected_agent_count", "status", "error_message", "final_analysis", "chat_message_id",
                   "started_at", "completed_at", "executions", *TOKEN_FIELDS, *COST_FIELDS]
 

@@ -4,13 +4,16 @@
 `dryRun: server` answers the diff it would make and changes nothing (kubectl's `--dry-run=server`).
 
 Run: `python deployments_file_server.py STATE.json` (stdio). The file holds
-`{"<namespace>/<name>": {"replicas": int, "max_ready": int | null, "restarts": int}}` ("restarts" optional).
+`{"<namespace>/<name>": {"replicas": int, "max_ready": int | null, "restarts": int, "scale_delay_s": float}}`
+("restarts" and "scale_delay_s" optional); a `scale_delay_s` makes a scale take that long before it changes
+anything (a worker can die in the middle).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +70,7 @@ def build_server(path: Path) -> MCPServer:
             raise ToolError(f"dryRun must be 'server' or empty, not {dryRun!r}")
         if dryRun:
             return _diff(f"deployment.apps/{name}", {"replicas": state[key]["replicas"]}, {"replicas": replicas})
+        time.sleep(state[key].get("scale_delay_s") or 0)
         state[key]["replicas"] = replicas
         write_state(path, state)
         return f"deployment.apps/{name} scaled to {replicas}"

@@ -87,7 +87,7 @@ def test_resolution_cancels_a_queued_session_once(api):
     assert "resolved in alertmanager at 2026-11-23T10:40:07.125Z" in session.error_message
     [(content, metadata)] = resolved_events(session.id)
     assert metadata == {"source": "alertmanager", "fingerprint": started["fingerprint"],
-                        "resolved_at": "2026-11-23T10:40:07.125Z", "action": "cancelled"}
+                        "resolved_at": "2026-11-23T10:40:07.125Z", "action": "cancelled", "related": False}
     again = post(api, "alertmanager", resolved).json()["resolved"]
     assert again[0]["action"] == "already_resolved"
     assert len(resolved_events(session.id)) == 1

@@ -83,12 +83,15 @@ def test_every_action_of_the_session_shows_its_state_and_outcome(approvers):
               decided_at=timezone.now(), comment="go", evidence="readyReplicas: 1", result="scaled to 3")
     _proposal(execution, status="rejected", decided_by="alice", decided_at=timezone.now(),
               arguments={"namespace": "shop", "name": "api", "replicas": 1}, dry_run="boom", dry_run_status="failed")
+    _proposal(execution, status="withdrawn", reason="the alert resolved meanwhile", decided_by="alice",
+              decided_at=timezone.now())
     html = Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_USER="alice").get(
         f"/sessions/{execution.session_id}/fragments/actions").content.decode()
     assert 'Pending actions <span class="count">(0)</span>' in html and "No action waits for a decision." in html
-    assert html.count('class="action-row"') == 2
+    assert html.count('class="action-row"') == 3
     assert 'data-status="executed" data-outcome="not_verified"' in html and "Last verification read" in html
     assert "readyReplicas: 1" in html and "dry run failed" in html and "Rejected by <strong>alice</strong>" in html
+    assert "TARSy took it back before it ran: the alert resolved meanwhile" in html
 
 
 def test_the_actions_page_lists_pending_actions_newest_first_with_their_sessions(approvers):

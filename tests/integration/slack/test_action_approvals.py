@@ -72,7 +72,7 @@ def _proposed(**dry_run: str) -> ActionProposal:
     execution = AgentExecution.objects.get(stage=stage)
     with transaction.atomic():  # as iteration_finish does: the proposal and the park commit together
         proposal = actions.action_proposal_create(
-            execution=execution, iteration=1, server="cluster", tool="resources_scale",
+            execution=execution, iteration=1, server="cluster", tool="resources_scale", target="cluster:shop/api",
             arguments={**TARGET, "replicas": 3}, justification=f"api runs 1 of 3 replicas [ev-1]; {SECRET}",
             expected_effect="api runs 3 ready replicas", verify_tool="cluster.resources_get",
             verify_arguments=TARGET, verify_expect="readyReplicas: 3", ttl_s=3600, **dry_run)
@@ -325,3 +325,17 @@ def test_the_dry_run_is_shown_with_the_proposal(slack_on, fake_slack):
     proposal = _proposed(dry_run=diff, dry_run_status=DryRunStatus.RAN)
     text = blocks_text(_in_slack(fake_slack, proposal).blocks)
     assert "*Dry run* (the server's preview; nothing was changed)" in text and "+replicas: 3" in text, text
+
+
+def test_a_withdrawn_proposal_loses_its_buttons_and_says_why(slack_on, fake_slack, client):
+    pending, approved = _proposed(), _proposed()
+    first, second = _in_slack(fake_slack, pending), _in_slack(fake_slack, approved)
+    _click(client, approved, "action_approve")
+    with transaction.atomic():
+        actions.actions_withdraw(session_id=pending.session_id, reason="the alert resolved meanwhile")
+        actions.actions_withdraw(session_id=approved.session_id, reason="the alert resolved meanwhile")
+    deliver(session_id=pending.session_id)
+    deliver(session_id=approved.session_id)
+    assert "*Withdrawn*: the alert resolved meanwhile. It did not run." in blocks_text(first.blocks)
+    assert "*Withdrawn* after approval by " in blocks_text(second.blocks)
+    assert not [b for m in (first, second) for b in m.blocks if b["type"] == "actions"]

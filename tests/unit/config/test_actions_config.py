@@ -70,10 +70,12 @@ def test_an_alert_cannot_select_an_action_server(tmp_path):
     assert problems == ["mcp.servers.0.name: 'k8s-write' is an action server; an alert cannot select it"]
 
 
-def test_an_approval_outliving_the_session_is_warned_about(tmp_path):
+def test_an_approval_may_outlive_the_session_timeout(tmp_path):
+    """The session clock stops while a proposal waits for a person, so a long approval_ttl is no problem."""
     config = _load(tmp_path, {"Fixer": {"type": "action", "mcp_servers": ["k8s-write"]}},
-                   actions={"enabled": True, "approval_ttl": "1h"})
-    assert any("a session times out while its action waits" in w for w in config.warnings(env={}))
+                   actions={"enabled": True, "approval_ttl": "8h"})
+    assert config.actions.approval_ttl > config.defaults.session_timeout
+    assert not any("approval_ttl" in w for w in config.warnings(env={}))
 
 
 def test_a_dry_run_is_declared_per_action_tool(tmp_path):
@@ -90,3 +92,26 @@ def test_a_dry_run_for_a_tool_outside_the_allow_list_is_a_load_error(tmp_path):
     with pytest.raises(ConfigError) as err:
         _load(tmp_path, {"Fixer": {"type": "action"}}, servers=servers)
     assert "dry_run names tools that are not in action_tools: pods_delete" in str(err.value)
+
+
+
+def test_a_rate_limit_per_target_is_read_with_its_target_arguments(tmp_path):
+    servers = {"k8s-write": {**WRITE, "target_arguments": ["namespace", "name"]}}
+    config = _load(tmp_path, {"Fixer": {"type": "action", "mcp_servers": ["k8s-write"]}}, servers=servers,
+                   actions={"rate_limit": {"max_per_target": 3, "window": "1h"}})
+    assert (config.actions.rate_limit.max_per_target, config.actions.rate_limit.window) == (3, 3600.0)
+    assert config.mcp_servers["k8s-write"].target_arguments == ["namespace", "name"]
+    assert _load(tmp_path / "default", {"Fixer": {"type": "action"}}).actions.rate_limit is None
+
+
+@pytest.mark.parametrize(("rate_limit", "servers", "message"), [
+    ({"max_per_target": 0, "window": "1h"}, None, "max_per_target"),
+    ({"max_per_target": 3}, None, "window"),
+    (None, {"k8s": {**READ, "target_arguments": ["name"]}}, "target_arguments are only allowed with actions: true"),
+    (None, {"k8s-write": {**WRITE, "target_arguments": []}}, "target_arguments"),
+])
+def test_a_bad_rate_limit_is_a_load_error(tmp_path, rate_limit, servers, message):
+    with pytest.raises(ConfigError) as err:
+        _load(tmp_path, {"Fixer": {"type": "action"}}, servers=servers,
+              actions={"rate_limit": rate_limit} if rate_limit else None)
+    assert message in str(err.value)
