@@ -106,6 +106,8 @@ def observe(session_id: str, servers: dict[str, str], write_servers: dict[str, s
 def approve_pending(in_flight: dict[str, ScenarioPlan]) -> int:
     """Decide the pending proposals of the sessions in flight, as the scenario expects; returns how many."""
     decided = 0
+    if not in_flight:
+        return decided
     for row in ActionProposal.objects.filter(session_id__in=list(in_flight), status=ProposalStatus.PENDING):
         plan = in_flight[str(row.session_id)]
         logical = _logical(plan.servers, plan.write_servers)
