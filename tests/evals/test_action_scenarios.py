@@ -9,6 +9,7 @@ import pytest
 
 from agents.config import load_config
 from evals.runconfig import APPROVER, write_run_config
+from evals.report import run_record
 from evals.runner import run
 from evals.scenario import load_all, select
 from tarsy.config import set_config
@@ -43,3 +44,5 @@ def test_action_reference_runs_pass_with_the_runner_approving_and_repeats_do_not
             assert "FailedCreate" in proposals[0].evidence  # the read that showed it did not take
         else:
             assert proposals == [], r.scenario
+        assert run_record(r)["actions"] == [{"tool": "kubernetes-server.resources_scale",
+                                             "arguments": p.arguments, "ended": p.outcome} for p in proposals]
