@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from agents.config import load_config
-from evals.runconfig import APPROVER, write_run_config
 from evals.report import run_record
+from evals.runconfig import APPROVER, write_run_config
 from evals.runner import run
 from evals.scenario import load_all, select
 from tarsy.config import set_config
