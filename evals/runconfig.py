@@ -208,6 +208,7 @@ def _server(base: TarsyConfig, logical: str, scenario: Scenario, *, write: bool 
         data["transport"]["args"] += ["--state", str(state_file(scenario)), *(["--write"] if write else [])]
     if write:
         data.update(actions=True, action_tools=list(ACTION_TOOLS))
+    data.pop("dry_run", None)  # a fixture server has no dry-run mode: a preview would run the action
     return data
 
 
