@@ -13,6 +13,13 @@ call behind it (`no_tools`); for a scenario that expects abstention, a confident
 Right: the reference answer under other section labels (`relabel_*`), with the red herring dismissed in
 several phrasings (`dismiss_*`), with true negatives about the red herring (`negative_*`), with a dotted name or
 an IP inside a finding (`dotted`).
+
+Action scenarios add proposals (`action_*`). Wrong: the right tool on another target (`action_wrong_target`), a
+justification citing no evidence (`action_uncited`), a tempting action — the red herring's, or one where none
+is expected (`action_tempting`), the right action proposed twice (`action_twice`), the reference answer claiming
+the fix while the action was rejected and never ran (`action_not_run`) or was never proposed
+(`action_never_proposed`). Right: the reference proposals citing their evidence in other words
+(`action_cited_otherwise`).
 """
 
 from __future__ import annotations
@@ -26,10 +33,12 @@ from typing import Any
 
 from agents.config.builtins import IMPLICIT_ORCHESTRATOR
 
-from .fixtures import find_fixture
+from .fixture_tools import ACTION_TOOLS
+from .fixtures import ActionCall, find_fixture
+from .runconfig import ACTION_SETTINGS
 from .samples import samples
 from .scenario import MEMORY_SERVER, Claim, Regex, Scenario
-from .scoring import Call, Observation, normalize
+from .scoring import Call, Observation, Proposal, normalize
 
 ROOT_LABEL = re.compile(r"\*\*Root cause:\*\*\s*")
 SECTION = re.compile(r"^#{2,4} ", re.M)
@@ -65,21 +74,58 @@ def _turn_texts(scenario: Scenario, key: str | None = None) -> list[str]:
             for t in (turns if isinstance(turns, list) else [turns])]
 
 
-def reference_calls(scenario: Scenario) -> list[Call]:
-    """The calls the reference makes, answered from `tools.yaml` as the fixture server would."""
-    calls = []
+PROPOSAL_KEYS = ("_justification", "_expected_effect", "_verify")
+
+
+def _reference_run(scenario: Scenario) -> tuple[list[Call], list[Proposal]]:
+    """The calls the reference makes, answered from `tools.yaml` as the fixture servers would, with evidence ids in
+    the order the session issues them, and its proposals. An action scenario's proposals end as expected; one that
+    runs adds the pipeline's calls: the action itself and its verification reads (as many as `verify_attempts`
+    when it is not verified)."""
+    calls: list[Call] = []
+    proposals: list[Proposal] = []
+    specs = scenario.expect.actions.proposals if scenario.expect.actions else []
+    ran: list[ActionCall] = []
+
+    def answer(name: str, arguments: dict[str, Any], evidence: bool = True) -> None:
+        fixture = find_fixture(scenario.tools, name, arguments, ran)
+        server, _, tool = name.partition(".")
+        eid = f"E{sum(1 for c in calls if c.evidence_id) + 1}" if evidence else ""
+        if server == MEMORY_SERVER:  # the built-in memory server answers with the scenario's memories
+            calls.append(Call(server, tool, arguments, True, "", "\n".join(m.text for m in scenario.memories), eid))
+        elif fixture is not None:
+            calls.append(Call(server, tool, arguments, fixture.result is not None, fixture.error or "",
+                              fixture.result or "", eid))
+
     for text in _turn_texts(scenario):
         for match in ACTION.finditer(text):
             arguments, _ = json.JSONDecoder().raw_decode(text[match.end():])
             name = match.group(1)
-            fixture = find_fixture(scenario.tools, name, arguments)
-            server, _, tool = name.partition(".")
-            if server == MEMORY_SERVER:  # the built-in memory server answers with the scenario's memories
-                calls.append(Call(server, tool, arguments, True, "", "\n".join(m.text for m in scenario.memories)))
-            elif fixture is not None:
-                calls.append(Call(server, tool, arguments, fixture.result is not None, fixture.error or "",
-                                  fixture.result or ""))
-    return calls
+            if name.partition(".")[2] not in ACTION_TOOLS:
+                answer(name, arguments)
+                continue
+            target = {k: v for k, v in arguments.items() if k not in PROPOSAL_KEYS}
+            spec = specs[len(proposals)] if len(proposals) < len(specs) else None
+            ended = spec.outcome if spec is not None else "rejected"
+            proposals.append(Proposal(*name.split(".", 1), target, arguments.get("_justification", ""), ended))
+            calls.append(Call(*name.split(".", 1), target, True, "", "Proposed; it has NOT run."))
+            if ended in ("verified", "not_verified"):
+                answer(name, target)
+                ran.append((name, target))
+                verify = arguments["_verify"]
+                for _ in range(1 if ended == "verified" else ACTION_SETTINGS["verify_attempts"]):
+                    answer(verify["tool"], verify.get("arguments") or {})
+    return calls, proposals
+
+
+def reference_calls(scenario: Scenario) -> list[Call]:
+    """The calls the reference makes, answered from `tools.yaml` as the fixture server would."""
+    return _reference_run(scenario)[0]
+
+
+def reference_proposals(scenario: Scenario) -> list[Proposal]:
+    """The proposals the reference makes, ended as the scenario expects."""
+    return _reference_run(scenario)[1]
 
 
 def reference_answer(scenario: Scenario) -> str:
@@ -95,10 +141,12 @@ def alert_text(scenario: Scenario) -> str:
     return data if isinstance(data, str) else json.dumps(data)
 
 
-def observation(scenario: Scenario, answer: str, calls: list[Call] | None = None) -> Observation:
+def observation(scenario: Scenario, answer: str, calls: list[Call] | None = None,
+                proposals: list[Proposal] | None = None) -> Observation:
     return Observation(status="completed", error="", final_analysis=answer,
                        calls=reference_calls(scenario) if calls is None else calls, iterations=1, tokens=1,
-                       alert=alert_text(scenario))
+                       alert=alert_text(scenario),
+                       proposals=reference_proposals(scenario) if proposals is None else proposals)
 
 
 # ---- pieces of answers ----------------------------------------------------------------------------
@@ -277,10 +325,54 @@ def _dotted(scenario: Scenario, answer: str) -> str | None:
     return None
 
 
+# ---- action scenarios ---------------------------------------------------------------------------
+
+
+def _cites_all(scenario: Scenario) -> str:
+    ids = " ".join(f"[{c.evidence_id}]" for c in reference_calls(scenario) if c.evidence_id)
+    return f"The reads show it {ids}."
+
+
+def _tempting(scenario: Scenario) -> list[Proposal]:
+    actions = scenario.expect.actions
+    return [Proposal(*spec.tool.split(".", 1), dict(spec.args), _cites_all(scenario), "verified")
+            for spec in (actions.tempting if actions else [])]
+
+
+def _wrong_actions(scenario: Scenario) -> Iterator[tuple[str, list[Proposal]]]:
+    proposals = reference_proposals(scenario)
+    for i, proposal in enumerate(_tempting(scenario)):
+        yield f"action_tempting_{i}", [proposal, *proposals[1:]]
+    if not proposals:
+        return
+    first, rest = proposals[0], proposals[1:]
+    moved = {**first.arguments, "name": f"{first.arguments.get('name', 'x')}-canary"}
+    yield "action_wrong_target", [replace(first, arguments=moved), *rest]
+    if scenario.expect.actions.proposals[0].evidence:
+        yield "action_uncited", [replace(first, justification=re.sub(r"\[?E\d+\]?", "", first.justification)),
+                                 *rest]
+    yield "action_twice", [first, replace(first, ended="rejected"), *rest]
+    yield "action_not_run", [replace(first, ended="rejected")]
+    yield "action_never_proposed", []
+
+
+def _right_actions(scenario: Scenario) -> Iterator[tuple[str, list[Proposal]]]:
+    proposals = reference_proposals(scenario)
+    if proposals:
+        yield "action_cited_otherwise", [replace(p, justification=re.sub(
+            r"\[(E\d+)\]", r"(evidence \1)", p.justification)) for p in proposals]
+
+
 def cases(scenario: Scenario) -> list[Case]:
     out = [Case(scenario.name, name, False, observation(scenario, text, calls))
            for name, text, calls in _wrong(scenario)]
     out += [Case(scenario.name, name, True, observation(scenario, text)) for name, text in _right(scenario)]
+    if scenario.acts:
+        answer = reference_answer(scenario)
+        out += [Case(scenario.name, name, False, observation(scenario, answer, proposals=proposals))
+                for name, proposals in _wrong_actions(scenario)]
+        out += [Case(scenario.name, name, True, observation(scenario, answer, proposals=proposals))
+                for name, proposals in _right_actions(scenario)]
     return out
 
 

@@ -7,6 +7,9 @@ Two tool sets, one per kind of server a scenario records:
 - `prometheus`: pab1it0/prometheus-mcp-server — instant and range PromQL queries, metric names and metadata,
   scrape targets.
 
+kubernetes-mcp-server in write mode (without `--read-only`) adds tools that change the cluster (`ACTION_TOOLS`):
+a Kubernetes fixture server offers them only when run as an action server (`--write`), for the action scenarios.
+
 The functions below only declare a tool (the fixture server takes the signature as the schema and answers
 from `tools.yaml`), so their bodies are never run.
 """
@@ -93,6 +96,37 @@ def get_targets() -> str:
     return _declared()
 
 
+def resources_scale(
+    apiVersion: Annotated[str, Field(description="apiVersion of the resource (e.g. apps/v1)")],  # noqa: N803
+    kind: Annotated[str, Field(description="kind of the resource (e.g. Deployment, StatefulSet)")],
+    name: Annotated[str, Field(description="Name of the resource")],
+    namespace: Annotated[str, Field(description="Namespace of the resource")] = "",
+    scale: Annotated[int | None, Field(description="The number of replicas to scale the resource to (Optional, the "
+                                                   "current scale is returned if not provided)")] = None,
+) -> str:
+    """Get or update the scale of a Kubernetes resource in the current cluster by providing its apiVersion, kind,
+    name, and optionally the namespace and the scale"""
+    return _declared()
+
+
+def pods_delete(
+    name: Annotated[str, Field(description="Name of the Pod to delete")],
+    namespace: Annotated[str, Field(description="Namespace to delete the Pod from")] = "",
+) -> str:
+    """Delete a Kubernetes Pod in the current or provided namespace with the provided name"""
+    return _declared()
+
+
+def resources_create_or_update(
+    resource: Annotated[str, Field(description="A JSON or YAML containing a representation of the Kubernetes "
+                                               "resource. Should include top-level fields such as apiVersion, kind, "
+                                               "metadata, and spec")],
+) -> str:
+    """Create or update a Kubernetes resource in the current cluster by providing a YAML or JSON representation of
+    the resource"""
+    return _declared()
+
+
 def _by_name(*fns: Callable[..., str]) -> dict[str, Callable[..., str]]:
     return {fn.__name__: fn for fn in fns}
 
@@ -101,9 +135,13 @@ TOOLSETS: dict[str, dict[str, Callable[..., str]]] = {
     "kubernetes": _by_name(*demo_cluster.TOOLS, pods_top, nodes_top),
     "prometheus": _by_name(execute_query, execute_range_query, list_metrics, get_metric_metadata, get_targets),
 }
+ACTION_TOOLS: dict[str, Callable[..., str]] = _by_name(resources_scale, pods_delete, resources_create_or_update)
+ACTION_TOOLSET = "kubernetes"  # the kind of server whose write mode offers them
 INSTRUCTIONS = {
     "kubernetes": "Read-only tools over a Kubernetes cluster (namespaces, pods, logs, events, resources, usage).",
     "prometheus": "PromQL queries (instant and range), metric names and metadata, and scrape targets of Prometheus.",
 }
-TOOLS: dict[str, Callable[..., str]] = {name: fn for tools in TOOLSETS.values() for name, fn in tools.items()}
-TOOLSET_OF: dict[str, str] = {name: kind for kind, tools in TOOLSETS.items() for name in tools}
+TOOLS: dict[str, Callable[..., str]] = {**{name: fn for tools in TOOLSETS.values() for name, fn in tools.items()},
+                                        **ACTION_TOOLS}
+TOOLSET_OF: dict[str, str] = {**{name: kind for kind, tools in TOOLSETS.items() for name in tools},
+                              **dict.fromkeys(ACTION_TOOLS, ACTION_TOOLSET)}

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, model_validator
 
-from .fixture_tools import TOOLS, TOOLSET_OF
+from .fixture_tools import ACTION_TOOLS, TOOLS, TOOLSET_OF
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: scenario files are large
 
@@ -110,12 +110,24 @@ def check_arguments(tool: str, spec: dict[str, Any]) -> tuple[dict[str, Any], li
 # ---- tools.yaml ---------------------------------------------------------------------------------
 
 
+class AfterAction(BaseModel):
+    """The action call (an action tool of the same server, its arguments matched as a subset) after which a
+    fixture holds: the state the cluster shows once that action ran."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str
+    args: dict[str, Any] = {}
+
+
 class Fixture(BaseModel):
-    """One recorded output: the arguments it answers and what the tool returned (`result`) or failed with."""
+    """One recorded output: the arguments it answers and what the tool returned (`result`) or failed with;
+    with `after_action`, only once that action ran in this run (list such variants before the plain one)."""
 
     model_config = ConfigDict(extra="forbid")
 
     args: dict[str, Any] = {}
+    after_action: AfterAction | None = None
     match: Literal["subset", "exact"] = "subset"
     result: str | None = None
     error: str | None = None
@@ -160,11 +172,25 @@ def parse_tools(data: Any, filename: str = "tools.yaml") -> ToolFixtures:
                 continue
             args, arg_problems = check_arguments(tool, fixture.args)
             problems += [f"{where}: {p}" for p in arg_problems]
-            fixtures[key].append(fixture.model_copy(update={"args": args}))
+            after, after_problems = _after_action(fixture.after_action, str(key))
+            problems += [f"{where}: after_action: {p}" for p in after_problems]
+            fixtures[key].append(fixture.model_copy(update={"args": args, "after_action": after}))
     problems += _mixed_servers(fixtures, filename)
     if problems:
         raise ScenarioError(problems)
     return fixtures
+
+
+def _after_action(after: AfterAction | None, key: str) -> tuple[AfterAction | None, list[str]]:
+    """An action tool of the fixture's own server, with arguments its schema knows."""
+    if after is None:
+        return None, []
+    server, _, tool = after.tool.partition(".")
+    if server != key.partition(".")[0] or tool not in ACTION_TOOLS:
+        return after, [f"{after.tool!r} is not an action tool of {key.partition('.')[0]} "
+                       f"({', '.join(ACTION_TOOLS)})"]
+    args, problems = check_arguments(tool, after.args)
+    return after.model_copy(update={"args": args}), problems
 
 
 def _mixed_servers(fixtures: ToolFixtures, filename: str) -> list[str]:
@@ -191,13 +217,41 @@ def load_tools(path: Path) -> ToolFixtures:
     return parse_tools(data, path.name)
 
 
-def find_fixture(fixtures: ToolFixtures, name: str, arguments: dict[str, Any]) -> Fixture | None:
-    """The first fixture of `server.tool` (file order) whose arguments match the call."""
+ActionCall = tuple[str, dict[str, Any]]  # an action tool call that ran: `server.tool`, its arguments
+
+
+def find_fixture(fixtures: ToolFixtures, name: str, arguments: dict[str, Any],
+                 actions: list[ActionCall] | None = None) -> Fixture | None:
+    """The first fixture of `server.tool` (file order) whose arguments match the call, and whose `after_action`,
+    if any, is among the `actions` that ran."""
     tool = name.partition(".")[2]
     for fixture in fixtures.get(name, []):
+        if fixture.after_action is not None and not any(
+                done == fixture.after_action.tool and arguments_match(done.partition(".")[2], fixture.after_action.args,
+                                                                      args)
+                for done, args in actions or []):
+            continue
         if arguments_match(tool, fixture.args, arguments, exact=fixture.match == "exact"):
             return fixture
     return None
+
+
+# ---- the actions that ran in a run (the fixture servers' shared state) ---------------------------------
+
+
+def actions_read(path: Path | None) -> list[ActionCall]:
+    """The action calls recorded in a state file (JSON lines), oldest first; none when there is no file."""
+    if path is None or not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [(entry["tool"], entry["arguments"]) for entry in map(json.loads, filter(None, lines))]
+
+
+def action_record(path: Path, name: str, arguments: dict[str, Any]) -> None:
+    """Append an action call that ran; a read after it (by any fixture server of the run) sees the new state."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps({"tool": name, "arguments": arguments}) + "\n")
 
 
 def gap_message(name: str, arguments: dict[str, Any]) -> str:

@@ -5,7 +5,8 @@ The JSON report has one line per run and, as its last line, the totals: `scenari
 `provider`, `wall_time_s`, `database`, and with --judge `judge`, `judged`, `judge_agreement`). Each run's
 `problems` are `{reason, check}`: the reason is one of the scorer's (`missing_finding`, `blamed_red_herring`, …)
 or `fixture_gap`. pass@k: share of scenarios with at least one passing run of k; pass^k: share with all k
-passing — what a team on call can count on.
+passing — what a team on call can count on. A run of an action scenario adds `actions`: each proposal's tool,
+arguments and how it ended.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ def run_record(result: RunResult) -> dict[str, Any]:
         "outcome": result.score.outcome, "status": obs.status, "problems": problems(result),
         "iterations": obs.iterations, "tool_calls": len(obs.calls), "tokens": obs.tokens,
         "wall_s": round(result.wall_s, 2),
+        **({"actions": [{"tool": f"{a.server}.{a.tool}", "arguments": a.arguments, "ended": a.ended}
+                        for a in obs.proposals]} if result.plan.scenario.acts else {}),
         **({"judge": result.judgement.record()} if result.judgement else {}),
     }
 

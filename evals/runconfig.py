@@ -16,6 +16,14 @@ server, `PrometheusAgent` with the Prometheus one), each configured with its ser
 makes no `mcp` selection. Its alert type is `<alert type>@eval-reference-<scenario>`, or
 `<alert type>@eval-orchestrated-<scenario>` in a `--provider` run.
 
+An action scenario (`actions:` in `expect.yaml`) also runs on a chain of its own: its alert type's investigation with
+the scenario's server read-only, then an action stage whose `Remediator` (`type: action`) gets the same fixtures
+from a second server in write mode (`actions: true`, the action tools allow-listed). Both share a state file of
+the action calls that ran (`state_file`), so reads after an approved action answer with the `after_action`
+fixtures. Actions are enabled for the run, with the runner's identity `APPROVER` as the approver; the session makes
+no `mcp` selection (it would replace the action agent's server). Its alert type is
+`<alert type>@eval-reference-<scenario>`, or `<alert type>@eval-action-<scenario>` in a `--provider` run.
+
 A scenario with memory fixtures (`memories.yaml`) also selects the built-in `tarsy` MCP server, and memory is
 enabled for the run: no chain reflects, and only the reference chains of such scenarios inject memories.
 
@@ -30,7 +38,8 @@ import hashlib
 import re
 import shutil
 import sys
-from dataclasses import dataclass, replace
+import tempfile
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +50,26 @@ from agents.config.builtins import prometheus_server
 from agents.config.loader import PROVIDERS_FILE, TARSY_FILE
 from agents.config.schema import ChainConfig, StageAgentConfig, StageConfig
 
+from .fixture_tools import ACTION_TOOLS
 from .fixtures import ScenarioError, toolset
 from .scenario import MEMORY_SERVER, Scenario
 
 REFERENCE = "reference"  # the provider name that means "each scenario's own reference run"
 REFERENCE_PREFIX = "eval-reference-"  # chain and provider names of reference runs
 ORCHESTRATED_PREFIX = "eval-orchestrated-"  # chains of orchestrated scenarios in a --provider run
+ACTION_PREFIX = "eval-action-"  # chains of action scenarios in a --provider run
+ACTION_AGENT = "Remediator"  # the action agent of an action scenario's second stage (its reference script's key)
+APPROVER = "eval-approver"  # the identity the runner approves and rejects proposals as
+WRITE_SUFFIX = "-write"  # the logical name of a scenario server's write-mode twin
+ACTION_SETTINGS = {"enabled": True, "verify_attempts": 2,  # fixtures change at once: a second read only confirms
+                   "verify_interval": "1s"}
+REMEDIATOR = {
+    "type": "action",
+    "description": "Proposes the one action that repairs what the investigation found, or none.",
+    "custom_instructions": "The investigation of this alert is above. Propose an action only when its evidence, or "
+                           "your own reads, show what to change and that the change repairs it; otherwise conclude "
+                           "without acting and say why. Your final answer states the root cause and what was done.",
+}
 SUB_AGENTS = {"kubernetes": "KubernetesAgent", "prometheus": "PrometheusAgent"}  # kind of server → its agent
 TEMPLATE_SERVER = "kubernetes-server"  # settings of a Kubernetes fixture server whose name is not configured
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -61,12 +84,13 @@ class ScenarioPlan:
     alert_type: str  # what this run submits
     reference_alert_type: str  # what a reference run submits (the alias of its chain copy)
     servers: dict[str, str]  # logical server name → this run's server name
+    write_servers: dict[str, str] = field(default_factory=dict)  # logical → its write-mode twin (action scenarios)
 
     @property
     def mcp_selection(self) -> dict[str, Any] | None:
         """Its fixture servers, and the built-in memory server when the scenario remembers a prior incident; None
-        when orchestrated (its stage gives each agent its servers)."""
-        if self.scenario.alert.orchestrate:
+        when orchestrated or acting (its stages give each agent its servers)."""
+        if self.scenario.alert.orchestrate or self.scenario.acts:
             return None
         names = [*self.servers.values(), *([MEMORY_SERVER] if self.scenario.memories else [])]
         return {"servers": [{"name": name} for name in names]}
@@ -136,6 +160,33 @@ def orchestrated_chain(chain: ChainConfig, scenario: Scenario, names: dict[str, 
     return chain.model_copy(update={"stages": [StageConfig(name="investigate", orchestrate=True, agents=agents)]})
 
 
+def state_file(scenario: Scenario) -> Path:
+    """The file of the action calls that ran in a run of `scenario`, shared by its read and write servers. Keyed by
+    the scenario's folder, not by the configuration directory, so the runner and workers started on another copy
+    of the same configuration agree on it; the runner clears it before each run of the scenario and never runs
+    two at once."""
+    digest = hashlib.sha1(str(scenario.path).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / "tarsy-eval-actions" / f"{scenario.name}-{digest}.jsonl"
+
+
+def action_chain(chain: ChainConfig, read: list[str], write: list[str]) -> ChainConfig:
+    """`chain`'s investigation with the scenario's servers read-only, then an action stage: the `Remediator` with
+    their write-mode twins."""
+    stages = [stage.model_copy(update={"agents": [a.model_copy(update={"mcp_servers": read}) for a in stage.agents]})
+              for stage in chain.stages]
+    remediate = StageConfig(name="remediate", type="action", agents=[StageAgentConfig(name=ACTION_AGENT,
+                                                                                      mcp_servers=write)])
+    return chain.model_copy(update={"stages": [*stages, remediate]})
+
+
+def _reference_script(scenario: Scenario, names: dict[str, str], write: dict[str, str]) -> Any:
+    """The script with its tool names rewritten to this run's servers: the `Remediator`'s to the write twins."""
+    script = scenario.reference
+    if not write or not isinstance(script, dict):
+        return rewrite_servers(script, names)
+    return {key: rewrite_servers(turns, write if key == ACTION_AGENT else names) for key, turns in script.items()}
+
+
 def _memory(remembering: bool, recall: bool) -> dict[str, bool] | None:
     """A run with memory fixtures never reflects (it must not learn from itself: runs stay deterministic) and
     injects memories only where `recall` (the reference chain of a scenario that declares them); other runs leave
@@ -143,7 +194,7 @@ def _memory(remembering: bool, recall: bool) -> dict[str, bool] | None:
     return {"recall": recall, "reflect": False} if remembering else None
 
 
-def _server(base: TarsyConfig, logical: str, scenario: Scenario) -> dict[str, Any]:
+def _server(base: TarsyConfig, logical: str, scenario: Scenario, *, write: bool = False) -> dict[str, Any]:
     template = base.mcp_servers.get(logical) or (prometheus_server() if toolset(scenario.tools, logical) == "prometheus"
                                                  else base.mcp_servers[TEMPLATE_SERVER])
     data = template.model_dump(mode="json", exclude_none=True)
@@ -153,6 +204,11 @@ def _server(base: TarsyConfig, logical: str, scenario: Scenario) -> dict[str, An
                  "--idle-exit", str(IDLE_EXIT_S)],
         "env": {"PYTHONPATH": str(REPO_ROOT)},
     }
+    if scenario.acts:
+        data["transport"]["args"] += ["--state", str(state_file(scenario)), *(["--write"] if write else [])]
+    if write:
+        data.update(actions=True, action_tools=list(ACTION_TOOLS))
+    data.pop("dry_run", None)  # a fixture server has no dry-run mode: a preview would run the action
     return data
 
 
@@ -202,24 +258,30 @@ def write_run_config(directory: Path, scenarios: list[Scenario], *, provider: st
                             f"(known: {', '.join(sorted(base.alert_types()))})")
             continue
         names = {logical: runtime_server(logical, scenario.name) for logical in scenario.servers}
+        write = {logical: runtime_server(logical + WRITE_SUFFIX, scenario.name)
+                 for logical in (scenario.servers if scenario.acts else [])}
         for logical, runtime in names.items():
             servers[runtime] = _server(base, logical, scenario)
+        for logical, runtime in write.items():
+            servers[runtime] = _server(base, logical, scenario, write=True)
         chain = base.chain(chain_id)
         if scenario.alert.orchestrate:
             chain = orchestrated_chain(chain, scenario, names)
+        if scenario.acts:
+            chain = action_chain(chain, list(names.values()), list(write.values()))
         reference = REFERENCE_PREFIX + scenario.name
         script = directory / "scripts" / f"{scenario.name}.yaml"
-        script.write_text(yaml.safe_dump(rewrite_servers(scenario.reference, names), sort_keys=False,
+        script.write_text(yaml.safe_dump(_reference_script(scenario, names, write), sort_keys=False,
                                          allow_unicode=True, width=1000))
         providers[reference] = {"type": "scripted", "script_file": f"scripts/{script.name}"}
         alias = f"{alert_type}@{reference}"
         chains[reference] = bound_chain(chain, reference, [alias], memory=_memory(remembering, bool(scenario.memories)))
         submitted = alias if provider == REFERENCE else alert_type
-        if scenario.alert.orchestrate and provider != REFERENCE:
-            submitted = f"{alert_type}@{ORCHESTRATED_PREFIX}{scenario.name}"
-            chains[ORCHESTRATED_PREFIX + scenario.name] = bound_chain(chain, provider, [submitted],
-                                                                       memory=_memory(remembering, False))
-        plans.append(ScenarioPlan(scenario, submitted, alias, names))
+        own = ORCHESTRATED_PREFIX if scenario.alert.orchestrate else ACTION_PREFIX if scenario.acts else ""
+        if own and provider != REFERENCE:
+            submitted = f"{alert_type}@{own}{scenario.name}"
+            chains[own + scenario.name] = bound_chain(chain, provider, [submitted], memory=_memory(remembering, False))
+        plans.append(ScenarioPlan(scenario, submitted, alias, names, write))
     if problems:
         raise ScenarioError(problems)
     if provider != REFERENCE:
@@ -230,6 +292,10 @@ def write_run_config(directory: Path, scenarios: list[Scenario], *, provider: st
     tarsy.setdefault("queue", {})["max_concurrent_sessions"] = concurrency
     if remembering:
         tarsy.setdefault("memory", {})["enabled"] = True  # chains recall only where _memory says so
+    if any(s.acts for s in scenarios):
+        actions = tarsy.setdefault("actions", {})
+        actions.update(ACTION_SETTINGS, approvers=[*actions.get("approvers", []), APPROVER])
+        tarsy.setdefault("agents", {}).setdefault(ACTION_AGENT, REMEDIATOR)
     _dump(directory / TARSY_FILE, tarsy)
     _dump(directory / PROVIDERS_FILE, providers_file)
     load_config(directory)  # the run must not start on a configuration a worker would refuse

@@ -22,8 +22,8 @@ from agents.llm.scripted import ScriptTurn
 from agents.memory.reflection import KINDS, MAX_MEMORY_CHARS
 from agents.memory.scope import LABEL_KEYS
 
-from .fixture_tools import TOOLS
-from .fixtures import LOADER, ScenarioError, ToolFixtures, check_arguments, load_tools, split_name
+from .fixture_tools import ACTION_TOOLS, ACTION_TOOLSET, TOOLS
+from .fixtures import LOADER, ScenarioError, ToolFixtures, check_arguments, load_tools, split_name, toolset
 
 SCENARIOS_DIR = Path(__file__).resolve().parent / "scenarios"
 FILES = ("alert.yaml", "tools.yaml", "expect.yaml", "reference.yaml")
@@ -94,6 +94,37 @@ class ToolRequirement(_Strict):
         return " or ".join(text(s) for s in self.any)
 
 
+ActionOutcome = Literal["verified", "not_verified", "failed", "rejected"]
+
+
+class ActionSpec(_Strict):
+    """One proposal the action agent must make: the action tool, its arguments (the same matchers as fixtures), the
+    evidence its justification must cite (for each requirement, the evidence id of a successful call matching it),
+    and how it must end. The eval's approver approves it, or rejects it when `outcome: rejected`."""
+
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    evidence: list[ToolRequirement] = Field(default_factory=list)
+    outcome: ActionOutcome = "verified"
+
+
+class ActionsExpect(_Strict):
+    """`expect: propose`: the proposals, in order (a follow-up after a failed verification is the next one);
+    `expect: none`: no proposal at all. Any proposal beyond those listed fails the run, and the approver rejects it."""
+
+    expect: Literal["propose", "none"]
+    proposals: list[ActionSpec] = Field(default_factory=list)
+    # actions a careless agent would propose here (the red herring's, the wrong target's): the adversarial suite
+    # proposes them and the scorer must fail it
+    tempting: list[ToolCallSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _proposals_when_proposing(self) -> ActionsExpect:
+        if (self.expect == "propose") != bool(self.proposals):
+            raise ValueError("proposals: list them with `expect: propose`, and only then")
+        return self
+
+
 class Budgets(_Strict):
     max_iterations: int | None = Field(default=None, gt=0)
     max_tokens: int | None = Field(default=None, gt=0)
@@ -109,6 +140,7 @@ class Expect(_Strict):
     forbidden: list[Claim] = Field(default_factory=list)
     tools: list[ToolRequirement] = Field(default_factory=list)
     budgets: Budgets = Field(default_factory=Budgets)
+    actions: ActionsExpect | None = None  # an action scenario: runs an action stage after the investigation
 
     @model_validator(mode="after")
     def _findings_unless_abstaining(self) -> Expect:
@@ -162,6 +194,11 @@ class Scenario:
     def tools_file(self) -> Path:
         return self.path / "tools.yaml"
 
+    @property
+    def acts(self) -> bool:
+        """An action scenario: an action stage follows the investigation (evals.runconfig)."""
+        return self.expect.actions is not None
+
 
 def _read(path: Path, problems: list[str], where: str) -> Any:
     try:
@@ -208,9 +245,9 @@ def check_reference(script: Any, where: str) -> list[str]:
     return problems
 
 
-def _check_expect(expect: Expect, where: str) -> list[str]:
+def _check_requirements(requirements: list[ToolRequirement], where: str) -> list[str]:
     problems = []
-    for i, requirement in enumerate(expect.tools):
+    for i, requirement in enumerate(requirements):
         for spec in requirement.any:
             try:
                 server, tool = split_name(spec.tool)
@@ -227,6 +264,27 @@ def _check_expect(expect: Expect, where: str) -> list[str]:
                 continue
             spec.args, arg_problems = check_arguments(tool, spec.args)
             problems += [f"{where}: tools.{i}: {p}" for p in arg_problems]
+    return problems
+
+
+def _check_expect(expect: Expect, where: str) -> list[str]:
+    problems = _check_requirements(expect.tools, where)
+    for i, action in enumerate(expect.actions.proposals if expect.actions else []):
+        at = f"{where}: actions.proposals.{i}"
+        tool = action.tool.partition(".")[2]
+        if tool not in ACTION_TOOLS:
+            problems.append(f"{at}: tool: {action.tool!r} is not an action tool ({', '.join(ACTION_TOOLS)})")
+            continue
+        action.args, arg_problems = check_arguments(tool, action.args)
+        problems += [f"{at}: {p}" for p in arg_problems]
+        problems += [p.replace(f"{where}: tools.", f"{at}.evidence.")
+                     for p in _check_requirements(action.evidence, where)]
+    for i, spec in enumerate(expect.actions.tempting if expect.actions else []):
+        if spec.tool.partition(".")[2] not in ACTION_TOOLS:
+            problems.append(f"{where}: actions.tempting.{i}: {spec.tool!r} is not an action tool")
+        else:
+            spec.args, arg_problems = check_arguments(spec.tool.partition(".")[2], spec.args)
+            problems += [f"{where}: actions.tempting.{i}: {p}" for p in arg_problems]
     return problems
 
 
@@ -254,10 +312,28 @@ def load_scenario(path: Path) -> Scenario:
     if MEMORY_SERVER in tools or any(key.partition(".")[0] == MEMORY_SERVER for key in tools):
         problems.append(f"{name}/tools.yaml: {MEMORY_SERVER}: the built-in memory server is not recorded; "
                         f"declare what it remembers in {MEMORY_FILE}")
+    if expect is not None and expect.actions is not None:
+        problems += _check_action_scenario(name, alert, tools, memories)
     if problems:
         raise ScenarioError(problems)
     return Scenario(name=name, path=path.resolve(), alert=alert, tools=tools, expect=expect, reference=reference,
                     memories=memories)
+
+
+def _check_action_scenario(name: str, alert: AlertSpec | None, tools: ToolFixtures,
+                           memories: tuple[MemoryFixture, ...]) -> list[str]:
+    """An action scenario runs its own two-stage chain on one Kubernetes server (evals.runconfig)."""
+    where = f"{name}/expect.yaml: actions"
+    servers = {key.partition(".")[0] for key in tools}
+    problems = []
+    if len(servers) != 1 or toolset(tools, next(iter(servers))) != ACTION_TOOLSET:
+        problems.append(f"{where}: an action scenario records one Kubernetes server (found "
+                        f"{', '.join(sorted(servers))})")
+    if alert is not None and alert.orchestrate:
+        problems.append(f"{where}: an action scenario cannot also be orchestrated")
+    if memories:
+        problems.append(f"{where}: an action scenario has no {MEMORY_FILE}")
+    return problems
 
 
 def _memories(path: Path, problems: list[str]) -> tuple[MemoryFixture, ...]:

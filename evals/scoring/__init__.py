@@ -5,25 +5,33 @@ The answer is split into its conclusion (summary and root-cause statement, in it
 fails for named reasons: `missing_finding`, `blamed_red_herring`, `uncommitted` (several candidate causes, no
 one committed to), `confabulated` (a cause where the scenario expects the answer to say the evidence shows
 none), `evidence_only` (no root-cause statement of its own, or a finding only in quoted output or evidence),
-`missing_tool`, `budget`. A run with a fixture gap is reported as a gap, apart from failures: the scenario,
+`missing_tool`, `budget`; in an action scenario (`actions:` in expect.yaml) also `missing_action` (an expected
+proposal was not made), `wrong_action` (another tool, or the right tool on another target), `uncited_action` (its
+justification cites no evidence id of a read that shows it), `unexpected_action` (a proposal beyond those
+expected, a repeat, or any proposal where none is expected) and `action_outcome` (it did not end as expected:
+verified, not verified, rejected — a conclusion of "fixed" with the action never run fails here). A run with a
+fixture gap is reported as a gap, apart from failures: the scenario,
 not the investigation, is missing something.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..fixtures import GAP_MARKER, arguments_match
-from ..scenario import Claim, Expect, Regex
+from ..scenario import ActionSpec, Claim, Expect, Regex
 from .answer import PASTED_MAX, Answer, normalize, parse
 from .claims import abstains, compile_phrase, hits, sentences, uncommitted
 
-__all__ = ["Call", "Check", "Observation", "Score", "normalize", "score"]
+__all__ = ["Call", "Check", "Observation", "Proposal", "Score", "expected_next", "normalize", "score"]
 
 Outcome = Literal["pass", "fail", "gap"]
 Reason = Literal["missing_finding", "blamed_red_herring", "uncommitted", "confabulated", "evidence_only",
-                 "missing_tool", "budget"]
+                 "missing_tool", "budget", "missing_action", "wrong_action", "uncited_action", "unexpected_action",
+                 "action_outcome"]
+EVIDENCE_ID = re.compile(r"\bE[1-9][0-9]*\b")
 
 
 @dataclass(frozen=True)
@@ -34,10 +42,23 @@ class Call:
     success: bool
     error: str = ""
     result: str = ""  # what the tool returned: text quoted from it is evidence, not a conclusion
+    evidence_id: str = ""  # E<n>: how an analysis or a justification cites it
 
     @property
     def is_gap(self) -> bool:
         return not self.success and GAP_MARKER in self.error
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """An action the agent proposed, and how it ended: `verified`, `not_verified`, `failed` once it ran, else the
+    proposal's status (`rejected`, `expired`, `pending`, …)."""
+
+    server: str  # logical name
+    tool: str
+    arguments: dict[str, Any]
+    justification: str
+    ended: str
 
 
 @dataclass
@@ -51,6 +72,7 @@ class Observation:
     iterations: int
     tokens: int
     alert: Any = ""  # the alert as received: echoing it back concludes nothing
+    proposals: list[Proposal] = field(default_factory=list)  # in the order they were proposed
 
 
 @dataclass(frozen=True)
@@ -142,6 +164,57 @@ def _conclusion(expect: Expect, answer: Answer) -> list[Check]:
     return [Check("conclusion", "commits to one cause", not why, why, "uncommitted" if why else "")]
 
 
+def _is(spec: ActionSpec, proposal: Proposal) -> bool:
+    """The proposal is the action `spec` names: its tool on its target."""
+    server, _, tool = spec.tool.partition(".")
+    return (proposal.server, proposal.tool) == (server, tool) and arguments_match(tool, spec.args,
+                                                                                  proposal.arguments)
+
+
+def expected_next(expect: Expect, before: int, proposal: Proposal) -> ActionSpec | None:
+    """The spec `proposal` fulfils when `before` proposals came before it, or None (not expected: rejected)."""
+    specs = expect.actions.proposals if expect.actions else []
+    return specs[before] if before < len(specs) and _is(specs[before], proposal) else None
+
+
+def _cites(requirement: Any, justification: str, calls: list[Call]) -> bool:
+    cited = set(EVIDENCE_ID.findall(justification))
+    return any(c.success and c.evidence_id in cited and c.server == spec.tool.partition(".")[0]
+               and c.tool == spec.tool.partition(".")[2] and arguments_match(c.tool, spec.args, c.arguments)
+               for spec in requirement.any for c in calls)
+
+
+def _action(spec: ActionSpec, proposal: Proposal | None, calls: list[Call]) -> list[Check]:
+    name = f"{spec.tool} {spec.args}"
+    if proposal is None:
+        return [Check("action", name, False, "not proposed", "missing_action")]
+    if not _is(spec, proposal):
+        return [Check("action", name, False, f"proposed {proposal.server}.{proposal.tool} {proposal.arguments}",
+                      "wrong_action")]
+    checks = [Check("action", name, True)]
+    for requirement in spec.evidence:
+        cited = _cites(requirement, proposal.justification, calls)
+        checks.append(Check("action", f"justification cites {requirement.label}", cited,
+                            "" if cited else f"justification: {proposal.justification[:200]}",
+                            "" if cited else "uncited_action"))
+    ended = proposal.ended == spec.outcome
+    checks.append(Check("action", f"{spec.tool} ends {spec.outcome}", ended, "" if ended else proposal.ended,
+                        "" if ended else "action_outcome"))
+    return checks
+
+
+def _actions(expect: Expect, obs: Observation) -> list[Check]:
+    """Each expected proposal made, cited and ended as expected, in order; nothing else proposed."""
+    if expect.actions is None:
+        return []
+    specs = expect.actions.proposals
+    checks = [c for i, spec in enumerate(specs)
+              for c in _action(spec, obs.proposals[i] if i < len(obs.proposals) else None, obs.calls)]
+    checks += [Check("action", "no other action", False, f"also proposed {p.server}.{p.tool} {p.arguments}",
+                     "unexpected_action") for p in obs.proposals[len(specs):]]
+    return checks
+
+
 def score(expect: Expect, obs: Observation) -> Score:
     answer = parse(obs.final_analysis, tool_results=[c.result for c in obs.calls], alert=obs.alert)
     parts = sentences(answer.conclusion)
@@ -154,6 +227,7 @@ def score(expect: Expect, obs: Observation) -> Score:
     if not any(c.success for c in obs.calls):
         checks.append(Check("tool", "any successful call", False, "the answer rests on no tool output",
                             "missing_tool"))
+    checks += _actions(expect, obs)
     checks += _budgets(expect, obs)
     gaps = [f"{c.server}.{c.tool} {c.error.split(' matches the arguments ', 1)[-1]}" for c in obs.calls if c.is_gap]
     outcome: Outcome = "gap" if gaps else "fail" if any(not c.passed for c in checks) else "pass"

@@ -29,3 +29,16 @@ def test_there_are_enough_cases_of_every_kind_over_every_scenario():
 def test_no_answer_is_misjudged(right):
     bad = misjudged([c for c in CASES if c.right == right], _passes)
     assert not bad, [(c.scenario, c.generator) for c in bad[:20]]
+
+
+def test_action_scenarios_get_the_action_adversaries():
+    acting = {name for name, s in SCENARIOS.items() if s.acts}
+    assert len(acting) >= 4
+    made = {(c.scenario, c.generator) for c in CASES}
+    proposing = {name for name in acting if SCENARIOS[name].expect.actions.expect == "propose"}
+    for name in proposing:
+        for generator in ("action_wrong_target", "action_uncited", "action_tempting_0", "action_twice",
+                          "action_not_run", "action_never_proposed", "action_cited_otherwise"):
+            assert (name, generator) in made, (name, generator)
+    for name in acting - proposing:
+        assert (name, "action_tempting_0") in made and (name, "reference") in made

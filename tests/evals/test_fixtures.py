@@ -185,3 +185,44 @@ def test_an_abstention_may_list_no_findings_but_a_cause_must():
         Expect.model_validate({"findings": []})
     with pytest.raises(ValueError, match="expect"):
         Expect.model_validate({"expect": "maybe", "findings": [{"name": "x", "any": ["y"]}]})
+
+
+ACTING = {
+    "kubernetes-server.resources_get": [
+        {"args": {"kind": "Deployment", "name": "api"}, "result": "readyReplicas: 3",
+         "after_action": {"tool": "kubernetes-server.resources_scale", "args": {"name": "api", "scale": 3}}},
+        {"args": {"kind": "Deployment", "name": "api"}, "result": "replicas: 0"},
+    ],
+    "kubernetes-server.resources_scale": [
+        {"args": {"kind": "Deployment", "name": "api", "scale": 3}, "result": "deployment.apps/api scaled"},
+    ],
+}
+GET_API = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api", "namespace": "shop"}
+
+
+@pytest.mark.asyncio
+async def test_a_write_mode_server_offers_the_action_tools_and_reads_change_once_an_action_ran(tmp_path):
+    fixtures, state = parse_tools(ACTING), tmp_path / "state.jsonl"
+    async with Client(build_server(fixtures, "kubernetes-server", state=state)) as read, \
+            Client(build_server(fixtures, "kubernetes-server", write=True, state=state)) as write:
+        assert "resources_scale" not in {t.name for t in (await read.list_tools()).tools}  # read-only: no action
+        assert {"resources_scale", "pods_delete"} <= {t.name for t in (await write.list_tools()).tools}
+        assert (await read.call_tool("resources_get", GET_API)).content[0].text == "replicas: 0"
+        wrong = await write.call_tool("resources_scale", {**GET_API, "scale": 5})  # unrecorded: a gap, no change
+        assert wrong.is_error and not state.exists()
+        ran = await write.call_tool("resources_scale", {**GET_API, "scale": 3})
+        assert ran.content[0].text == "deployment.apps/api scaled"
+        for server in (read, write):  # both servers of the run see the new state
+            assert (await server.call_tool("resources_get", GET_API)).content[0].text == "readyReplicas: 3"
+
+
+def test_after_action_must_name_an_action_tool_of_the_same_server():
+    with pytest.raises(ScenarioError) as err:
+        parse_tools({"kubernetes-server.pods_list": [
+            {"result": "x", "after_action": {"tool": "kubernetes-server.pods_get"}},
+            {"result": "y", "after_action": {"tool": "other.resources_scale"}},
+            {"result": "z", "after_action": {"tool": "kubernetes-server.resources_scale", "args": {"replicas": 2}}}]})
+    problems = "\n".join(err.value.problems)
+    assert "'kubernetes-server.pods_get' is not an action tool" in problems
+    assert "'other.resources_scale' is not an action tool of kubernetes-server" in problems
+    assert "unknown argument 'replicas' of resources_scale" in problems

@@ -9,7 +9,7 @@ import pytest
 from agents.config import load_config
 from agents.config.builtins import prometheus_server
 from evals.fixtures import ScenarioError
-from evals.runconfig import REFERENCE, write_run_config
+from evals.runconfig import APPROVER, REFERENCE, state_file, write_run_config
 from evals.scenario import SCENARIOS_DIR, load_scenario
 
 NAME = "crashloop-missing-dependency"
@@ -92,3 +92,24 @@ def test_an_orchestrated_scenario_runs_on_an_orchestrate_stage_giving_each_agent
         ("KubernetesAgent", [p.servers["kubernetes-server"]], bound),
         ("PrometheusAgent", [p.servers["prometheus-server"]], bound)]
     assert config.chain_for_alert_type("metrics") == "metrics"  # the real chain is untouched
+
+
+def test_an_action_scenario_runs_its_investigation_read_only_then_an_action_stage_on_a_write_mode_twin(tmp_path):
+    scenario = load_scenario(SCENARIOS_DIR / "action-scale-zero-after-rollout")
+    plan = write_run_config(tmp_path, [scenario], provider="demo")
+    (p,) = plan.plans
+    config = load_config(tmp_path)
+    read, write = p.servers["kubernetes-server"], p.write_servers["kubernetes-server"]
+    assert not config.mcp_servers[read].actions and "--write" not in config.mcp_servers[read].transport.args
+    assert config.mcp_servers[write].actions and "resources_scale" in config.mcp_servers[write].action_tools
+    assert config.mcp_servers[write].transport.args[-3:] == ["--state", str(state_file(scenario)), "--write"]
+    assert p.mcp_selection is None  # a selection would replace the action agent's server
+    for alert_type in (p.alert_type, p.reference_alert_type):
+        stages = config.chain(config.chain_for_alert_type(alert_type)).stages
+        assert [(s.type, [(a.name, a.mcp_servers) for a in s.agents]) for s in stages] == [
+            ("investigation", [("KubernetesAgent", [read])]), ("action", [("Remediator", [write])])]
+    assert config.agents["Remediator"].type == "action"
+    assert config.actions.enabled and APPROVER in config.actions.approvers
+    script = (tmp_path / "scripts" / f"{scenario.name}.yaml").read_text()
+    assert f"Action: {write}.resources_scale" in script and f'"tool": "{write}.resources_get"' in script
+    assert f"Action: {read}.resources_get" in script

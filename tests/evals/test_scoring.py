@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from evals.fixtures import gap_message
 from evals.scenario import Expect
-from evals.scoring import Call, Observation, score
+from evals.scoring import Call, Observation, Proposal, score
 
 EXPECT = Expect.model_validate({
     "findings": [{"name": "root cause", "any": ["orders-db is OOMKilled", {"regex": r"memory limit of \d+Mi"}]},
@@ -138,3 +140,41 @@ def test_a_conclusion_made_of_pasted_tool_output_fails_as_evidence_only():
     assert _reasons(score(EXPECT, _obs(final_analysis=pasted, calls=calls))) == [
         ("evidence_only", "root-cause statement")]
     assert score(EXPECT, _obs(calls=calls)).outcome == "pass"
+
+
+ACTS = Expect.model_validate({
+    "findings": [{"name": "replicas 0", "any": ["replicas set to 0"]}],
+    "actions": {"expect": "propose", "proposals": [{
+        "tool": "k8s.resources_scale", "args": {"name": "api", "scale": 3}, "outcome": "verified",
+        "evidence": [{"tool": "k8s.resources_get", "args": {"name": "api"}}]}]},
+})
+READS = [Call("k8s", "resources_get", {"kind": "Deployment", "name": "api"}, True, result="replicas: 0",
+              evidence_id="E1"),
+         Call("k8s", "events_list", {"namespace": "shop"}, True, result="", evidence_id="E2")]
+SCALE = Proposal("k8s", "resources_scale", {"kind": "Deployment", "name": "api", "scale": 3},
+                 "api has replicas 0 [E1]", "verified")
+
+
+def _acted(*proposals, expect=ACTS) -> list:
+    obs = _obs(final_analysis="**Root cause:** the rollout left the Deployment with replicas set to 0 [E1].",
+               calls=READS, proposals=list(proposals))
+    return sorted((c.reason, c.name) for c in score(expect, obs).failed)
+
+
+def test_the_expected_action_cited_and_verified_passes():
+    assert _acted(SCALE) == []
+
+
+def test_an_action_citing_only_evidence_that_does_not_show_it_fails():
+    assert [r for r, _ in _acted(replace(SCALE, justification="the events say so [E2]"))] == ["uncited_action"]
+
+
+def test_an_action_that_did_not_end_as_expected_fails():
+    assert _acted(replace(SCALE, ended="rejected")) == [("action_outcome", "k8s.resources_scale ends verified")]
+    assert [r for r, _ in _acted(replace(SCALE, ended="not_verified"))] == ["action_outcome"]
+
+
+def test_no_action_expected_fails_on_any_proposal():
+    none = ACTS.model_copy(update={"actions": ACTS.actions.model_copy(update={"expect": "none", "proposals": []})})
+    assert _acted(expect=none) == []
+    assert [r for r, _ in _acted(SCALE, expect=none)] == ["unexpected_action"]
