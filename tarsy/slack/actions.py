@@ -22,6 +22,7 @@ from .client import SlackGateway, SlackUnavailable
 from .config import session_link, slack_config
 from .inbound import SESSION_ID_RE
 from .messages import TRIAGE_ACTION_IDS, TRIAGE_BLOCK_PREFIX, escape
+from .payloads import MalformedAction, channel_of, field, member
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +43,6 @@ HELP = ("Usage:\n"
         "command was typed in, so commands name the session.")
 
 
-class MalformedAction(ValueError):
-    """An interaction payload without what every click (or form) carries: answered 400."""
-
-
 @dataclass(frozen=True)
 class Click:
     """One click on a triage button (or a resolution picked), as read from Slack's payload."""
@@ -58,32 +55,26 @@ class Click:
     channel: str
 
 
-def _field(value: Any, key: str) -> Any:
-    return value.get(key) if isinstance(value, dict) else None
-
-
 def read_click(payload: dict[str, Any]) -> Click | None:
     """The triage click in a block_actions payload; None for another action (the link button sends one too)."""
-    actions, user = payload.get("actions"), payload.get("user")
-    if (not isinstance(actions, list) or not actions or not isinstance(actions[0], dict)
-            or not isinstance(_field(user, "id"), str) or not user["id"]):
-        raise MalformedAction("a block_actions payload carries `user.id` and `actions` (objects)")
-    action = TRIAGE_ACTION_IDS.get(str(_field(actions[0], "action_id") or ""))
+    actions = payload.get("actions")
+    if not isinstance(actions, list) or not actions or not isinstance(actions[0], dict):
+        raise MalformedAction("a block_actions payload carries `actions` (objects)")
+    user_id, user_name = member(payload)
+    action = TRIAGE_ACTION_IDS.get(str(field(actions[0], "action_id") or ""))
     if action is None:
         return None
-    block_id = str(_field(actions[0], "block_id") or "")
+    block_id = str(field(actions[0], "block_id") or "")
     found = SESSION_ID_RE.fullmatch(block_id.removeprefix(TRIAGE_BLOCK_PREFIX))
     if not block_id.startswith(TRIAGE_BLOCK_PREFIX) or found is None:
         raise MalformedAction("a triage action's block names its session (`triage:<session ID>`)")
     resolution = ""
     if action == "resolve":
-        resolution = _field(_field(actions[0], "selected_option"), "value")
+        resolution = field(field(actions[0], "selected_option"), "value")
         if not isinstance(resolution, str) or not resolution:
             raise MalformedAction("a resolve action carries `selected_option.value`")
-    channel = _field(payload.get("channel"), "id") or _field(payload.get("container"), "channel_id") or ""
-    name = _field(user, "username") or _field(user, "name") or ""
-    return Click(session_id=found.group(0).lower(), action=action, resolution=resolution, user_id=user["id"],
-                 user_name=str(name), channel=str(channel))
+    return Click(session_id=found.group(0).lower(), action=action, resolution=resolution, user_id=user_id,
+                 user_name=user_name, channel=channel_of(payload))
 
 
 def refusal(action: str, exc: ServiceError) -> str:

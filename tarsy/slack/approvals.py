@@ -20,12 +20,12 @@ from tarsy.pipeline.actions import action_decide, may_decide
 from tarsy.services import actions as actions_service
 from tarsy.services.errors import Conflict, Forbidden, NotFound, ServiceError, ValidationFailed
 
-from .actions import MalformedAction
 from .actors import actor_groups, slack_actor
 from .client import SlackGateway, SlackUnavailable
 from .config import session_link, slack_config
 from .inbound import SESSION_ID_RE
 from .messages import ACTION_APPROVE, ACTION_BLOCK_PREFIX, ACTION_REJECT, escape
+from .payloads import MalformedAction, channel_of, field, member
 
 log = logging.getLogger(__name__)
 
@@ -45,17 +45,6 @@ class DecisionClick:
     trigger_id: str
 
 
-def _field(value: Any, key: str) -> Any:
-    return value.get(key) if isinstance(value, dict) else None
-
-
-def _user(payload: dict[str, Any]) -> tuple[str, str]:
-    user = payload.get("user")
-    if not isinstance(_field(user, "id"), str) or not user["id"]:
-        raise MalformedAction("an interaction carries `user.id`")
-    return user["id"], str(_field(user, "username") or _field(user, "name") or "")
-
-
 def _proposal_id(text: str) -> str:
     found = SESSION_ID_RE.fullmatch(text)
     if found is None:
@@ -67,17 +56,16 @@ def read_click(payload: dict[str, Any]) -> DecisionClick | None:
     """The decision click in a block_actions payload; None for another button (triage, the link)."""
     clicked = payload.get("actions")
     first = clicked[0] if isinstance(clicked, list) and clicked else None
-    action_id = _field(first, "action_id")
+    action_id = field(first, "action_id")
     if action_id not in (ACTION_APPROVE, ACTION_REJECT):
         return None
-    block_id = str(_field(first, "block_id") or "")
+    block_id = str(field(first, "block_id") or "")
     if not block_id.startswith(ACTION_BLOCK_PREFIX):
         raise MalformedAction("an action button's block names its proposal (`action:<id>`)")
-    user_id, user_name = _user(payload)
-    channel = _field(payload.get("channel"), "id") or _field(payload.get("container"), "channel_id") or ""
+    user_id, user_name = member(payload)
     return DecisionClick(proposal_id=_proposal_id(block_id.removeprefix(ACTION_BLOCK_PREFIX)),
                          approve=action_id == ACTION_APPROVE, user_id=user_id, user_name=user_name,
-                         channel=str(channel), trigger_id=str(payload.get("trigger_id") or ""))
+                         channel=channel_of(payload), trigger_id=str(payload.get("trigger_id") or ""))
 
 
 def refusal(verb: str, exc: ServiceError, identity: str) -> str:
@@ -163,13 +151,13 @@ def reject_view(proposal: ActionProposal) -> dict[str, Any]:
 def submission(payload: dict[str, Any]) -> dict[str, Any] | None:
     """A submitted Reject form: None closes it (rejected), else the errors shown under its comment field."""
     view = payload.get("view")
-    if _field(view, "callback_id") != REJECT_VIEW:
+    if field(view, "callback_id") != REJECT_VIEW:
         return None
-    proposal_id = _proposal_id(str(_field(view, "private_metadata") or ""))
-    comment = _field(_field(_field(_field(view, "state"), "values"), COMMENT), COMMENT)
-    if not isinstance(_field(comment, "value"), str):
+    proposal_id = _proposal_id(str(field(view, "private_metadata") or ""))
+    comment = field(field(field(field(view, "state"), "values"), COMMENT), COMMENT)
+    if not isinstance(field(comment, "value"), str):
         raise MalformedAction("a Reject form carries `view.state.values.comment.comment.value`")
-    user_id, user_name = _user(payload)
+    user_id, user_name = member(payload)
     config = slack_config()
     if config is None:
         return None

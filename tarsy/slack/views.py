@@ -24,6 +24,7 @@ from tarsy.web.responses import json_error
 
 from . import actions, approvals, inbound
 from .config import slack_config
+from .payloads import MalformedAction
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +134,7 @@ def interactions(request):
         if payload["type"] != "block_actions":
             return JsonResponse({"ok": True})  # TARSy has no shortcuts: nothing else is its own
         click, decision = actions.read_click(payload), approvals.read_click(payload)
-    except actions.MalformedAction as exc:
+    except MalformedAction as exc:
         return json_error(400, "bad_request", str(exc))
     if click is not None:
         actions.click(click)
