@@ -165,9 +165,16 @@ class ActionTools:
 
 
 def _proposable(definition: ToolDefinition) -> ToolDefinition:
+    """The action tool as the agent sees it: the proposal's arguments added, the dry-run argument (TARSy's own, set
+    only for the preview) left out."""
+    server, _, tool = definition.name.partition(".")
+    dry = get_config().mcp_servers[server].dry_run_of(tool)
+    hidden = {dry.argument} if dry is not None else set()
     parameters = dict(definition.parameters or {"type": "object"})
-    parameters["properties"] = {**(parameters.get("properties") or {}), **_PROPOSAL_PARAMETERS}
-    parameters["required"] = [*(parameters.get("required") or []), JUSTIFICATION, EXPECTED_EFFECT, VERIFY]
+    properties = {k: v for k, v in (parameters.get("properties") or {}).items() if k not in hidden}
+    parameters["properties"] = {**properties, **_PROPOSAL_PARAMETERS}
+    required = [r for r in (parameters.get("required") or []) if r not in hidden]
+    parameters["required"] = [*required, JUSTIFICATION, EXPECTED_EFFECT, VERIFY]
     return ToolDefinition(name=definition.name, parameters=parameters, description=(
         f"ACTION (proposed for a person's approval, never run at once). {definition.description}"))
 

@@ -115,3 +115,25 @@ def test_a_bad_rate_limit_is_a_load_error(tmp_path, rate_limit, servers, message
         _load(tmp_path, {"Fixer": {"type": "action"}}, servers=servers,
               actions={"rate_limit": rate_limit} if rate_limit else None)
     assert message in str(err.value)
+
+
+def test_the_agent_never_sees_the_dry_run_argument_of_an_action_tool(tmp_path):
+    """TARSy sets it for the preview only: an agent that could set it would have a dry run approved as the action."""
+    from agents.llm.types import ToolDefinition
+    from tarsy.config import set_config
+    from tarsy.pipeline.actions import ActionTools
+
+    servers = {"k8s-write": {**WRITE, "dry_run": {"resources_scale": {"argument": "dryRun"}}}}
+    set_config(_load(tmp_path, {"Fixer": {"type": "action", "mcp_servers": ["k8s-write"]}}, servers=servers,
+                     stage={"name": "act", "type": "action", "agents": [{"name": "Fixer"}]}))
+    scale = ToolDefinition(name="k8s-write.resources_scale", parameters={
+        "type": "object", "required": ["name", "replicas", "dryRun"], "properties": {
+            "name": {"type": "string"}, "replicas": {"type": "integer"}, "dryRun": {"type": "string"}}})
+
+    class Listed:  # the MCP executor's listing, as the agent's tools are listed before any call
+        def list_tools(self) -> list[ToolDefinition]:
+            return [scale]
+
+    [shown] = ActionTools(Listed(), execution=None, recorder=None, calls=None).list_tools()  # type: ignore[arg-type]
+    assert "dryRun" not in shown.parameters["properties"] and "dryRun" not in shown.parameters["required"]
+    assert {"name", "replicas", "_justification", "_verify"} <= set(shown.parameters["properties"])
