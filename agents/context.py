@@ -47,13 +47,6 @@ class ResolvedAgentConfig:
     is_action: bool = False  # a `type: action` agent: proposes its servers' action tools (tarsy.pipeline.actions)
 
 
-ACTION_PREAMBLE = (
-    "You may change the system only by proposing one of your action tools; a person approves or rejects it, and "
-    "it runs only then. Propose an action only on hard evidence you cite (evidence ids), stating its expected "
-    "effect and a read that verifies it; when the evidence is ambiguous, prefer no action. One action at a time; "
-    "after a rejection or expiry, conclude without acting.")
-
-
 def fallback_route(
     config: TarsyConfig, *, configured: str, current: str, fallbacks: list[str], native: NativeTools, strategy: str,
 ) -> tuple[tuple[tuple[str, LLMProviderConfig], ...], tuple[tuple[str, str], ...]]:
@@ -131,8 +124,7 @@ def resolve_agent(
         iteration_timeout=pick("iteration_timeout"),
         mcp_servers=tuple(servers),
         tool_filter=tool_filter,
-        custom_instructions=f"{ACTION_PREAMBLE}\n\n{agent.custom_instructions}".strip() if agent.type == "action"
-        else agent.custom_instructions,
+        custom_instructions=agent.custom_instructions,
         server_instructions=tuple(
             (s, config.mcp_servers[s].instructions) for s in servers if s in config.mcp_servers
         ),

@@ -80,8 +80,12 @@ def evidence_text(results: list[dict[str, Any]], *, per_result: int, total: int)
 
 
 def instruction_tiers(config: ResolvedAgentConfig) -> list[str]:
-    """General SRE instructions → MCP server instructions (in order) → agent custom instructions."""
+    """General SRE instructions → (an action agent's safety rules) → MCP server instructions (in order) → agent
+    custom instructions. The safety rules come before anything the operator wrote, which may narrow but not lift
+    them."""
     tiers = [_render("general_instructions", agent_name=config.agent_name)]
+    if config.is_action:
+        tiers.append(_render("action_safety"))
     for server, text in config.server_instructions:
         if text.strip():
             tiers.append(_render("server_instructions", server=server, instructions=text.strip()))

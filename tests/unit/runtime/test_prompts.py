@@ -170,3 +170,15 @@ def test_executive_summary_prompt_asks_for_one_to_three_sentences():
     system, user = executive_summary_messages(alert_type="kubernetes", final_analysis="ANALYSIS")
     assert "one to three plain sentences" in system.content and "on-call" in system.content
     assert '"kubernetes" alert' in user.content and "ANALYSIS" in user.content
+
+
+def test_an_action_agent_gets_the_safety_rules_before_the_operators_instructions(agent_config, tools):
+    from dataclasses import replace
+
+    investigator = _react(agent_config, tools)[0].content
+    assert "Acting on production: safety rules" not in investigator
+    actor = build_native_messages(config=replace(agent_config, is_action=True), tools=tools, alert_type="kubernetes",
+                                  alert_data=ALERT, runbook=RUNBOOK, previous_stage_context=PREVIOUS)[0].content
+    rules, operator = actor.index("Acting on production: safety rules"), actor.index("## Agent-specific instructions")
+    assert actor.index("You are KubernetesAgent") < rules < actor.index("## Instructions for MCP server") < operator
+    assert "Require hard evidence" in actor and "Prefer inaction" in actor and "A proposal has not run" in actor
