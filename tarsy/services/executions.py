@@ -45,10 +45,15 @@ _LAST_EVENT_SEQUENCE = Coalesce(Subquery(TimelineEvent.objects.filter(execution_
 def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
     """The execution under its row lock (call inside a transaction), with its stage and session, its session's
     latest related alert (`latest_related_alert`, None when there is none) and its last timeline sequence number
-    (`last_event_sequence`, 0 before its first event); None when there is no such execution."""
-    return (AgentExecution.objects.select_for_update(of=("self",), no_key=True).select_related("stage", "session")
-            .annotate(latest_related_alert=_LATEST_RELATED_ALERT, last_event_sequence=_LAST_EVENT_SEQUENCE)
-            .filter(id=execution_id).first())
+    (`last_event_sequence`, 0 before its first event); None when there is no such execution.
+    `get()`, not `first()`: first() would order by the model's ordering (a join on the stage) for one row."""
+    try:
+        return (AgentExecution.objects.select_for_update(of=("self",), no_key=True)
+                .select_related("stage", "session")
+                .annotate(latest_related_alert=_LATEST_RELATED_ALERT, last_event_sequence=_LAST_EVENT_SEQUENCE)
+                .get(id=execution_id))
+    except AgentExecution.DoesNotExist:
+        return None
 
 
 def iteration_discard(*, execution_id: Any, iteration: int) -> None:
