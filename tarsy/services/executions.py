@@ -45,10 +45,15 @@ _LAST_EVENT_SEQUENCE = Coalesce(Subquery(TimelineEvent.objects.filter(execution_
 def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
     """The execution under its row lock (call inside a transaction), with its stage and session, its session's
     latest related alert (`latest_related_alert`, None when there is none) and its last timeline sequence number
-    (`last_event_sequence`, 0 before its first event); None when there is no such execution."""
-    return (AgentExecution.objects.select_for_update(of=("self",), no_key=True).select_related("stage", "session")
-            .annotate(latest_related_alert=_LATEST_RELATED_ALERT, last_event_sequence=_LAST_EVENT_SEQUENCE)
-            .filter(id=execution_id).first())
+    (`last_event_sequence`, 0 before its first event); None when there is no such execution.
+    `get()`, not `first()`: first() would order by the model's ordering (a join on the stage) for one row."""
+    try:
+        return (AgentExecution.objects.select_for_update(of=("self",), no_key=True)
+                .select_related("stage", "session")
+                .annotate(latest_related_alert=_LATEST_RELATED_ALERT, last_event_sequence=_LAST_EVENT_SEQUENCE)
+                .get(id=execution_id))
+    except AgentExecution.DoesNotExist:
+        return None
 
 
 def iteration_discard(*, execution_id: Any, iteration: int) -> None:
@@ -71,9 +76,10 @@ def execution_status_publish(*, execution_id: Any) -> None:
     """Tell the session's page an execution's new status, from the stored row, once the transaction commits.
     Published for the moves stage events do not carry: a sub-agent's (created, queued, started, ended) and an
     orchestrator's park and wake."""
-    row = AgentExecution.objects.filter(id=execution_id).values(
-        "session_id", "stage_id", "agent_name", "status", "parent_execution_id").first()
-    if row is None:
+    try:
+        row = AgentExecution.objects.filter(id=execution_id).values(
+            "session_id", "stage_id", "agent_name", "status", "parent_execution_id").get()
+    except AgentExecution.DoesNotExist:
         return
     parent = row["parent_execution_id"]
     publish(EXECUTION_STATUS_EVENT, {
@@ -223,9 +229,14 @@ def execution_park(*, execution_id: Any) -> None:
 
 def execution_wake(*, execution_id: Any) -> AgentExecution | None:
     """Under the execution's row lock: a parked one becomes pending its next iteration (returned); None when it
-    was not parked (running: it reads the news when its iteration completes; or already woken, or ended)."""
-    parent = AgentExecution.objects.select_for_update(no_key=True).filter(id=execution_id).first()
-    if parent is None or parent.status != ExecStatus.WAITING:
+    was not parked (running: it reads the news when its iteration completes; or already woken, or ended).
+    `get()`: first() would order by the model's ordering, joining the stage and the session, and lock their rows
+    too."""
+    try:
+        parent = AgentExecution.objects.select_for_update(no_key=True).get(id=execution_id)
+    except AgentExecution.DoesNotExist:
+        return None
+    if parent.status != ExecStatus.WAITING:
         return None
     parent.status = ExecStatus.PENDING
     parent.last_heartbeat_at = timezone.now()  # the orphan sweep counts from the wake

@@ -9,10 +9,11 @@ import threading
 import pytest
 import redis
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 
-from tarsy.models import AgentExecution, LLMInteraction
+from tarsy.models import AgentExecution, LLMInteraction, Stage
 from tarsy.pipeline.stages import execution_end
+from tarsy.services.executions import execution_wake
 
 from .conftest import only_execution, run_next, start_session
 
@@ -69,3 +70,25 @@ def test_two_sub_agents_ending_together_wake_the_orchestrator_once(configure):
     sent = LLMInteraction.objects.get(execution=parent, iteration=2).conversation
     assert all(any(f"{child.id} found a lock" in m["content"] for m in sent) for child in children)
     client.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+
+
+def test_a_wake_locks_the_execution_row_not_its_stage(configure):
+    """The wake holds the execution's row only: its stage's stays free for the stage's other writers."""
+    configure({"SreAgent": ["Thought: looking.\nFinal Answer: done."]}, agents={"SreAgent": {"mcp_servers": []}})
+    execution = only_execution(start_session())
+    AgentExecution.objects.filter(id=execution.id).update(status="waiting")
+    free = []
+
+    def lock_stage() -> None:
+        try:
+            with transaction.atomic():
+                free.append(Stage.objects.select_for_update(nowait=True).filter(id=execution.stage_id).exists())
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        assert execution_wake(execution_id=execution.id) is not None
+        other = threading.Thread(target=lock_stage)
+        other.start()
+        other.join()
+    assert free == [True]
