@@ -50,11 +50,15 @@ class Liveness:
         if now - self._last_stop_check < STOP_CHECK_INTERVAL_S:
             return None
         self._last_stop_check = now
-        if self.execution_id:  # one query for both statuses
-            row = AgentExecution.objects.filter(id=self.execution_id).values_list("session__status", "status").first()
+        # One query for both statuses; `order_by()`: a one-row read needs none of the model's ordering, whose
+        # joins (the stage, the session) first() would add.
+        if self.execution_id:
+            row = (AgentExecution.objects.filter(id=self.execution_id).order_by()
+                   .values_list("session__status", "status").first())
             status, execution_status = row or (None, None)
         else:
-            status = AlertSession.all_objects.filter(id=self.session_id).values_list("status", flat=True).first()
+            status = (AlertSession.all_objects.filter(id=self.session_id).order_by()
+                      .values_list("status", flat=True).first())
             execution_status = None
         if status in (SessionStatus.CANCELLING, SessionStatus.CANCELLED):
             self._stop_reason = "cancelled"
