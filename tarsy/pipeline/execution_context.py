@@ -25,7 +25,7 @@ from agents.context import ExecutionContext, IterationState
 from agents.llm.registry import backend_for
 from agents.llm.types import ToolCall, ToolDefinition
 from tarsy.config import get_config
-from tarsy.models import AgentExecution, AlertSession, StageKind
+from tarsy.models import AgentExecution, StageKind
 from tarsy.services import actions, executions
 from tarsy.services.recorder import DbRecorder, Liveness
 
@@ -48,12 +48,14 @@ class NoTools:
         raise RuntimeError("this agent has no tools")
 
 
-def session_deadline(session: AlertSession) -> float | None:
-    """Epoch seconds when the session times out: its session_timeout counts from its start, the time a proposal
-    waited for a person left out (tarsy.services.actions.actions_wait_s)."""
+def session_deadline(execution: AgentExecution) -> float | None:
+    """Epoch seconds when the execution's session times out: its session_timeout counts from its start, the time a
+    proposal waited for a person left out (tarsy.services.actions.actions_wait_s). `execution` comes from the claim
+    (tarsy.services.executions.execution_lock_for_iteration), which says whether the session has proposals."""
+    session = execution.session
     if not session.started_at:
         return None
-    waited = actions.actions_wait_s(session_id=session.id, now=timezone.now())
+    waited = actions.actions_wait_s(session_id=session.id, now=timezone.now()) if execution.session_has_actions else 0
     return session.started_at.timestamp() + get_config().defaults.session_timeout + waited
 
 
@@ -63,7 +65,7 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
     check can wait an interval. `calls`: collects an orchestrator's sub-agent calls (tarsy.pipeline.sub_agents)."""
     stage, session = execution.stage, execution.session
     setup = agent_setup(execution)
-    s_deadline = session_deadline(session) if stage.kind != StageKind.CHAT else None
+    s_deadline = session_deadline(execution) if stage.kind != StageKind.CHAT else None
     liveness = Liveness(session_id=session.id, execution_id=execution.id, session_deadline=s_deadline,
                         stop_checked=stop_checked)
     deadline = time.time() + setup.resolved.iteration_timeout

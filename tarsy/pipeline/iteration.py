@@ -48,7 +48,7 @@ def _stop_status(execution: AgentExecution) -> tuple[str, str] | None:
         return _past_deadline(execution)
     if session.status in (SessionStatus.CANCELLING, SessionStatus.CANCELLED):
         return ExecStatus.CANCELLED, "Cancelled by user"
-    deadline = session_deadline(session)
+    deadline = session_deadline(execution)
     if session.status == SessionStatus.TIMED_OUT or (deadline and timezone.now().timestamp() > deadline):
         return ExecStatus.TIMED_OUT, "Session timeout reached"
     if session.status != SessionStatus.IN_PROGRESS:

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Exists, Q
 from django.utils import timezone
 
 from agents.timeline_events import TimelineEventType, event_metadata
@@ -150,12 +150,19 @@ def actions_withdraw(*, session_id: Any, reason: str) -> list[Any]:
     return list(dict.fromkeys(_withdraw(p, reason).execution_id for p in rows))
 
 
+UNSETTLED_STATUSES = (ProposalStatus.PENDING, ProposalStatus.APPROVED, ProposalStatus.EXECUTING)
+
+
+def actions_unsettled(*, execution_id: Any) -> Exists:
+    """An expression: the execution has a proposal pending, approved or executing (read with another query)."""
+    return Exists(ActionProposal.objects.filter(execution_id=execution_id, status__in=UNSETTLED_STATUSES))
+
+
 def actions_settle_ended(*, execution_ids: list[Any], ended_as: str) -> None:
     """In the transaction ending these executions: what they proposed and never ran is withdrawn; what they
     claimed and did not finish failed, its effect unknown. Nothing is left pending, approved or executing."""
     rows = ActionProposal.objects.select_for_update().filter(
-        execution_id__in=execution_ids,
-        status__in=(ProposalStatus.PENDING, ProposalStatus.APPROVED, ProposalStatus.EXECUTING)).order_by("created_at")
+        execution_id__in=execution_ids, status__in=UNSETTLED_STATUSES).order_by("created_at")
     for proposal in rows:
         if proposal.status == ProposalStatus.EXECUTING:
             _executed(proposal, outcome=ActionOutcome.FAILED, result=INTERRUPTED, evidence="")

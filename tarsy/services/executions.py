@@ -12,12 +12,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, OuterRef, Q, Subquery
+from django.db.models import Exists, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from tarsy.models import (
     TERMINAL_EXEC_STATUSES,
+    ActionProposal,
     AgentExecution,
     AlertOccurrence,
     AlertSession,
@@ -41,16 +42,22 @@ _LATEST_RELATED_ALERT = Subquery(AlertOccurrence.objects.filter(session_id=Outer
 _LAST_EVENT_SEQUENCE = Coalesce(Subquery(TimelineEvent.objects.filter(execution_id=OuterRef("id"))
                                          .order_by("-sequence_number").values("sequence_number")[:1]), 0)
 
+# And whether the session ever had an action proposal: only then does its clock leave out the time proposals waited
+# for a person (tarsy.services.actions.actions_wait_s), a query most sessions never need.
+_SESSION_HAS_ACTIONS = Exists(ActionProposal.objects.filter(session_id=OuterRef("session_id")))
+
 
 def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
     """The execution under its row lock (call inside a transaction), with its stage and session, its session's
     latest related alert (`latest_related_alert`, None when there is none) and its last timeline sequence number
-    (`last_event_sequence`, 0 before its first event); None when there is no such execution.
+    (`last_event_sequence`, 0 before its first event) and whether its session has action proposals
+    (`session_has_actions`); None when there is no such execution.
     `get()`, not `first()`: first() would order by the model's ordering (a join on the stage) for one row."""
     try:
         return (AgentExecution.objects.select_for_update(of=("self",), no_key=True)
                 .select_related("stage", "session")
-                .annotate(latest_related_alert=_LATEST_RELATED_ALERT, last_event_sequence=_LAST_EVENT_SEQUENCE)
+                .annotate(latest_related_alert=_LATEST_RELATED_ALERT, last_event_sequence=_LAST_EVENT_SEQUENCE,
+                          session_has_actions=_SESSION_HAS_ACTIONS)
                 .get(id=execution_id))
     except AgentExecution.DoesNotExist:
         return None
@@ -163,12 +170,15 @@ def execution_mark_ended(*, execution_id: Any, status: str, error: str = "", fin
     )
     if not updated:
         return None
-    actions.actions_settle_ended(execution_ids=[execution_id], ended_as=status)
-    row = AgentExecution.objects.filter(id=execution_id).values_list(
-        "stage_id", "parent_execution_id", "agent_config_name").get()
-    if row[1] is not None:  # a sub-agent's end (a stage agent's shows with its stage's)
+    stage_id, parent_id, agent_config_name, unsettled = (
+        AgentExecution.objects.filter(id=execution_id)
+        .annotate(unsettled=actions.actions_unsettled(execution_id=OuterRef("id")))
+        .values_list("stage_id", "parent_execution_id", "agent_config_name", "unsettled").get())
+    if unsettled:  # read with the row: most executions never propose, and pay no statement for it
+        actions.actions_settle_ended(execution_ids=[execution_id], ended_as=status)
+    if parent_id is not None:  # a sub-agent's end (a stage agent's shows with its stage's)
         execution_status_publish(execution_id=execution_id)
-    return Ended(*row)
+    return Ended(stage_id, parent_id, agent_config_name)
 
 
 def executions_idle(*, session_id: Any, now: datetime) -> list[Any]:

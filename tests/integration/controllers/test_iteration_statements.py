@@ -15,6 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from tarsy import tasks
 from tarsy.outbox import OutboxRelay
 from tarsy.pipeline.iteration import iteration_run
+from tarsy.services.recorder.liveness import Liveness
 
 from .conftest import only_execution, react_action, run_next, start_session
 
@@ -180,3 +181,14 @@ def test_the_last_iteration_of_a_one_agent_stage(configure):
         "INSERT tarsy_outboxtask",  # the session's finish
         "COMMIT",
     ]
+
+
+def test_the_stop_check_reads_the_execution_and_its_session_only(configure):
+    """It runs every few seconds while a model thinks: one row and its session, no join the model's ordering adds."""
+    configure({"SreAgent": [UNSURE.format(n=1)]}, agents={"SreAgent": {"mcp_servers": []}})
+    execution = only_execution(start_session())
+    liveness = Liveness(session_id=execution.session_id, execution_id=execution.id)
+    with CaptureQueriesContext(connection) as queries:
+        assert liveness.stop_reason() is None
+    [read] = [q["sql"] for q in queries if q["sql"].startswith("SELECT")]
+    assert "tarsy_stage" not in read and read.count("JOIN") == 1, read
