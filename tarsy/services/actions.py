@@ -106,13 +106,7 @@ def action_decide(*, proposal_id: Any, approve: bool, actor: str, comment: str) 
     proposal = ActionProposal.objects.select_for_update().select_related("execution").filter(id=proposal_id).first()
     if proposal is None:
         raise NotFound(f"action {proposal_id} not found")
-    if proposal.status != ProposalStatus.PENDING:
-        raise Conflict(_refusal(proposal))
-    if proposal.expires_at <= timezone.now():
-        raise Conflict(f"action {proposal_id} expired at {proposal.expires_at.isoformat()}; the agent must propose "
-                       "it again")
-    if proposal.execution.is_terminal:
-        raise Conflict(f"the investigation that proposed action {proposal_id} has ended")
+    action_check_decidable(proposal)
     proposal.status = ProposalStatus.APPROVED if approve else ProposalStatus.REJECTED
     proposal.decided_by, proposal.decided_at, proposal.comment = actor, timezone.now(), comment
     proposal.save(update_fields=["status", "decided_by", "decided_at", "comment"])
@@ -120,10 +114,18 @@ def action_decide(*, proposal_id: Any, approve: bool, actor: str, comment: str) 
     return proposal
 
 
-def _refusal(proposal: ActionProposal) -> str:
+def action_check_decidable(proposal: ActionProposal) -> None:
+    """Raise Conflict unless a person may still decide the proposal: pending, not expired, its investigation not
+    ended. The decision checks under the row lock; a form asking why checks before it opens."""
     if proposal.status == ProposalStatus.WITHDRAWN:
-        return f"action {proposal.id} was withdrawn: {proposal.reason}"
-    return f"action {proposal.id} is already {proposal.status}"
+        raise Conflict(f"action {proposal.id} was withdrawn: {proposal.reason}")
+    if proposal.status != ProposalStatus.PENDING:
+        raise Conflict(f"action {proposal.id} is already {proposal.status}")
+    if proposal.expires_at <= timezone.now():
+        raise Conflict(f"action {proposal.id} expired at {proposal.expires_at.isoformat()}; the agent must propose "
+                       "it again")
+    if proposal.execution.is_terminal:
+        raise Conflict(f"the investigation that proposed action {proposal.id} has ended")
 
 
 def actions_expired(*, now: datetime) -> list[Any]:

@@ -13,12 +13,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from django.utils import timezone
-
-from tarsy.models import ACTION_MAX_COMMENT_CHARS, ActionProposal, ProposalStatus
+from tarsy.models import ACTION_MAX_COMMENT_CHARS, ActionProposal
 from tarsy.pipeline.actions import action_decide, may_decide
 from tarsy.services import actions as actions_service
-from tarsy.services.errors import Conflict, Forbidden, NotFound, ServiceError, ValidationFailed
+from tarsy.services.errors import Forbidden, NotFound, ServiceError, ValidationFailed
 
 from .actors import actor_groups, slack_actor
 from .client import SlackGateway, SlackUnavailable
@@ -90,10 +88,7 @@ def _may_reject(proposal_id: str, identity: str) -> ActionProposal:
     if not may_decide(identity, actor_groups(identity)):
         raise Forbidden("only the configured approvers (actions.approvers) may decide actions")
     proposal = actions_service.action_get(proposal_id=proposal_id)
-    if proposal.status != ProposalStatus.PENDING:
-        raise Conflict(f"action {proposal_id} is already {proposal.status}")
-    if proposal.expires_at <= timezone.now():
-        raise Conflict(f"action {proposal_id} expired at {proposal.expires_at.isoformat()}")
+    actions_service.action_check_decidable(proposal)
     return proposal
 
 
