@@ -28,5 +28,5 @@ alert_resolved = Signal()
 triage_changed = Signal()
 
 # kwargs: proposal (ActionProposal, as just written), transition ("proposed", "approved", "rejected", "expired",
-# "executed"). Sent with every transition's `action` timeline event (tarsy.services.actions).
+# "withdrawn", "executed"). Sent with every transition's `action` timeline event (tarsy.services.actions).
 action_changed = Signal()
