@@ -33,9 +33,9 @@ def outbox_relay():
 
 UNSURE = "Thought: step {n}: the evidence so far is inconclusive, look again.\nAction: none.none\nAction Input: {{}}"
 # Session events are numbered on their channel as they are stored (services.events.events_number): the session
-# row's counter raised and read back, held to the commit, so a client can tell a hole in the numbers (events lost
-# on the way) from events still to come.
-NUMBERING = ["UPDATE tarsy_alertsession", "SELECT tarsy_alertsession"]
+# row's counter raised and read back in one UPDATE … RETURNING, held to the commit, so a client can tell a hole
+# in the numbers (events lost on the way) from events still to come.
+NUMBERING = ["UPDATE tarsy_alertsession"]
 PODS = react_action("Check the pods.", "k8s.get_pods", '{"namespace": "prod"}')
 
 
