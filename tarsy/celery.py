@@ -133,10 +133,24 @@ def start_outbox_relay() -> None:
 
 @worker_ready.connect
 def _start_worker_relay(**kwargs) -> None:
-    """One relay per worker, a thread of its parent process. Pool threads send on commit in this process and
-    leave the deletes of their rows to it; a prefork child sends on commit itself and deletes each sent row in a
-    transaction of its own (a relay per child would double the worker's database connections to save it)."""
+    """A relay in the worker's parent process: pool threads send on commit in this process and leave the deletes
+    of their rows to it; under prefork it sends what the children left behind."""
     start_outbox_relay()
+
+
+@worker_process_init.connect
+def _start_child_relay(**kwargs) -> None:
+    """A prefork child's own relay: it sends each task on commit and leaves the delete of the task's outbox row to
+    the relay's next pass, one DELETE a second, where it would otherwise commit a DELETE after every task (a WAL
+    flush per iteration). The relay thread holds a connection of its own: a child keeps two."""
+    start_outbox_relay()
+
+
+@worker_process_shutdown.connect
+def _stop_child_relay(**kwargs) -> None:
+    from tarsy.outbox import stop_relay
+
+    stop_relay()
 
 
 def _forking_pool(pool_cls: Any) -> bool:

@@ -83,7 +83,7 @@ def _send_committed(rows: list[tuple[Enqueued, int | None]], send: Send) -> None
     relay = _relay
     if relay is not None and relay.running():
         relay.remove_later(sent)
-    else:
+    else:  # a process without a relay (a management command, a test): at once, in a transaction of its own
         outbox.outbox_remove(ids=sent)
 
 
@@ -201,5 +201,18 @@ _relay_lock = threading.Lock()
 def start_relay(send: Send) -> OutboxRelay:
     """This process's relay, started once (tarsy.celery.start_outbox_relay)."""
     with _relay_lock:
-        return _relay if _relay is not None and _relay.running() else OutboxRelay(send).start()
+        return _relay if relay_running() else OutboxRelay(send).start()
+
+
+def relay_running() -> bool:
+    """Whether this process runs a relay (then its commit path leaves the deletes of sent rows to it)."""
+    relay = _relay
+    return relay is not None and relay.running()
+
+
+def stop_relay() -> None:
+    """Stop this process's relay, deleting the rows of what it sent first (a process about to exit)."""
+    with _relay_lock:
+        if _relay is not None:
+            _relay.stop()
 

@@ -7,6 +7,7 @@ import threading
 
 import pytest
 import redis
+from celery.signals import worker_process_init
 from django.conf import settings
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
@@ -15,7 +16,7 @@ from django.utils import timezone
 from tarsy import decisions, tasks
 from tarsy.decisions import FinishSession, Nothing, ReapSession, RunIteration, StartStage, enact_on_commit
 from tarsy.models import OutboxTask
-from tarsy.outbox import OutboxRelay, relay_pending
+from tarsy.outbox import OutboxRelay, relay_pending, relay_running, stop_relay
 from tarsy.services import outbox
 from tests.support.processes import wait_for
 
@@ -126,6 +127,22 @@ def test_in_a_process_with_a_relay_sent_rows_are_deleted_on_its_next_pass_in_one
         assert len(queue()) == 3  # deleted, not sent again
     finally:
         relay.stop()
+
+
+def test_a_prefork_child_leaves_the_deletes_of_its_sent_rows_to_a_relay_of_its_own(queue):
+    """What a forked child receives first starts its relay, so its iterations commit no DELETE of their own."""
+    assert not relay_running()
+    worker_process_init.send(sender=None)
+    try:
+        assert relay_running()
+        with CaptureQueriesContext(connection) as queries, transaction.atomic():
+            enact_on_commit([RunIteration("e-1", 1, 0)])
+        assert [q["sql"].split()[0] for q in queries if "tarsy_outboxtask" in q["sql"]] == ["INSERT"]
+        assert queue() == [("tarsy.tasks.run_iteration", ["e-1", 1])]
+        wait_for(lambda: not _outbox(), 5, message="the child's relay to delete the sent row")
+    finally:
+        stop_relay()
+    assert not relay_running()
 
 
 def test_a_rolled_back_decision_leaves_no_outbox_row(queue):
