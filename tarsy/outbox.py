@@ -201,7 +201,7 @@ _relay_lock = threading.Lock()
 def start_relay(send: Send) -> OutboxRelay:
     """This process's relay, started once (tarsy.celery.start_outbox_relay)."""
     with _relay_lock:
-        return _relay if relay_running() else OutboxRelay(send).start()
+        return _relay if _relay is not None and _relay.running() else OutboxRelay(send).start()
 
 
 def relay_running() -> bool:

@@ -9,21 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from agents.citations import Evidence, evidence_id, verify_citations
 from agents.timeline_events import TimelineEventType, ToolResultMetadata, read_metadata
 from tarsy.models import AlertSession, StageKind, TimelineEvent
+from tarsy.services.counters import session_counter_raise
 
 
-@transaction.atomic(savepoint=False)
 def evidence_id_issue(*, session_id: Any) -> str:
-    """The session's next evidence id (E1, E2, …). The UPDATE's row lock orders concurrent callers."""
-    AlertSession.all_objects.filter(id=session_id).update(evidence_count=F("evidence_count") + 1)
-    number = AlertSession.all_objects.filter(id=session_id).values_list("evidence_count", flat=True).get()
-    return evidence_id(number)
+    """The session's next evidence id (E1, E2, …): one statement, its own transaction or the caller's."""
+    return evidence_id(session_counter_raise(session_id=session_id, counter="evidence_count"))
 
 
 def session_evidence(*, session_id: Any) -> list[Evidence]:

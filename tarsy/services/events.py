@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import transaction
 
-from tarsy.models import AlertSession, Event
+from tarsy.models import Event
+from tarsy.services.counters import session_counter_raise
 
 
 def events_store(*, rows: list[Event]) -> None:
@@ -30,29 +31,12 @@ def events_number(*, rows: list[Event]) -> None:
     deferred foreign keys at its commit do not wait on: no lock cycle through the session row.
     """
     counts = Counter(str(row.session_id) for row in rows if _numbered(row))
-    last = {session_id: _event_seq_raise(session_id, counts[session_id]) - counts[session_id]
-            for session_id in sorted(counts)}
+    last = {session_id: session_counter_raise(session_id=session_id, counter="event_seq", by=count) - count
+            for session_id, count in sorted(counts.items())}
     for row in rows:
         if _numbered(row):
             last[str(row.session_id)] += 1
             row.seq = last[str(row.session_id)]
-
-
-def _event_seq_raise(session_id: str, count: int) -> int:
-    """Raise the session's counter by `count` and return its new value, in one statement: the ORM's update()
-    returns a row count, so this is the one hand-written statement of the module (UPDATE … RETURNING, on
-    PostgreSQL and on SQLite since 3.35). Each event written costs its transaction this round trip, twice per
-    iteration (tests/integration/controllers/test_iteration_statements.py)."""
-    meta = AlertSession._meta
-    quote = connection.ops.quote_name
-    table, counter, key = quote(meta.db_table), quote(meta.get_field("event_seq").column), quote(meta.pk.column)
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {table} SET {counter} = {counter} + %s WHERE {key} = %s RETURNING {counter}",
-                       [count, meta.pk.get_db_prep_value(session_id, connection)])
-        row = cursor.fetchone()
-    if row is None:
-        raise AlertSession.DoesNotExist(f"session {session_id} is gone: its events cannot be numbered")
-    return row[0]
 
 
 def _numbered(row: Event) -> bool:

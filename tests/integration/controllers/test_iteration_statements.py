@@ -120,11 +120,9 @@ def test_an_iteration_with_a_tool_call(configure):
         *NUMBERING,
         "INSERT tarsy_event",
         "COMMIT",
-        # The result's evidence id, issued under the session row's lock (parallel agents share the counter).
-        "BEGIN",
+        # The result's evidence id: the session row's counter raised and read back in one statement, its own
+        # transaction (parallel agents share the counter; the row lock orders them).
         "UPDATE tarsy_alertsession",
-        "SELECT tarsy_alertsession",
-        "COMMIT",
         # The completion, as above, with the tool's MCP record and the observation.
         "BEGIN",
         "UPDATE tarsy_agentexecution",
