@@ -17,9 +17,9 @@ from tarsy.services.recorder import DbRecorder
 
 def related_alerts(execution: AgentExecution, recorder: DbRecorder, first_prompt: bool) -> str:
     """The text the first prompt appends to the alert ("" later, or when nothing is new). `execution` comes from
-    the claim (services.executions.execution_lock_for_iteration), which says whether the session has related
-    alerts at all: most have none, and their steps do not look."""
-    if execution.stage.kind == StageKind.CHAT or execution.latest_related_alert is None:
+    the claim (services.executions.execution_lock_for_iteration) with its session, whose `related_count` says
+    whether it has related alerts at all: most have none, and their steps do not look."""
+    if execution.stage.kind == StageKind.CHAT or not execution.session.related_count:
         return ""
     fresh = occurrences.related_after(session_id=execution.session_id,
                                       delivered=timeline.related_alerts_seen(execution_id=execution.id))

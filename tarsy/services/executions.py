@@ -20,10 +20,8 @@ from tarsy.models import (
     TERMINAL_EXEC_STATUSES,
     ActionProposal,
     AgentExecution,
-    AlertOccurrence,
     AlertSession,
     ExecStatus,
-    OccurrenceKind,
     SessionStatus,
     StageKind,
     TimelineEvent,
@@ -33,12 +31,8 @@ from tarsy.streaming.publisher import publish
 from . import actions, interactions, messages, timeline
 from .recorder import HEARTBEAT_INTERVAL_S, WriteBatch
 
-# Read with the claim too: most sessions never have related alerts, and their steps skip looking for new ones.
-_LATEST_RELATED_ALERT = Subquery(AlertOccurrence.objects.filter(session_id=OuterRef("session_id"),
-                                                                kind=OccurrenceKind.RELATED)
-                                 .order_by("-id").values("id")[:1])
-# And the execution's last timeline sequence number: the iteration's recorder numbers its events on from it
-# (this task is the one writer of the execution's timeline while it holds the lease), so it needs no lookup.
+# Read with the claim: the execution's last timeline sequence number. The iteration's recorder numbers its events
+# on from it (this task is the one writer of the execution's timeline while it holds the lease): no lookup.
 _LAST_EVENT_SEQUENCE = Coalesce(Subquery(TimelineEvent.objects.filter(execution_id=OuterRef("id"))
                                          .order_by("-sequence_number").values("sequence_number")[:1]), 0)
 
@@ -48,16 +42,14 @@ _SESSION_HAS_ACTIONS = Exists(ActionProposal.objects.filter(session_id=OuterRef(
 
 
 def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
-    """The execution under its row lock (call inside a transaction), with its stage and session, its session's
-    latest related alert (`latest_related_alert`, None when there is none) and its last timeline sequence number
-    (`last_event_sequence`, 0 before its first event) and whether its session has action proposals
-    (`session_has_actions`); None when there is no such execution.
+    """The execution under its row lock (call inside a transaction), with its stage and session, its last timeline
+    sequence number (`last_event_sequence`, 0 before its first event) and whether its session has action
+    proposals (`session_has_actions`); None when there is no such execution.
     `get()`, not `first()`: first() would order by the model's ordering (a join on the stage) for one row."""
     try:
         return (AgentExecution.objects.select_for_update(of=("self",), no_key=True)
                 .select_related("stage", "session")
-                .annotate(latest_related_alert=_LATEST_RELATED_ALERT, last_event_sequence=_LAST_EVENT_SEQUENCE,
-                          session_has_actions=_SESSION_HAS_ACTIONS)
+                .annotate(last_event_sequence=_LAST_EVENT_SEQUENCE, session_has_actions=_SESSION_HAS_ACTIONS)
                 .get(id=execution_id))
     except AgentExecution.DoesNotExist:
         return None

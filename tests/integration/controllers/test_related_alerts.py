@@ -7,7 +7,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tarsy.models import AlertOccurrence, OccurrenceKind
+from tarsy.models import OccurrenceKind
+from tarsy.services import occurrences
 
 from .conftest import interactions, messages, only_execution, react_action, run_next, start_session, timeline
 
@@ -18,9 +19,10 @@ SCRIPT = [react_action("Check the pods.", "k8s.get_pods", '{"namespace": "prod"}
           "Thought: Clear now.\nFinal Answer: web-1 crashes."]
 
 
-def _related(session, data: str) -> AlertOccurrence:
-    return AlertOccurrence.objects.create(session=session, kind=OccurrenceKind.RELATED, alert_type="ctrl-alert",
-                                          fingerprint=data, alert_data=data)
+def _related(session, data: str) -> None:
+    """Attached as intake attaches an alert of the session's group (the session's `related_count` raised with it)."""
+    occurrences.occurrence_attach(session=session, kind=OccurrenceKind.RELATED, alert_type="ctrl-alert",
+                                  fingerprint=data, severity="", alert_data=data, author="")
 
 
 def test_related_alerts_join_the_first_prompt_and_later_steps(configure):
