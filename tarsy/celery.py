@@ -97,10 +97,13 @@ def schedule_checks(sender: Celery, **kwargs) -> None:
             sender.signature("tarsy.tasks.run_check", args=(check.name,)), name=CHECK_ENTRY_PREFIX + check.name)
 
 
-app.conf.beat_schedule.update({  # after the checks: the first look at `conf` above added them
-    "sweep": {"task": "tarsy.tasks.sweep", "schedule": SWEEP_INTERVAL_S},
-    "retention": {"task": "tarsy.tasks.apply_retention", "schedule": RETENTION_INTERVAL_S},
-})
+@app.on_after_configure.connect
+def schedule_jobs(sender: Celery, **kwargs) -> None:
+    """Beat's fixed jobs, added once Celery reads its configuration. Not at import: reading `app.conf` here would
+    load Django's settings while `tarsy` is imported, before tarsy.asgi says the process serves the web (the
+    settings give a web process its connection pool)."""
+    sender.add_periodic_task(SWEEP_INTERVAL_S, sender.signature("tarsy.tasks.sweep"), name="sweep")
+    sender.add_periodic_task(RETENTION_INTERVAL_S, sender.signature("tarsy.tasks.apply_retention"), name="retention")
 
 
 def install_enactor() -> None:
