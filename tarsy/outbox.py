@@ -80,8 +80,8 @@ def _send_committed(rows: list[tuple[Enqueued, int | None]], send: Send) -> None
             break
         if row_id is not None:
             sent.append(row_id)
-    relay = _relay
-    if relay is not None and relay.running():
+    relay = _running_relay()
+    if relay is not None:
         relay.remove_later(sent)
     else:  # a process without a relay (a management command, a test): at once, in a transaction of its own
         outbox.outbox_remove(ids=sent)
@@ -201,13 +201,17 @@ _relay_lock = threading.Lock()
 def start_relay(send: Send) -> OutboxRelay:
     """This process's relay, started once (tarsy.celery.start_outbox_relay)."""
     with _relay_lock:
-        return _relay if _relay is not None and _relay.running() else OutboxRelay(send).start()
+        return _running_relay() or OutboxRelay(send).start()
+
+
+def _running_relay() -> OutboxRelay | None:
+    relay = _relay
+    return relay if relay is not None and relay.running() else None
 
 
 def relay_running() -> bool:
     """Whether this process runs a relay (then its commit path leaves the deletes of sent rows to it)."""
-    relay = _relay
-    return relay is not None and relay.running()
+    return _running_relay() is not None
 
 
 def stop_relay() -> None:

@@ -12,11 +12,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _start(tmp_path, **env: str) -> subprocess.CompletedProcess:
+def _start(tmp_path, code: str = "import django; django.setup()", **env: str) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("TARSY_", "DATABASE_URL", "REDIS_URL"))}
     base.update({"DJANGO_SETTINGS_MODULE": "tarsy.settings", "TARSY_DATA_DIR": str(tmp_path), **env})
-    return subprocess.run([sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, env=base,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=base, capture_output=True, text=True,
+                          timeout=60)
 
 
 @pytest.mark.parametrize(("name", "value", "expected"), [
@@ -43,13 +43,10 @@ def test_the_web_entry_point_gives_its_process_the_connection_pool(tmp_path):
     """tarsy.asgi says the process serves the web before anything reads the settings (importing the `tarsy` package
     loads Celery's app, which must not read them yet): otherwise every request thread keeps a connection of its own
     and a burst of alerts runs PostgreSQL out of connections."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("TARSY_", "DATABASE_URL", "REDIS_URL"))}
-    base.update({"TARSY_DATA_DIR": str(tmp_path), "DATABASE_URL": "postgres://u@127.0.0.1:1/x",
-                 "REDIS_URL": "redis://127.0.0.1:1/0", "SECRET_KEY": "k" * 50})
     code = ("import tarsy.asgi\nfrom django.conf import settings\nfrom tarsy.celery import app\n"
             "db = settings.DATABASES['default']\n"
             "print(db['CONN_MAX_AGE'], sorted(db['OPTIONS']['pool']), sorted(app.conf.beat_schedule))")
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=base, capture_output=True, text=True,
-                            timeout=60)
+    result = _start(tmp_path, code, DATABASE_URL="postgres://u@127.0.0.1:1/x", REDIS_URL="redis://127.0.0.1:1/0",
+                    SECRET_KEY="k" * 50)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[-2] == "0 ['max_size', 'min_size', 'timeout'] ['retention', 'sweep']"
