@@ -180,13 +180,19 @@ class Bench:
     def start_server(self, name: str = "web", port: int | None = None, server: str = "uvicorn",
                      processes: int = 1) -> tuple[Child, str]:
         """The production web process: uvicorn serving tarsy.asgi (`processes` > 1: `uvicorn --workers N`,
-        several processes on one socket), or daphne for comparison (one process)."""
+        several processes on one socket); for comparison, daphne (one process) or gunicorn serving HTTP only."""
         import httpx
 
         port = port or free_port()
         if server == "uvicorn":
             args = [str(VENV_BIN / "uvicorn"), *UVICORN_OPTIONS, "--host", "127.0.0.1", "--port", str(port),
                     "--workers", str(processes), "--no-access-log", "--log-level", "warning", "tarsy.asgi:application"]
+        elif server == "gunicorn":
+            # A WSGI server for HTTP, the alternative to uvicorn (tests/bench/wsgi_app.py): gthread workers of 16
+            # threads; their requests borrow from the same per-process pool of database connections.
+            args = [str(VENV_BIN / "gunicorn"), "--worker-class", "gthread", "--threads", "16",
+                    "--workers", str(processes), "--bind", f"127.0.0.1:{port}", "--log-level", "warning",
+                    "tests.bench.wsgi_app:application"]
         else:
             if processes != 1:
                 raise ValueError("daphne runs one process; start several servers instead")

@@ -6,12 +6,14 @@ arrived), light enough not to be the bottleneck. By default one web server
 (uvicorn with `--processes` worker processes, WEB_CONCURRENCY in the image)
 serves, as `web` runs in the compose file; `--servers N` starts N servers
 and spreads the connections over them, as N web replicas behind a
-Kubernetes Service would be. Workers (zero-latency scripted
+Kubernetes Service would be; `--server gunicorn` serves the same views from a WSGI
+server (gthread workers) instead. Workers (zero-latency scripted
 provider) start after the load phase by default so the figure is the web
 tier's own (`--workers-during-load` runs them alongside, sharing the CPUs),
 then drain the queue; every accepted alert must end as a completed session.
 
     python -m tests.bench.intake [--seconds 30] [--concurrency 32] [--servers 1] [--processes 2]
+                                  [--server uvicorn|gunicorn|daphne]
 
 `lost` = accepted alerts (202 with a session id) whose session does not exist
 or did not complete; `unfinished` = sessions still not terminal when the
@@ -109,8 +111,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--servers", type=int, default=1, help="web servers (replicas)")
-    parser.add_argument("--server", choices=["uvicorn", "daphne"], default="uvicorn")
-    parser.add_argument("--processes", type=int, default=2, help="uvicorn worker processes per server")
+    parser.add_argument("--server", choices=["uvicorn", "daphne", "gunicorn"], default="uvicorn")
+    parser.add_argument("--processes", type=int, default=2, help="web processes per server (uvicorn, gunicorn)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes that drain the sessions")
     parser.add_argument("--worker-concurrency", type=int, default=2)
     parser.add_argument("--workers-during-load", action="store_true")
@@ -130,7 +132,7 @@ def main(argv: list[str] | None = None) -> dict:
         "executive_summary": ["payments-api crash-loops."]})})
     from tarsy.models import TERMINAL_SESSION_STATUSES, AlertSession
 
-    processes = args.processes if args.server == "uvicorn" else 1
+    processes = args.processes if args.server != "daphne" else 1
     servers = [bench.start_server(f"{args.server}{i}", server=args.server, processes=processes)
                for i in range(args.servers)]
     targets = [("127.0.0.1", int(base.rsplit(":", 1)[1])) for _child, base in servers]
