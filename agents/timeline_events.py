@@ -42,7 +42,7 @@ TOOL_CALL_EVENTS = (TimelineEventType.LLM_TOOL_CALL, TimelineEventType.MCP_TOOL_
 TOOL_RESULT_EVENTS = (TimelineEventType.TOOL_RESULT, TimelineEventType.MCP_TOOL_SUMMARY)
 
 TextSource = Literal["native", "react"]  # the model's own reasoning/text, or parsed from a ReAct reply
-ErrorSource = Literal["native", "react", "mcp", "summarization", "alert"]
+ErrorSource = Literal["native", "react", "mcp", "summarization", "alert", "dry_run"]
 
 
 def _stored(info: ValidationInfo) -> bool:

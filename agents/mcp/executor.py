@@ -26,6 +26,7 @@ from agents.prompts.injection import injection_signals
 from agents.timeline_events import TimelineEventType, event_metadata
 
 from .client import CallResult, MCPError
+from .dry_run import dry_run_problems
 from .masking import mask_tool_result
 from .masking.boundary import mask_arguments, mask_text, without_nul
 from .pool import MCPPool, get_pool
@@ -100,6 +101,7 @@ class MCPToolExecutor:
         self._warned: set[str] = set()
         self._server_errors: dict[str, str] = {}
         self._listed: list[ToolDefinition] | None = None
+        self._untrusted_dry_runs: dict[str, str] = {}  # `server.tool` → why its configured dry run is not used
         self._skills = SkillTool(resolved.loadable_skills, recorder) if resolved.loadable_skills else None
 
     # ---- listing ----------------------------------------------------------------------------------
@@ -128,6 +130,10 @@ class MCPToolExecutor:
                                     f"{exc.message}")
             return []
         self._server_errors.pop(server, None)
+        if self._actions:
+            for tool, problem in dry_run_problems(server, cfg, tools).items():
+                logger.warning("MCP server %r: %s", server, problem)
+                self._untrusted_dry_runs[f"{server}.{tool}"] = problem
         return [t for t in tools if self._allowed(server, t.name)
                 and (self._actions or not cfg.is_action_tool(t.name.split(".", 1)[1]))]
 
@@ -186,11 +192,17 @@ class MCPToolExecutor:
 
     def run_dry_run(self, call: ToolCall) -> ToolResult | None:
         """Run a proposed action tool once as its server's dry run (`dry_run` in the server's config: the argument
-        that makes the server change nothing), through the same path as every call; None when it has none."""
+        that makes the server change nothing), through the same path as every call; None when it has none, or when
+        the tool's listed schema does not declare that argument (agents.mcp.dry_run: said on the timeline)."""
         server, _, tool = call.name.partition(".")
         cfg = self._config.mcp_servers.get(server)
         how = cfg.dry_run_of(tool) if cfg is not None and server in self._resolved.mcp_servers else None
-        if cfg is None or how is None:
+        if cfg is None or how is None or call.name not in {t.name for t in self.list_tools()}:
+            return None
+        if call.name in self._untrusted_dry_runs:  # never a real call in place of a dry run
+            self._recorder.add_event(TimelineEventType.ERROR, self._untrusted_dry_runs[call.name],
+                                     metadata=event_metadata(TimelineEventType.ERROR, server_name=server,
+                                                             tool_name=tool, source="dry_run"))
             return None
         arguments = {**(call.arguments if isinstance(call.arguments, dict) else {}), how.argument: how.value}
         return self._run(call, server, tool, cfg, arguments, [t.name for t in self.list_tools()])

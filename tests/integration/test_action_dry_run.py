@@ -75,3 +75,40 @@ def test_a_proposal_runs_its_dry_run_once_changes_nothing_and_keeps_the_diff(scr
 
     shown = APIClient(REMOTE_ADDR="127.0.0.1").get(f"/api/v1/actions/{scale.id}").json()
     assert shown["dry_run_status"] == "ran" and "+replicas: 3" in shown["dry_run"]
+
+
+def _misnamed_dry_run_config(scripted_config, state, argument: str) -> None:
+    scripted_config({"Fixer": [
+        {"tool_calls": [_propose("resources_scale", "api", replicas=0)]}, {"text": "waiting"}],
+        "executive_summary": ["summary"]}, tarsy={
+        "actions": {"enabled": True, "approvers": ["sre-oncall"]},
+        "mcp_servers": {"cluster": {
+            "transport": {"type": "stdio", "command": sys.executable, "args": [SERVER, str(state)]},
+            "actions": True, "action_tools": ["resources_scale"],
+            "dry_run": {"resources_scale": {"argument": argument, "value": "server"}}}},
+        "agents": {"Fixer": {"type": "action", "iteration_strategy": "native-thinking", "mcp_servers": ["cluster"]}},
+        "agent_chains": {"repair": {"alert_types": ["repair"], "stages": [
+            {"name": "remediate", "type": "action", "agents": [{"name": "Fixer"}]}]}},
+    })
+
+
+@pytest.mark.timeout(180)
+def test_a_dry_run_argument_the_tool_does_not_declare_never_makes_the_real_call(scripted_config, worker, tmp_path):
+    """The tool's parameter is `dryRun`; the config says `dry_run`. The server ignores an unknown argument, so a
+    "dry run" with it would scale to 0 before anyone approved: it must not run at all."""
+    state = tmp_path / "cluster.json"
+    write_state(state, {"shop/api": {"replicas": 3, "max_ready": None}})
+    _misnamed_dry_run_config(scripted_config, state, "dry_run")
+    proc = worker(concurrency=1)
+    session = session_submit(alert_type="repair", data={"deployment": "shop/api"})
+
+    proposal = wait_for(lambda: ActionProposal.objects.filter(session=session).first(), timeout=90,
+                        message=f"a proposal; worker log:\n{proc.log()[-3000:]}")
+    wait_for(lambda: AgentExecution.objects.filter(session=session, status="waiting").exists(), timeout=60,
+             message="the execution parks")
+
+    assert read_state(state)["shop/api"]["replicas"] == 3  # nothing ran before approval
+    assert not MCPInteraction.objects.filter(session=session, arguments__has_key="dry_run").exists()  # never sent
+    assert (proposal.dry_run_status, proposal.dry_run, proposal.status) == ("unsupported", "", "pending")
+    why = TimelineEvent.objects.get(session=session, event_type="error", metadata__source="dry_run")
+    assert "'dry_run' is not a parameter of cluster.resources_scale" in why.content and "dryRun" in why.content
