@@ -45,16 +45,18 @@ def from_trusted_proxy(request) -> bool:
 
 
 def proxy_identity(request) -> str:
-    """X-Forwarded-User > X-Forwarded-Email, honoured only from a trusted proxy (or in mode none, which serves
-    loopback clients only). In token mode it names the author but never authenticates."""
+    """X-Forwarded-User > X-Forwarded-Email: in `proxy` mode from a trusted proxy only; in mode none (loopback
+    clients only, nobody authenticated) as the local user's own name. Never in token mode: there the token says who
+    asks, and a token holder's own headers, passed through by a trusted load balancer, must not name or group them
+    (an approver's name or group would decide actions)."""
     mode = get_config().system.auth.mode
-    if mode != "none" and not from_trusted_proxy(request):
+    if mode == "token" or (mode == "proxy" and not from_trusted_proxy(request)):
         return ""
     return (request.META.get("HTTP_X_FORWARDED_USER") or request.META.get("HTTP_X_FORWARDED_EMAIL") or "").strip()
 
 
 def proxy_groups(request) -> set[str]:
-    """X-Forwarded-Groups (comma-separated, as oauth2-proxy sends it), honoured as proxy_identity is."""
+    """X-Forwarded-Groups (comma-separated, as oauth2-proxy sends it), honoured only with proxy_identity."""
     if not proxy_identity(request):
         return set()
     return {g.strip() for g in request.META.get("HTTP_X_FORWARDED_GROUPS", "").split(",") if g.strip()}

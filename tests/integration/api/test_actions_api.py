@@ -49,3 +49,18 @@ def test_proxy_groups_count_only_from_a_trusted_proxy(tmp_path):
     assert _approve(APIClient(REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_USER="frank",
                               HTTP_X_FORWARDED_GROUPS="dev")) == 403
     assert _approve(APIClient(REMOTE_ADDR="10.9.9.9", **headers)) in (401, 403)  # not believed from elsewhere
+
+
+@pytest.mark.parametrize("forged", [{"HTTP_X_FORWARDED_USER": "carol"}, {"HTTP_X_FORWARDED_EMAIL": "carol"},
+                                    {"HTTP_X_FORWARDED_USER": "dave", "HTTP_X_FORWARDED_GROUPS": "sre-oncall"}])
+def test_in_token_mode_proxy_headers_never_make_a_token_holder_an_approver(tmp_path, forged):
+    """Token mode with `trusted_proxies` set (a load balancer in front): a token holder's own X-Forwarded-* headers,
+    passed through from a trusted address, neither name nor group them."""
+    _config(tmp_path, "token", trusted_proxies=["10.0.0.0/24"])
+    token = _token("dave")
+    client = APIClient(REMOTE_ADDR="10.0.0.5", HTTP_AUTHORIZATION=f"Token {token}", **forged)
+    assert _approve(client) == 403
+    created = client.post("/api/v1/alerts", {"alert_type": "kubernetes", "data": {"m": "x"}}, format="json")
+    assert created.status_code in (200, 201, 202), created.content
+    from tarsy.models import AlertSession
+    assert AlertSession.objects.get(id=created.json()["session_id"]).author == "dave"
