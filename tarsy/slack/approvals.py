@@ -16,13 +16,13 @@ from typing import Any
 from tarsy.models import ACTION_MAX_COMMENT_CHARS, ActionProposal
 from tarsy.pipeline.actions import action_decide, may_decide
 from tarsy.services import actions as actions_service
-from tarsy.services.errors import Forbidden, NotFound, ServiceError, ValidationFailed
+from tarsy.services.errors import Conflict, Forbidden, NotFound, ServiceError, ValidationFailed
 
 from .actors import actor_groups, slack_actor
 from .client import SlackGateway, SlackUnavailable
 from .config import session_link, slack_config
 from .inbound import SESSION_ID_RE
-from .messages import ACTION_APPROVE, ACTION_BLOCK_PREFIX, ACTION_REJECT, escape
+from .messages import ACTION_APPROVE, ACTION_BLOCK_PREFIX, ACTION_REJECT, arguments_fit, escape
 from .payloads import MalformedAction, channel_of, field, member
 
 log = logging.getLogger(__name__)
@@ -79,8 +79,19 @@ def refusal(verb: str, exc: ServiceError, identity: str) -> str:
 def _decide(proposal_id: str, *, approve: bool, identity: str, comment: str) -> ActionProposal:
     if len(comment) > ACTION_MAX_COMMENT_CHARS:
         raise ValidationFailed(f"the comment is longer than {ACTION_MAX_COMMENT_CHARS} characters")
+    if approve:
+        _shown_whole(actions_service.action_get(proposal_id=proposal_id))
     return action_decide(proposal_id=proposal_id, approve=approve, identity=identity,
                          groups=actor_groups(identity), comment=comment)
+
+
+def _shown_whole(proposal: ActionProposal) -> None:
+    """Slack approves only what it shows whole (tarsy.slack.messages.arguments_fit), also from a message posted
+    before, or a command typed without reading: longer arguments are decided in the dashboard."""
+    if not arguments_fit(proposal):
+        link = session_link(proposal.session_id)
+        raise Conflict("its arguments are too long to show in Slack; read them and decide in the dashboard"
+                       + (f" ({link})" if link else ""))
 
 
 def _may_reject(proposal_id: str, identity: str) -> ActionProposal:

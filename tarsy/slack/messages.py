@@ -47,7 +47,12 @@ NOTE_MAX = 600  # a resolution note shown in Slack; the dashboard has the whole 
 # The decision buttons on an action proposal: their block names the proposal (`action:<id>`).
 ACTION_BLOCK_PREFIX = "action:"
 ACTION_APPROVE, ACTION_REJECT = "action_approve", "action_reject"
-ACTION_TEXT_MAX = 1500  # arguments, evidence, a result: the dashboard has the whole text
+ACTION_TEXT_MAX = 1500  # evidence, a result, a dry run's preview: the dashboard has the whole text
+# What an approval runs is shown whole, never cut: its arguments fill up to this many code sections (about 29,000
+# characters; with the proposal's other blocks far below Slack's 50 per message). Longer ones are decided in the
+# dashboard: Slack then says so and offers no Approve.
+ARGUMENT_SECTIONS_MAX = 10
+CODE_FENCE = "```"
 HEADING_RE = re.compile(r"^#{1,6}\s+(.+)$", re.MULTILINE)
 
 
@@ -236,11 +241,63 @@ def _code(value: Any) -> str:
     return f"```{escape(clip(json.dumps(value, ensure_ascii=False), ACTION_TEXT_MAX))}```"
 
 
+def _arguments_text(p: ActionProposal) -> str:
+    return json.dumps(p.arguments, ensure_ascii=False, indent=2)
+
+
+def _code_pieces(text: str) -> list[str]:
+    """`text` cut into escaped pieces that each fit one code section, at line ends where a line fits."""
+    room = SECTION_MAX - 2 * len(CODE_FENCE)
+    pieces, current = [], ""
+    for line in text.splitlines(keepends=True):
+        while line:
+            fits = len(escape(current + line)) <= room
+            if fits:
+                current, line = current + line, ""
+                continue
+            if current:
+                pieces.append(current)
+                current = ""
+                continue
+            cut = _fitting(line, room)  # a line longer than a section (a manifest in one string)
+            pieces.append(line[:cut])
+            line = line[cut:]
+    return [escape(piece) for piece in [*pieces, current] if piece]
+
+
+def _fitting(text: str, room: int) -> int:
+    """How many characters of `text` fit in `room` once escaped."""
+    used = 0
+    for count, char in enumerate(text):
+        used += len(escape(char))
+        if used > room:
+            return count
+    return len(text)
+
+
+def arguments_fit(p: ActionProposal) -> bool:
+    """Whether Slack can show the arguments whole (ARGUMENT_SECTIONS_MAX): only then may it approve them."""
+    return len(_code_pieces(_arguments_text(p))) <= ARGUMENT_SECTIONS_MAX
+
+
+def _arguments_blocks(p: ActionProposal, url: str) -> list[dict[str, Any]]:
+    """The arguments in full, or why they are not here and where to read (and decide) them."""
+    text = _arguments_text(p)
+    pieces = _code_pieces(text)
+    if len(pieces) <= ARGUMENT_SECTIONS_MAX:
+        return [{"type": "section", "text": {"type": "mrkdwn", "text": f"{CODE_FENCE}{piece}{CODE_FENCE}"}}
+                for piece in pieces]
+    where = _link(url, "the dashboard") if url else "TARSy's dashboard"
+    return [_section(f":warning: *The arguments are too long to show in Slack* ({len(text):,} characters): read "
+                     f"them and decide in {where}. Slack can only reject this action.")]
+
+
 def _call(p: ActionProposal) -> str:
     return f"`{escape(p.server)}.{escape(p.tool)}`"
 
 
 def _decision_buttons(p: ActionProposal) -> dict[str, Any]:
+    """Approve ("runs as shown": only when the arguments are shown whole) and Reject."""
     approve = {"type": "button", "action_id": ACTION_APPROVE, "value": str(p.id), "style": "primary",
                "text": {"type": "plain_text", "text": "Approve"},
                "confirm": {"title": {"type": "plain_text", "text": "Run this action?"},
@@ -249,7 +306,8 @@ def _decision_buttons(p: ActionProposal) -> dict[str, Any]:
                            "deny": {"type": "plain_text", "text": "Cancel"}}}
     reject = {"type": "button", "action_id": ACTION_REJECT, "value": str(p.id), "style": "danger",
               "text": {"type": "plain_text", "text": "Reject…"}}
-    return {"type": "actions", "block_id": action_ref(p.id), "elements": [approve, reject]}
+    elements = [approve, reject] if arguments_fit(p) else [reject]
+    return {"type": "actions", "block_id": action_ref(p.id), "elements": elements}
 
 
 def _decision_line(p: ActionProposal) -> str:
@@ -272,11 +330,12 @@ def _decision_line(p: ActionProposal) -> str:
 
 def _dry_run(p: ActionProposal) -> str:
     """The server's preview of the change, so approvers see in the thread what the dashboard shows."""
+    cut = " (cut: the dashboard shows all of it)" if len(p.dry_run) > ACTION_TEXT_MAX else ""
     if p.dry_run_status == DryRunStatus.RAN:
         preview = escape(clip(p.dry_run, ACTION_TEXT_MAX))
-        return f"*Dry run* (the server's preview; nothing was changed)\n```{preview}```"
+        return f"*Dry run* (the server's preview; nothing was changed){cut}\n```{preview}```"
     if p.dry_run_status == DryRunStatus.FAILED:
-        return f"*Dry run failed*\n```{escape(clip(p.dry_run, ACTION_TEXT_MAX))}```"
+        return f"*Dry run failed*{cut}\n```{escape(clip(p.dry_run, ACTION_TEXT_MAX))}```"
     return "*Dry run*: none for this tool"
 
 
@@ -288,7 +347,8 @@ def action_message(p: ActionProposal, *, agent: str, url: str) -> Message:
     verify = (f"*Verification*\n`{escape(p.verify_tool)}` {_code(p.verify_arguments)} shows "
               f"“{escape(clip(p.verify_expect, NOTE_MAX))}”")
     blocks: list[dict[str, Any]] = [
-        _section(f"{head} by {escape(agent)}\n{_call(p)} {_code(p.arguments)}"),
+        _section(f"{head} by {escape(agent)}\n{_call(p)} with these arguments:"),
+        *_arguments_blocks(p, url),
         _section(f"*Why*\n{escape(p.justification)}"),
         _section(f"*Expected effect*\n{escape(p.expected_effect)}"),
         _section(verify),

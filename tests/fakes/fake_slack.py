@@ -3,9 +3,10 @@
 `POST /api/chat.postMessage`, `/api/chat.update`, `/api/chat.postEphemeral` and `/api/views.open` with a JSON or
 form body, and `GET /api/users.info?user=…`, with `Authorization: Bearer <token>` answer like Slack: HTTP 200 with
 `{"ok": true, …}` or `{"ok": false, "error": …}`. A channel name (`#alerts`) is answered with a channel ID
-(`CALERTS`), as Slack does. Members are the `users` given (ID → handle, email); ephemeral messages are kept
-in `ephemeral`, opened modals in `views`. Every call is recorded (`calls`), with the time it arrived. Faults, for
-the tests:
+(`CALERTS`), and a message over Block Kit's limits (50 blocks, 3,000 characters of section text) is refused
+with `invalid_blocks`, as Slack does. Members are the `users` given (ID → handle, email); ephemeral messages are
+kept in `ephemeral`, opened modals in `views`. Every call is recorded (`calls`), with the time it arrived. Faults,
+for the tests:
 
     fake.rate_limit("chat.postMessage", retry_after=2)   # the next call answers 429 with Retry-After: 2
     fake.fail("chat.update", "channel_not_found")        # the next call answers ok=false with that error
@@ -29,6 +30,8 @@ from urllib.parse import parse_qs, urlsplit
 
 TOKEN = "xoxb-test-token"
 POLL_S = 0.02
+MAX_BLOCKS = 50  # Slack refuses a message of more blocks (invalid_blocks)
+MAX_SECTION_TEXT = 3000  # and a section text of more characters
 
 
 @dataclass
@@ -191,6 +194,8 @@ class FakeSlack:
             return {"ok": False, "error": "channel_not_found"}
         if not body.get("text") and not body.get("blocks"):
             return {"ok": False, "error": "no_text"}
+        if not _blocks_valid(_blocks(body.get("blocks"))):
+            return {"ok": False, "error": "invalid_blocks"}
         channel = channel_id(str(body["channel"]))
         thread_ts = str(body.get("thread_ts") or "")
         if thread_ts and thread_ts not in self.messages:
@@ -204,6 +209,8 @@ class FakeSlack:
         message = self.messages.get(str(body.get("ts", "")))
         if message is None or message.channel != channel_id(str(body.get("channel", ""))):
             return {"ok": False, "error": "message_not_found"}
+        if not _blocks_valid(_blocks(body.get("blocks"))):
+            return {"ok": False, "error": "invalid_blocks"}
         message.edits.append({"text": message.text, "blocks": message.blocks})
         message.text, message.blocks = str(body.get("text", "")), _blocks(body.get("blocks"))
         return {"ok": True, "channel": message.channel, "ts": message.ts, "text": message.text}
@@ -235,6 +242,13 @@ class FakeSlack:
         profile = {"real_name": member.name, "display_name": member.name, **({"email": member.email}
                                                                               if member.email else {})}
         return {"ok": True, "user": {"id": member.id, "name": member.name, "deleted": False, "profile": profile}}
+
+
+def _blocks_valid(blocks: list[Any]) -> bool:
+    """Slack's Block Kit limits that TARSy's long texts meet: the number of blocks and a section's text."""
+    sections = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "section"]
+    return len(blocks) <= MAX_BLOCKS and all(
+        len(str(t.get("text", ""))) <= MAX_SECTION_TEXT for t in sections if isinstance(t, dict))
 
 
 def _blocks(value: Any) -> list[Any]:

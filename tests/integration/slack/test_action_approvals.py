@@ -7,6 +7,7 @@ reply is edited in place once decided, and the outcome of a run goes into the th
 
 from __future__ import annotations
 
+import json
 import sys
 from datetime import timedelta
 
@@ -64,8 +65,8 @@ def client():
     return Client(REMOTE_ADDR="203.0.113.7")  # Slack is not on loopback
 
 
-def _proposed(**dry_run: str) -> ActionProposal:
-    """A running repair session whose action agent proposed to scale shop/api to 3 and parked."""
+def _proposed(arguments: dict | None = None, **dry_run: str) -> ActionProposal:
+    """A running repair session whose action agent proposed to scale shop/api to 3 (or `arguments`) and parked."""
     session = sessions.session_submit(alert_type="repair", data={"deployment": "shop/api"})
     assert sessions.session_claim(session=session, worker_id="w1", now=timezone.now())
     stage = stages.stage_start_chain(session=session, chain_stage_index=0)
@@ -73,7 +74,8 @@ def _proposed(**dry_run: str) -> ActionProposal:
     with transaction.atomic():  # as iteration_finish does: the proposal and the park commit together
         proposal = actions.action_proposal_create(
             execution=execution, iteration=1, server="cluster", tool="resources_scale", target="cluster:shop/api",
-            arguments={**TARGET, "replicas": 3}, justification=f"api runs 1 of 3 replicas [ev-1]; {SECRET}",
+            arguments=arguments or {**TARGET, "replicas": 3},
+            justification=f"api runs 1 of 3 replicas [ev-1]; {SECRET}",
             expected_effect="api runs 3 ready replicas", verify_tool="cluster.resources_get",
             verify_arguments=TARGET, verify_expect="readyReplicas: 3", ttl_s=3600, **dry_run)
         executions.execution_park(execution_id=execution.id)
@@ -339,3 +341,52 @@ def test_a_withdrawn_proposal_loses_its_buttons_and_says_why(slack_on, fake_slac
     assert "*Withdrawn*: the alert resolved meanwhile. It did not run." in blocks_text(first.blocks)
     assert "*Withdrawn* after approval by " in blocks_text(second.blocks)
     assert not [b for m in (first, second) for b in m.blocks if b["type"] == "actions"]
+
+
+def _binding(padding: int) -> dict:
+    """Arguments whose dangerous part (a ClusterRoleBinding to cluster-admin) comes after `padding` characters of
+    harmless-looking labels: once, a 1,500-character cut hid it and the approval from Slack ran it."""
+    labels = {f"team.example.com/label-{i:04d}": "platform & <sre>" for i in range(padding // 48)}
+    manifest = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": "api-debug", "labels": labels},
+                "roleRef": {"kind": "ClusterRole", "name": "cluster-admin"},
+                "subjects": [{"kind": "ServiceAccount", "name": "api", "namespace": "shop"}]}
+    return {**TARGET, "replicas": 3, "manifest": manifest}
+
+
+def _shown(message) -> str:
+    """What a reader of the message sees, with Slack's escapes read back."""
+    return blocks_text(message.blocks).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def test_arguments_past_a_section_are_shown_whole_before_slack_may_approve_them(slack_on, fake_slack, client):
+    proposal = _proposed(arguments=_binding(6000))
+    message = _in_slack(fake_slack, proposal)
+    assert fake_slack.calls_to("chat.postMessage", ok=True)  # within Slack's block limits
+    code = "".join(b["text"]["text"].removeprefix("```").removesuffix("```") for b in message.blocks
+                   if b["type"] == "section" and b["text"]["text"].startswith("```"))
+    code = code.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    assert json.dumps(proposal.arguments, ensure_ascii=False, indent=2) in code  # every character, in order
+    assert '"name": "cluster-admin"' in _shown(message)
+    assert [e["action_id"] for e in _buttons(message)["elements"]] == ["action_approve", "action_reject"]
+    _click(client, proposal, "action_approve")
+    assert _state(proposal)[0] == "approved"
+
+
+def test_arguments_too_long_for_slack_are_never_approved_there(slack_on, fake_slack, client):
+    """Slack says the arguments do not fit and sends the approver to the dashboard: no Approve ("runs as shown")
+    on a cut, and neither a click nor `/tarsy approve` approves it; rejecting still works."""
+    proposal = _proposed(arguments=_binding(60000))
+    message = _in_slack(fake_slack, proposal)
+    shown = _shown(message)
+    assert "The arguments are too long to show in Slack" in shown and "runs as shown" not in shown
+    assert f"<https://tarsy.example.com/sessions/{proposal.session_id}|the dashboard>" in blocks_text(message.blocks)
+    assert [e["action_id"] for e in _buttons(message)["elements"]] == ["action_reject"]
+
+    _click(client, proposal, "action_approve")  # a click from a message shown before, with the button
+    reply = _command(client, f"approve {proposal.id}")
+    assert _state(proposal)[0] == "pending"
+    assert "too long to show in Slack" in reply and "dashboard" in reply
+    assert "too long to show in Slack" in fake_slack.ephemeral[-1]["text"]
+    _command(client, f"reject {proposal.id} not without reading it")
+    assert _state(proposal)[0] == "rejected"
