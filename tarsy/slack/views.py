@@ -3,15 +3,21 @@ triage buttons on a session's message, the decision buttons on an action proposa
 
 Authenticated by Slack's request signature (HMAC of the raw body with the signing secret; a timestamp older
 than five minutes is refused) instead of the API's auth mode; tarsy.api.cross_site exempts exactly these
-paths, as Slack posts form-encoded slash commands and interactions. They answer within Slack's three seconds:
+paths, as Slack posts form-encoded slash commands and interactions. A signature proves who sent a request, not
+that it is new: each is acted on once (tarsy.intake.replay, the cache every web process shares), known by its
+Events API `event_id` (which Slack's retries keep), else by a hash of its signed timestamp and body, for as long
+as the signature stays valid; a repeat is acknowledged and does nothing. They answer within Slack's three seconds:
 a question only queues a chat stage, a triage action or a decision is one transaction (plus, for the actor's name
 and a refusal's ephemeral answer or the Reject form, a Web API call of at most a second each)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
+from collections.abc import Callable
+from functools import wraps
 from urllib.parse import parse_qs
 
 from django.http import HttpResponse, JsonResponse
@@ -19,6 +25,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 from slack_sdk.signature import SignatureVerifier
 
+from tarsy.intake import replay
 from tarsy.web.inputs import ascii_int
 from tarsy.web.responses import json_error
 
@@ -30,6 +37,8 @@ log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 64 * 1024  # Slack's event and command bodies are a few KB
 MAX_TIMESTAMP_DIGITS = 12  # Unix seconds; the verifier's int() - float() arithmetic overflows on hundreds of digits
+SIGNATURE_MAX_AGE_S = 5 * 60  # slack_sdk's SignatureVerifier refuses timestamps further than this from now
+ALREADY_TAKEN = "TARSy already received this request; it was not acted on again."
 
 
 def _refusal(request) -> JsonResponse | None:
@@ -54,6 +63,45 @@ def _refusal(request) -> JsonResponse | None:
     return None
 
 
+def _request_key(request) -> str:
+    """What makes a request this one: an event's `event_id`, else its signed timestamp and body."""
+    try:
+        payload = json.loads(request.body)
+    except ValueError:
+        payload = None
+    event_id = payload.get("event_id") if isinstance(payload, dict) else None
+    if isinstance(event_id, str) and event_id:
+        return f"event:{event_id}"
+    signed = request.headers.get("X-Slack-Request-Timestamp", "").encode() + b":" + request.body
+    return f"body:{hashlib.sha256(signed).hexdigest()}"
+
+
+def signed_once(repeat: Callable[[], HttpResponse]):
+    """A Slack endpoint: signed by Slack (else refused) and acted on once; `repeat` answers a repeated request.
+    A request that fails is forgotten, so Slack's retry of it is acted on."""
+
+    def decorate(view):
+        @wraps(view)
+        def wrapper(request):
+            refusal = _refusal(request)
+            if refusal is not None:
+                return refusal
+            key = _request_key(request)
+            if not replay.event_claim(source="slack", event_id=key, max_age_s=SIGNATURE_MAX_AGE_S):
+                return repeat()
+            try:
+                return view(request)
+            except BaseException:
+                replay.event_release(source="slack", event_id=key)
+                raise
+        return wrapper
+    return decorate
+
+
+def _acknowledged() -> HttpResponse:
+    return JsonResponse({"ok": True})
+
+
 def _well_formed(timestamp: str) -> bool:
     """Unix seconds in ASCII digits: the verifier reads the header with int(), which raises on anything else."""
     return len(timestamp) <= MAX_TIMESTAMP_DIGITS and ascii_int(timestamp) is not None
@@ -61,11 +109,10 @@ def _well_formed(timestamp: str) -> bool:
 
 @csrf_exempt
 @require_POST
+@signed_once(_acknowledged)
 def events(request):
-    """Events API: the URL verification handshake, and `app_mention` events (questions in a thread)."""
-    refusal = _refusal(request)
-    if refusal is not None:
-        return refusal
+    """Events API: the URL verification handshake, and `app_mention` events (questions in a thread). A retry of an
+    event (same `event_id`, e.g. after a slow first answer) is a repeat: it is not asked twice."""
     try:
         payload = json.loads(request.body)
     except ValueError:
@@ -74,8 +121,6 @@ def events(request):
         return json_error(400, "bad_request", "request body must be a JSON object")
     if payload.get("type") == "url_verification":
         return JsonResponse({"challenge": str(payload.get("challenge", ""))})
-    if request.headers.get("X-Slack-Retry-Reason") == "http_timeout":
-        return JsonResponse({"ok": True})  # the first delivery arrived (it was only slow): taken already
     event = payload.get("event")
     if payload.get("type") == "event_callback" and isinstance(event, dict) and event.get("type") == "app_mention":
         thread_ts = str(event.get("thread_ts") or "")
@@ -91,12 +136,10 @@ def _form(request) -> dict[str, str]:
 
 @csrf_exempt
 @require_POST
+@signed_once(lambda: JsonResponse({"response_type": "ephemeral", "text": ALREADY_TAKEN}))
 def commands(request):
     """`/tarsy ask|claim|ack|resolve|reopen|approve|reject|help …`: the reply is shown to the one who typed it
     (ephemeral)."""
-    refusal = _refusal(request)
-    if refusal is not None:
-        return refusal
     form = _form(request)
     text, user = form.get("text", ""), form.get("user_id", "")
     if not user:
@@ -113,14 +156,12 @@ def commands(request):
 
 @csrf_exempt
 @require_POST
+@signed_once(_acknowledged)
 def interactions(request):
     """Interactivity (form-encoded, the JSON in `payload`): `block_actions` from the triage and decision buttons,
     and `view_submission` of the Reject form. Slack shows nothing of a click's answer body (a refusal reaches the
     member as an ephemeral message); a form's refusal is answered as errors under its field, an empty 200 closes
     it."""
-    refusal = _refusal(request)
-    if refusal is not None:
-        return refusal
     try:
         payload = json.loads(_form(request).get("payload", ""))
     except ValueError:

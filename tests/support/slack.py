@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from typing import Any
@@ -10,6 +11,7 @@ from urllib.parse import urlencode
 from slack_sdk.signature import SignatureVerifier
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+_ids = itertools.count(1)  # Slack gives every event, command and interaction its own id (event_id, trigger_id)
 
 
 def signed_headers(body: str, *, secret: str = SIGNING_SECRET, timestamp: int | str | None = None) -> dict[str, str]:
@@ -23,7 +25,7 @@ def mention_event(*, channel: str, thread_ts: str, text: str, user: str = "U0ALI
     """An Events API `app_mention` callback for a reply in a thread, as JSON text."""
     return json.dumps({
         "token": "unused", "team_id": "T0TEAM", "api_app_id": "A0TARSY", "type": "event_callback",
-        "event_id": "Ev0001", "event_time": int(time.time()),
+        "event_id": f"Ev{next(_ids):06d}", "event_time": int(time.time()),
         "event": {"type": "app_mention", "user": user, "text": text, "ts": f"{time.time():.6f}",
                   "channel": channel, "thread_ts": thread_ts, "event_ts": f"{time.time():.6f}"},
     })
@@ -33,7 +35,8 @@ def slash_command(text: str, *, user: str = "U0ALICE", user_name: str = "alice")
     """A `/tarsy` slash command as Slack posts it (form-encoded)."""
     return urlencode({"token": "unused", "team_id": "T0TEAM", "channel_id": "CALERTS", "user_id": user,
                       "user_name": user_name, "command": "/tarsy", "text": text,
-                      "response_url": "https://hooks.slack.com/commands/T0TEAM/1/x", "trigger_id": "1.2.3"})
+                      "response_url": "https://hooks.slack.com/commands/T0TEAM/1/x",
+                      "trigger_id": f"{next(_ids)}.2.3"})
 
 
 def slack_section(base_url: str, **overrides: Any) -> dict[str, Any]:
@@ -52,7 +55,7 @@ def block_action(*, action_id: str, block_id: str, message_ts: str, user: str = 
         action.update(type="button", value=action_id.removeprefix("triage_"),
                       text={"type": "plain_text", "text": action_id})
     payload = {
-        "type": "block_actions", "api_app_id": "A0TARSY", "token": "unused", "trigger_id": "1.2.3",
+        "type": "block_actions", "api_app_id": "A0TARSY", "token": "unused", "trigger_id": f"{next(_ids)}.2.3",
         "user": {"id": user, "username": user_name, "name": user_name, "team_id": "T0TEAM"},
         "team": {"id": "T0TEAM", "domain": "example"},
         "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": False},
@@ -84,7 +87,7 @@ def view_submission(*, view: dict[str, Any], comment: str, user: str = "U0ALICE"
     sent to views.open) with `comment` typed into its `comment` input."""
     opened = {k: v for k, v in view.items() if k != "trigger_id"}
     payload = {
-        "type": "view_submission", "api_app_id": "A0TARSY", "token": "unused", "trigger_id": "4.5.6",
+        "type": "view_submission", "api_app_id": "A0TARSY", "token": "unused", "trigger_id": f"{next(_ids)}.5.6",
         "user": {"id": user, "username": user_name, "name": user_name, "team_id": "T0TEAM"},
         "team": {"id": "T0TEAM", "domain": "example"},
         "view": {**opened, "id": "V000001", "team_id": "T0TEAM", "hash": "1700000000.abc",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from datetime import timedelta
+from urllib.parse import parse_qs
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -208,9 +209,10 @@ def test_only_a_request_signed_by_slack_decides(slack_on, fake_slack, client):
 def test_reject_asks_why_in_a_form_and_rejects_with_the_masked_comment(slack_on, fake_slack, client):
     proposal = _proposed()
     message = _in_slack(fake_slack, proposal)
-    _click(client, proposal, "action_reject")
+    clicked = _click(client, proposal, "action_reject")
     [view] = fake_slack.views
-    assert view["trigger_id"] == "1.2.3" and view["callback_id"] == "action_reject"
+    trigger = json.loads(parse_qs(clicked.wsgi_request.body.decode())["payload"][0])["trigger_id"]
+    assert view["trigger_id"] == trigger and view["callback_id"] == "action_reject"
     assert "Reject `cluster.resources_scale`?" in blocks_text(view["blocks"])
     assert _state(proposal) == ("pending", "waiting")  # nothing decided until the form is submitted
 

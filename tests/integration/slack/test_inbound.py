@@ -144,7 +144,8 @@ def test_the_slash_command_asks_a_session_and_answers_only_the_asker(slack_on, c
     refused = client.post(COMMANDS, busy, content_type=FORM, **signed_headers(busy)).json()
     assert "cannot take this question now" in refused["text"]
     for text in ["", "help", "ask", f"ask {session.id}", "ask not-a-session why?"]:
-        usage = client.post(COMMANDS, slash_command(text), content_type=FORM, **signed_headers(slash_command(text)))
+        body = slash_command(text)
+        usage = client.post(COMMANDS, body, content_type=FORM, **signed_headers(body))
         assert usage.status_code == 200 and "Usage" in usage.json()["text"]
 
 

@@ -251,3 +251,31 @@ def test_two_members_claiming_at_once_one_wins_the_other_is_told(slack_on, fake_
     assert notice == {"channel": "CALERTS", "user": loser, "text": f"Already claimed by {winner}: nothing changed."}
     session.refresh_from_db()
     assert (session.triage_status, session.assignee) == ("in_progress", winner)
+
+
+@pytest.mark.django_db
+def test_a_replayed_signed_request_acts_once(slack_on, fake_slack, client):
+    """A signed `/tarsy resolve`, captured and sent again within Slack's five-minute signature window after the
+    session was reopened, must not resolve it again; nor may a replayed click claim it."""
+    session, ts = _finished_in_slack(fake_slack)
+    body = slash_command(f"resolve {session.id} duplicate INC-42")
+    headers = signed_headers(body)
+    assert client.post(COMMANDS, body, content_type=FORM, **headers).json()["text"].startswith("Resolved")
+    assert _command(client, f"reopen {session.id}").json()["text"].startswith("Reopened")
+
+    replayed = client.post(COMMANDS, body, content_type=FORM, **headers)
+    assert replayed.status_code == 200 and "already" in replayed.json()["text"]
+    session.refresh_from_db()
+    assert session.triage_status == "needs_review"
+    assert [e.action for e in TriageActivity.objects.filter(session=session).order_by("id")] == ["resolve", "reopen"]
+
+    click = block_action(action_id="triage_claim", block_id=f"triage:{session.id}", message_ts=ts, user="U0BOB",
+                         user_name="bob.smith")
+    click_headers = signed_headers(click)
+    assert client.post(INTERACTIONS, click, content_type=FORM, **click_headers).status_code == 200
+    assert _command(client, f"resolve {session.id} actioned").json()["text"].startswith("Resolved")
+    assert _command(client, f"reopen {session.id}").json()["text"].startswith("Reopened")
+    assert client.post(INTERACTIONS, click, content_type=FORM, **click_headers).status_code == 200
+    session.refresh_from_db()
+    assert session.triage_status == "needs_review"
+    assert TriageActivity.objects.filter(session=session, action="claim").count() == 1
