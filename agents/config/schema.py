@@ -615,6 +615,9 @@ class SlackConfig(_Strict):
     timeout: Duration = 10.0  # per Web API call
     # Slack member ID → TARSy identity, for triage from Slack; unmapped members are matched by their Slack email.
     users: dict[str, str] = Field(default_factory=dict)
+    # A member matching neither (a guest, a shared channel's member) may triage, decide and ask as `slack:<handle>`
+    # only when true; by default nothing they ask is done.
+    allow_unmapped: bool = False
 
     @field_validator("base_url")
     @classmethod

@@ -99,8 +99,8 @@ def click(event: Click) -> None:
     if config is None:
         return
     gateway = SlackGateway(config, interactive=True)
-    actor = slack_actor(user_id=event.user_id, user_name=event.user_name, gateway=gateway)
     try:
+        actor = slack_actor(user_id=event.user_id, user_name=event.user_name, gateway=gateway)
         triage_service.triage_act(session_id=event.session_id, actor=actor, action=event.action,
                                   resolution=event.resolution)
     except ServiceError as exc:
@@ -128,8 +128,8 @@ def slash_command(*, text: str, user_id: str, user_name: str) -> str:
         if resolution not in Resolution.values:
             return f"Resolve as one of {RESOLUTIONS}: `/tarsy resolve <session> <resolution> [note]`."
     session_id = found.group(0).lower()
-    actor = slack_actor(user_id=user_id, user_name=user_name, gateway=SlackGateway(config, interactive=True))
     try:
+        actor = slack_actor(user_id=user_id, user_name=user_name, gateway=SlackGateway(config, interactive=True))
         session = triage_service.triage_act(session_id=session_id, actor=actor, action=action,
                                             resolution=resolution, note=rest.strip())
     except ServiceError as exc:

@@ -69,8 +69,10 @@ def read_click(payload: dict[str, Any]) -> DecisionClick | None:
 def refusal(verb: str, exc: ServiceError, identity: str) -> str:
     """Why nothing was decided, for the member who tried; a refused approver is told who they act as, since the
     fix is often their mapping (slack.users)."""
-    if isinstance(exc, Forbidden):
+    if isinstance(exc, Forbidden) and identity:
         return f"Cannot {verb}: {exc.message}; you act as {identity}."
+    if isinstance(exc, Forbidden):
+        return f"Cannot {verb}: {exc.message}."
     if isinstance(exc, NotFound):
         return f"TARSy has no such action: {exc.message}."
     return f"Cannot {verb}: {exc.message}. Nothing changed."
@@ -109,9 +111,9 @@ def click(event: DecisionClick) -> None:
     if config is None:
         return
     gateway = SlackGateway(config, interactive=True)
-    identity = slack_actor(user_id=event.user_id, user_name=event.user_name, gateway=gateway)
-    verb = "approve" if event.approve else "reject"
+    verb, identity = "approve" if event.approve else "reject", ""
     try:
+        identity = slack_actor(user_id=event.user_id, user_name=event.user_name, gateway=gateway)
         if event.approve:
             _decide(event.proposal_id, approve=True, identity=identity, comment="")
             return
@@ -167,8 +169,9 @@ def submission(payload: dict[str, Any]) -> dict[str, Any] | None:
     config = slack_config()
     if config is None:
         return None
-    identity = slack_actor(user_id=user_id, user_name=user_name, gateway=SlackGateway(config, interactive=True))
+    identity = ""
     try:
+        identity = slack_actor(user_id=user_id, user_name=user_name, gateway=SlackGateway(config, interactive=True))
         _decide(proposal_id, approve=False, identity=identity, comment=comment["value"].strip())
     except ServiceError as exc:
         return {"response_action": "errors", "errors": {COMMENT: refusal("reject", exc, identity)}}
@@ -185,8 +188,9 @@ def slash_command(*, text: str, user_id: str, user_name: str) -> str:
     if config is None or found is None or (verb == "reject" and not comment):
         return ("Usage: `/tarsy approve <action ID> [comment]` or `/tarsy reject <action ID> <why>` (the ID is on "
                 "the proposal in the investigation's thread).")
-    identity = slack_actor(user_id=user_id, user_name=user_name, gateway=SlackGateway(config, interactive=True))
+    identity = ""
     try:
+        identity = slack_actor(user_id=user_id, user_name=user_name, gateway=SlackGateway(config, interactive=True))
         proposal = _decide(found.group(0).lower(), approve=verb == "approve", identity=identity, comment=comment)
     except ServiceError as exc:
         return escape(refusal(verb, exc, identity))

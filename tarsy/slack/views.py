@@ -146,7 +146,7 @@ def commands(request):
         return json_error(400, "bad_request", "a slash command carries `user_id`")
     verb = text.strip().partition(" ")[0].lower()
     if verb == "ask":
-        reply = inbound.slash_command(text=text, user=user)
+        reply = inbound.slash_command(text=text, user=user, user_name=form.get("user_name", ""))
     elif verb in ("approve", "reject"):
         reply = approvals.slash_command(text=text, user_id=user, user_name=form.get("user_name", ""))
     else:

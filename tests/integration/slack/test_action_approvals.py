@@ -45,7 +45,7 @@ SECRET = "password=hunter2-Secret-Value"
 def slack_on(scripted_config, fake_slack, slack_env, tmp_path):
     scripted_config({"Fixer": [{"text": "never runs here"}]}, tarsy={
         "system": {"external_url": "https://tarsy.example.com/"},
-        "slack": slack_section(fake_slack.url),
+        "slack": slack_section(fake_slack.url, allow_unmapped=True),  # bob acts as slack:bob.smith
         "actions": {"enabled": True, "approvers": ["sre-oncall"]},
         "mcp_servers": {"cluster": {
             "transport": {"type": "stdio", "command": sys.executable,

@@ -30,6 +30,7 @@ SCRIPT = {"KubernetesAgent": [{"text": "Final Answer: done"}]}
 @pytest.fixture
 def slack_on(scripted_config, fake_slack, slack_env):
     def make(**slack):
+        slack = {"allow_unmapped": True, **slack}  # members with no TARSy user act as slack:<handle> here
         return scripted_config(SCRIPT, tarsy={"system": {"external_url": "https://tarsy.example.com/"},
                                               "slack": slack_section(fake_slack.url, **slack)})
     make()
