@@ -76,7 +76,7 @@ def test_an_action_approved_from_slack_runs_and_the_thread_tells_the_story(scrip
 
     assert click("U0BOB", "bob.smith").status_code == 200
     [refusal] = fake_slack.ephemeral
-    assert refusal["user"] == "U0BOB" and "only the configured approvers" in refusal["text"]
+    assert refusal["user"] == "U0BOB" and "TARSy does not know this Slack member" in refusal["text"]
     proposal.refresh_from_db()
     assert proposal.status == "pending"
     assert click("U0ALICE", "alice").status_code == 200

@@ -43,7 +43,8 @@ def _texts(message) -> str:
 
 
 def test_a_session_lives_in_one_slack_message_and_its_thread(scripted_config, worker, fake_slack, slack_env):
-    scripted_config(SCRIPT, tarsy={**TARSY, "slack": slack_section(fake_slack.url, update_interval="0.5s")})
+    scripted_config(SCRIPT, tarsy={**TARSY, "slack": slack_section(fake_slack.url, update_interval="0.5s",
+                                                                      users={"U0ALICE": "alice"})})
     fake_slack.rate_limit("chat.update", retry_after=1)  # the first in-place update is rate limited
     proc = worker()
     submitted = APIClient().post("/api/v1/alerts", {"alert_type": "two-step", "data": "payments-api OOMKilled"},
