@@ -1,0 +1,56 @@
+"""What a reflection may learn: the gates between a reflector's reply and the memory store (#43).
+
+The reflector is a model that reads outside text (the alert, tool output), so its reply is untrusted too. A
+candidate memory is kept only when every evidence id it cites is one of its session's tool results (none cited:
+it rests on the alert's text alone, dropped). A kept memory waits for an engineer's review instead of going live
+when its session was flagged as a suspected prompt injection or its own text reads like instructions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from agents.prompts.injection import injection_signals
+
+
+@dataclass(frozen=True)
+class Flags:
+    """What of a session was flagged `suspected_injection`: the alert's signals, the flagged results' ids."""
+
+    alert: list[str] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.alert or self.evidence)
+
+    def describe(self) -> list[str]:
+        """One phrase per flagged part, for the reflector, the timeline and a held memory's reason."""
+        parts = []
+        if self.alert:
+            parts.append(f"the alert ({', '.join(self.alert)})")
+        if self.evidence:
+            parts.append(f"tool result{'s' if len(self.evidence) > 1 else ''} {', '.join(self.evidence)}")
+        return parts
+
+
+def evidence_problem(cited: list[str], known: Collection[str]) -> str:
+    """Why a candidate citing `cited` cannot be learned from a session whose tool results hold `known` ids ("" when
+    it can)."""
+    if not cited:
+        return "it cites no evidence id: nothing the session's tools returned supports it"
+    unknown = [i for i in cited if i not in known]
+    if unknown:
+        return f"it cites evidence the session never had: {', '.join(unknown)}"
+    return ""
+
+
+def hold_reason(text: str, flags: Flags) -> str:
+    """Why a learned memory must wait for an engineer's review before it is recalled ("" when it need not)."""
+    reasons = []
+    if flags:
+        reasons.append(f"its session was flagged as a suspected prompt injection: {'; '.join(flags.describe())}")
+    signals = injection_signals(text)
+    if signals:
+        reasons.append(f"its text reads like instructions to a model ({', '.join(signals)})")
+    return "; ".join(reasons)
