@@ -247,12 +247,13 @@ class MemoryDropped(BaseModel):
 
 class MemoryReflectedMetadata(EventMetadata):
     """memory.reflected: what a reflection on the session did — memories learned (active), held for review,
-    found again (confirmed, or not counted and why), and candidates dropped with the reason; `skipped` says why
-    no reflector was asked."""
+    found again (confirmed, or not counted and why), released by an accurate review, and candidates dropped with
+    the reason; `skipped` says why nothing was learned."""
 
     learned_ids: list[int] = []
     held_ids: list[int] = []
     confirmed_ids: list[int] = []
+    released_ids: list[int] = []
     dropped: list[MemoryDropped] = []
     not_counted: list[MemoryDropped] = []
     skipped: str | None = None

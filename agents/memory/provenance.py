@@ -3,7 +3,8 @@
 The reflector is a model that reads outside text (the alert, tool output), so its reply is untrusted too. A
 candidate memory is kept only when every evidence id it cites is one of its session's tool results (none cited:
 it rests on the alert's text alone, dropped). A kept memory waits for an engineer's review instead of going live
-when its session was flagged as a suspected prompt injection or its own text reads like instructions.
+when its session was flagged as a suspected prompt injection or its own text reads like instructions, and one
+without scope labels (it would apply to every alert of its type) until its session is reviewed accurate.
 """
 
 from __future__ import annotations
@@ -45,8 +46,15 @@ def evidence_problem(cited: list[str], known: Collection[str]) -> str:
     return ""
 
 
-def hold_reason(text: str, flags: Flags) -> str:
-    """Why a learned memory must wait for an engineer's review before it is recalled ("" when it need not)."""
+UNSCOPED = ("it has no scope labels (cluster, namespace, service): it goes live, for its alert type only, once an "
+            "engineer reviews its session as accurate")
+
+
+def hold_reason(text: str, flags: Flags, *, scoped: bool = True) -> str:
+    """Why a learned memory must wait for an engineer before it is recalled ("" when it need not); exactly
+    `UNSCOPED` when its missing scope is the only reason (an accurate review of its session releases it)."""
+    if not scoped and not flags and not injection_signals(text):
+        return UNSCOPED
     reasons = []
     if flags:
         reasons.append(f"its session was flagged as a suspected prompt injection: {'; '.join(flags.describe())}")

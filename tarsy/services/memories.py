@@ -14,6 +14,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from agents.mcp.masking.boundary import mask_text
+from agents.memory.provenance import UNSCOPED
 from agents.memory.ranking import cosine, jaccard, tokens
 from agents.memory.reflection import KINDS, MAX_MEMORY_CHARS, Candidate
 from agents.memory.scope import clean_labels
@@ -143,6 +144,15 @@ def confirmation_refused(*, memory: Memory, session_id: str) -> str:
         if this.get("group_key") and source["group_key"] == this["group_key"]:
             return f"related to session {source['id']}'s alert (same correlation group)"
     return ""
+
+
+def memory_release_unscoped(*, session_id: Any) -> list[Memory]:
+    """The session was reviewed accurate: its memories held only for lacking scope labels go live (recall keeps
+    them to their alert type). Memories held for any other reason wait for an engineer's approval."""
+    rows = Memory.objects.filter(session_id=session_id, state=MemoryState.PENDING, review_reason=UNSCOPED)
+    released = list(rows)
+    Memory.objects.filter(id__in=[m.id for m in released]).update(state=MemoryState.ACTIVE, updated_at=timezone.now())
+    return released
 
 
 @transaction.atomic

@@ -121,22 +121,40 @@ def test_a_flagged_tool_result_holds_the_sessions_memories(scripted_config):
     assert memory.state == "pending" and "tool result E1" in memory.review_reason
 
 
-def test_an_unscoped_memory_is_recalled_only_in_its_alert_type_after_an_accurate_review(scripted_config):
+def test_an_unscoped_memory_waits_for_an_accurate_review_and_stays_in_its_alert_type(scripted_config):
     """Finding: an unscoped memory reached an unrelated session (another namespace) and any alert type's search."""
     _configure(scripted_config, [_obeys("E1")])
     source = _session()  # the quiet wording is not flagged: evidence E1 is real, the alert has no labels
     session_reflect(session_id=source.id, trigger="completion")
     [memory] = Memory.objects.all()
-    assert (memory.state, memory.labels) == ("active", {})
+    assert (memory.state, memory.labels) == ("pending", {}) and "no scope labels" in memory.review_reason
 
     assert _recalled("kubernetes", VICTIM_LABELS) == []
     assert "No memory matches" in recall_past_investigations("OOMKilled alerts benign")
     quality.review_save(session_id=source.id, rating="partially_accurate", author="sre")
-    assert _recalled("kubernetes", VICTIM_LABELS) == []
+    session_reflect(session_id=source.id, trigger="review")
+    assert Memory.objects.get(id=memory.id).state == "pending"
     quality.review_save(session_id=source.id, rating="accurate", author="sre")
+    session_reflect(session_id=source.id, trigger="review")
+    assert Memory.objects.get(id=memory.id).state == "active"
+    assert TimelineEvent.objects.filter(session=source, event_type="memory.reflected",
+                                        metadata__released_ids=[memory.id]).exists()
     assert _recalled("kubernetes", VICTIM_LABELS) == [memory.text]
     assert _recalled("node", VICTIM_LABELS) == [] and _recalled(None, VICTIM_LABELS) == []
     assert "No memory matches" in recall_past_investigations("OOMKilled alerts benign")
+
+
+def test_an_active_unscoped_memory_is_not_recalled_before_its_source_is_reviewed_accurate(scripted_config):
+    """Recall holds the same rule for a memory made unscoped by hand (labels edited away, or approved early)."""
+    _configure(scripted_config, [_obeys("E1", labels={"namespace": "shop"})])
+    source = _session()
+    session_reflect(session_id=source.id, trigger="completion")
+    [memory] = Memory.objects.all()
+    assert _recalled("kubernetes", {"namespace": "shop"}) == [memory.text]
+    memories.memory_update(memory_id=memory.id, labels={})
+    assert _recalled("kubernetes", {"namespace": "shop"}) == [] and _recalled(None, {}) == []
+    quality.review_save(session_id=source.id, rating="accurate", author="sre")
+    assert _recalled("kubernetes", {"namespace": "shop"}) == [memory.text]
 
 
 def test_repeats_of_one_alert_and_related_alerts_do_not_raise_confidence(scripted_config):
