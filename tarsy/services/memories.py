@@ -14,11 +14,12 @@ from django.db.models import F
 from django.utils import timezone
 
 from agents.mcp.masking.boundary import mask_text
+from agents.memory.prompt import cite_memory
 from agents.memory.provenance import UNSCOPED
 from agents.memory.ranking import cosine, jaccard, tokens
 from agents.memory.reflection import KINDS, MAX_MEMORY_CHARS, Candidate
 from agents.memory.scope import clean_labels
-from agents.timeline_events import TimelineEventType
+from agents.timeline_events import TOOL_RESULT_EVENTS, TimelineEventType
 from tarsy.config import get_config
 from tarsy.decisions import ReflectSession, enact_on_commit
 from tarsy.models import AlertSession, Memory, MemoryState, Rating, TimelineEvent
@@ -129,19 +130,23 @@ def _found_again(memory: Memory, session_id: str, evidence_ids: list[str], now, 
     outcome.confirmed.append(memory)
 
 
-def confirmation_refused(*, memory: Memory, session_id: str) -> str:
-    """Why the session finding the memory again is no independent confirmation ("" when it is): it recalled the
-    memory (it read it before concluding), or its alert repeats a source session's (same fingerprint) or belongs
-    to the same correlation group (related alerts)."""
-    recalls = TimelineEvent.objects.filter(session_id=session_id, event_type=TimelineEventType.MEMORY_RECALLED)
-    if any(memory.id in (e.metadata or {}).get("memory_ids", []) for e in recalls.only("metadata")):
-        return f"session {session_id} recalled M{memory.id}: it cannot confirm what it was told"
-    this = AlertSession.all_objects.filter(id=session_id).values("fingerprint", "group_key").first() or {}
+def confirmation_refused(*, memory: Memory, session_id: Any) -> str:
+    """Why the session finding the memory again is no independent confirmation ("" when it is): it was shown the
+    memory (recalled into its prompt, or returned by `recall_past_investigations`) before concluding, or its
+    alert repeats a source session's (same fingerprint) or belongs to the same correlation group (related)."""
+    events = TimelineEvent.objects.filter(session_id=session_id)
+    recalls = events.filter(event_type=TimelineEventType.MEMORY_RECALLED).only("metadata")
+    if any(memory.id in (e.metadata or {}).get("memory_ids", []) for e in recalls) or events.filter(
+            event_type__in=TOOL_RESULT_EVENTS, content__contains=cite_memory(memory.id)).exists():
+        return f"session {session_id} was shown M{memory.id}: it cannot confirm what it was told"
+    this = AlertSession.all_objects.filter(id=session_id).values("fingerprint", "group_key").first()
+    if this is None:
+        return ""
     sources = AlertSession.all_objects.filter(id__in=memory.source_sessions).values("id", "fingerprint", "group_key")
     for source in sources:
-        if this.get("fingerprint") and source["fingerprint"] == this["fingerprint"]:
+        if this["fingerprint"] and source["fingerprint"] == this["fingerprint"]:
             return f"a repeat of session {source['id']}'s alert (same fingerprint)"
-        if this.get("group_key") and source["group_key"] == this["group_key"]:
+        if this["group_key"] and source["group_key"] == this["group_key"]:
             return f"related to session {source['id']}'s alert (same correlation group)"
     return ""
 

@@ -179,20 +179,26 @@ def test_repeats_of_one_alert_and_related_alerts_do_not_raise_confidence(scripte
     assert memory.confidence == 0.6 and _reflected(independent).metadata["confirmed_ids"] == [memory.id]
 
 
-def test_the_session_that_recalled_a_memory_does_not_confirm_it(scripted_config):
-    """Finding: the victim session, which had the memory in its prompt, counted as a confirmation."""
+@pytest.mark.parametrize("shown", ["recalled", "tool"])
+def test_the_session_that_was_shown_a_memory_does_not_confirm_it(scripted_config, shown):
+    """Finding: the victim session, which had the memory in its prompt, counted as a confirmation (the same for a
+    session that found it with recall_past_investigations)."""
     _configure(scripted_config, [_obeys("E1", labels={"namespace": "shop"})])
     source = _session(fingerprint="fp-a")
     session_reflect(session_id=source.id, trigger="completion")
     [memory] = Memory.objects.all()
     victim = _session(fingerprint="fp-b", evidence=("E1", "E2"))
-    TimelineEvent.objects.create(session=victim, sequence_number=9, event_type="memory.recalled",
-                                 metadata={"memory_ids": [memory.id], "scores": [1.0], "mode": "keyword"})
+    if shown == "recalled":
+        TimelineEvent.objects.create(session=victim, sequence_number=9, event_type="memory.recalled",
+                                     metadata={"memory_ids": [memory.id], "scores": [1.0], "mode": "keyword"})
+    else:
+        TimelineEvent.objects.filter(session=victim, metadata__evidence_id="E2").update(
+            content=f"1 memories (keyword search); cite one you rely on by its id:\n[M{memory.id}] fact: {POISON}")
     session_reflect(session_id=victim.id, trigger="completion")
 
     memory.refresh_from_db()
     assert memory.confidence == 0.5 and memory.source_sessions == [str(source.id)]
-    assert "recalled" in _reflected(victim).metadata["not_counted"][0]["reason"]
+    assert f"was shown M{memory.id}" in _reflected(victim).metadata["not_counted"][0]["reason"]
 
 
 def test_text_that_reads_like_instructions_waits_for_review_even_from_a_clean_session(scripted_config):

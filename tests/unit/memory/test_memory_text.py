@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agents.memory.ranking import decay, fuse, tokens, weight
 from agents.memory.provenance import UNSCOPED, Flags, evidence_problem, hold_reason
+from agents.memory.ranking import decay, fuse, tokens, weight
 from agents.memory.reflection import parse_memories, reflection_messages
 from agents.memory.scope import alert_labels, in_scope
 
