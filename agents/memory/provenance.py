@@ -17,13 +17,15 @@ from agents.prompts.injection import injection_signals
 
 @dataclass(frozen=True)
 class Flags:
-    """What of a session was flagged `suspected_injection`: the alert's signals, the flagged results' ids."""
+    """What of a session was flagged `suspected_injection`: the alert's signals, the flagged results' ids, and the
+    timeline event types of anything else flagged (a sub-agent's answer, an action's outcome)."""
 
     alert: list[str] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
+    other: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.alert or self.evidence)
+        return bool(self.alert or self.evidence or self.other)
 
     def describe(self) -> list[str]:
         """One phrase per flagged part, for the reflector, the timeline and a held memory's reason."""
@@ -32,6 +34,8 @@ class Flags:
             parts.append(f"the alert ({', '.join(self.alert)})")
         if self.evidence:
             parts.append(f"tool result{'s' if len(self.evidence) > 1 else ''} {', '.join(self.evidence)}")
+        if self.other:
+            parts.append(f"other text it read ({', '.join(self.other)})")
         return parts
 
 

@@ -173,8 +173,8 @@ def memory_review_adjust(*, session_id: Any, rating: str, previous: str | None =
         return 0
     now = timezone.now()
     changed = 0
-    rows = Memory.objects.select_for_update().filter(state=MemoryState.ACTIVE, alert_type__in=[session["alert_type"],
-                                                                                               ""])
+    live = [MemoryState.ACTIVE, MemoryState.PENDING]  # a held memory of a session found wrong is retired too
+    rows = Memory.objects.select_for_update().filter(state__in=live, alert_type__in=[session["alert_type"], ""])
     for memory in rows:
         if sid not in memory.source_sessions and str(memory.session_id) != sid:
             continue

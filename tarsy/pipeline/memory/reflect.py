@@ -94,14 +94,21 @@ def _learn(session: AlertSession, candidates: list[Candidate], known: set[str],
 
 def session_flags(session: AlertSession) -> Flags:
     """What of the session was flagged `suspected_injection` (the alert at dispatch, tool results as they came
-    back); the alert is checked again here, so a session flagged before the event existed still counts."""
-    flagged = TimelineEvent.objects.filter(session_id=session.id, metadata__suspected_injection=True)
-    evidence = sorted({str((e.metadata or {}).get("evidence_id") or "") for e in flagged.only("metadata")} - {""},
-                      key=lambda i: (len(i), i))
+    back, any other event so marked); the alert is checked again here, so a session flagged before the event
+    existed still counts."""
     alert = injection_signals(session.alert_data or "")
-    if not alert and flagged.filter(metadata__source="alert").exists():
-        alert = ["flagged at dispatch"]
-    return Flags(alert=alert, evidence=evidence)
+    evidence: set[str] = set()
+    other: set[str] = set()
+    for event in TimelineEvent.objects.filter(session_id=session.id, metadata__suspected_injection=True).only(
+            "event_type", "metadata"):
+        metadata = event.metadata or {}
+        if metadata.get("evidence_id"):
+            evidence.add(str(metadata["evidence_id"]))
+        elif metadata.get("source") == "alert":
+            alert = alert or ["flagged at dispatch"]
+        else:
+            other.add(event.event_type)
+    return Flags(alert=alert, evidence=sorted(evidence, key=lambda i: (len(i), i)), other=sorted(other))
 
 
 def _record(session_id: Any, trigger: str, *, outcome: memories.LearnOutcome | None = None,

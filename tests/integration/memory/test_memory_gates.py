@@ -110,6 +110,26 @@ def test_a_flagged_alerts_memories_wait_for_review_and_the_reflector_is_told(scr
     assert f'class="memory-approve" data-memory-id="{memory.id}"' in html
 
 
+def test_a_held_memory_of_a_session_reviewed_inaccurate_is_retired(scripted_config):
+    _configure(scripted_config, [_obeys("E1")])
+    session = _session(INJECTED_ALERT)
+    session_reflect(session_id=session.id, trigger="completion")
+    quality.review_save(session_id=session.id, rating="inaccurate", author="sre")
+    [memory] = Memory.objects.all()
+    assert memory.state == "retired" and "reviewed inaccurate" in memory.retired_reason
+
+
+def test_other_flagged_text_holds_the_sessions_memories(scripted_config):
+    """A flagged sub-agent answer or action outcome (no evidence id) holds them as well."""
+    _configure(scripted_config, [_obeys("E1", labels={"namespace": "shop"})])
+    session = _session()
+    TimelineEvent.objects.create(session=session, sequence_number=5, event_type="llm_response", content="x",
+                                 metadata={"suspected_injection": True})
+    session_reflect(session_id=session.id, trigger="completion")
+    [memory] = Memory.objects.all()
+    assert memory.state == "pending" and "other text it read (llm_response)" in memory.review_reason
+
+
 def test_a_flagged_tool_result_holds_the_sessions_memories(scripted_config):
     _configure(scripted_config, [_obeys("E1", labels={"namespace": "shop"})])
     session = _session()
