@@ -105,7 +105,8 @@ def test_a_reviewed_investigation_is_remembered_recalled_and_forgotten(scripted_
                                                             ("procedure", PROCEDURE, "active")]
     incident, procedure = learned
     assert incident.evidence_ids == ["E1"] and incident.source_sessions == [a]
-    reflected = TimelineEvent.objects.get(session_id=a, event_type="memory.reflected")
+    reflected = wait_for(lambda: TimelineEvent.objects.filter(session_id=a, event_type="memory.reflected").first(),
+                         timeout=30, message="A's reflection on its timeline")  # written just after the memories
     assert [d["reason"] for d in reflected.metadata["dropped"]] == ["it cites evidence the session never had: E7"]
     assert incident.labels == {"service": "checkout"}  # the reflector's scope
     assert procedure.labels == {"service": "checkout", "namespace": "shop"}  # the alert's, by default
