@@ -6,6 +6,7 @@ steps so a reader can tell why a memory stands where it does.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,7 +67,7 @@ class Learned:
 @dataclass
 class LearnOutcome:
     """What `memory_learn` did: new memories (active or held), ones it confirmed, and the memories it found
-    again without counting it, with why (memories.independence)."""
+    again without counting it, with why (`confirmation_refused`)."""
 
     stored: list[Memory] = field(default_factory=list)
     confirmed: list[Memory] = field(default_factory=list)
@@ -142,13 +143,22 @@ def confirmation_refused(*, memory: Memory, session_id: Any) -> str:
     this = AlertSession.all_objects.filter(id=session_id).values("fingerprint", "group_key").first()
     if this is None:
         return ""
-    sources = AlertSession.all_objects.filter(id__in=memory.source_sessions).values("id", "fingerprint", "group_key")
+    ids = [s for s in memory.source_sessions if _is_uuid(s)]  # a fixture's source may name no session here
+    sources = AlertSession.all_objects.filter(id__in=ids).values("id", "fingerprint", "group_key")
     for source in sources:
         if this["fingerprint"] and source["fingerprint"] == this["fingerprint"]:
             return f"a repeat of session {source['id']}'s alert (same fingerprint)"
         if this["group_key"] and source["group_key"] == this["group_key"]:
             return f"related to session {source['id']}'s alert (same correlation group)"
     return ""
+
+
+def _is_uuid(value: Any) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
 
 
 def memory_release_unscoped(*, session_id: Any) -> list[Memory]:

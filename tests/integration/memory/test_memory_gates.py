@@ -244,3 +244,14 @@ def test_an_engineer_approves_a_held_memory_and_only_then_it_is_recalled(scripte
     assert response.status_code == 200, response.content
     assert _recalled("kubernetes", {"namespace": "shop"}) == [memory.text]
     assert memories.memory_get(memory_id=memory.id).review_reason  # why it was held stays on record
+
+
+def test_a_memory_sourced_outside_this_database_is_confirmed_by_an_independent_session(scripted_config):
+    """An eval fixture's memory names a prior incident, not a session row: the independence check reads past it."""
+    _configure(scripted_config, [_obeys("E1", labels={"namespace": "shop"})])
+    fixture = memories.memory_create(kind="fact", text=POISON, alert_type="kubernetes", labels={"namespace": "shop"},
+                                     source_sessions=["incident-2025-11-03"])
+    session = _session(fingerprint="fp-new")
+    session_reflect(session_id=session.id, trigger="completion")
+    fixture.refresh_from_db()
+    assert fixture.confidence == 0.6 and fixture.source_sessions == ["incident-2025-11-03", str(session.id)]
