@@ -35,6 +35,7 @@ class TimelineEventType(StrEnum):
     RELATED_ALERTS = "related_alerts"
     BUDGET_REACHED = "budget_reached"
     MEMORY_RECALLED = "memory.recalled"
+    MEMORY_REFLECTED = "memory.reflected"
     ACTION = "action"
 
 
@@ -237,6 +238,28 @@ class MemoryRecalledMetadata(EventMetadata):
     mode: Literal["hybrid", "keyword"] = "keyword"
 
 
+class MemoryDropped(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str
+    reason: str
+
+
+class MemoryReflectedMetadata(EventMetadata):
+    """memory.reflected: what a reflection on the session did — memories learned (active), held for review,
+    found again (confirmed, or not counted and why), released by an accurate review, and candidates dropped with
+    the reason; `skipped` says why nothing was learned."""
+
+    learned_ids: list[int] = []
+    held_ids: list[int] = []
+    confirmed_ids: list[int] = []
+    released_ids: list[int] = []
+    dropped: list[MemoryDropped] = []
+    not_counted: list[MemoryDropped] = []
+    skipped: str | None = None
+    suspected_injection: bool | None = None
+
+
 class ActionMetadata(ToolRef):
     """action: one transition of an action proposal (proposed, approved, rejected, expired, withdrawn, executed),
     who made it, and once executed its outcome (verified, not_verified, failed)."""
@@ -265,6 +288,7 @@ METADATA_MODELS: dict[TimelineEventType, type[EventMetadata]] = {
     TimelineEventType.RELATED_ALERTS: RelatedAlertsMetadata,
     TimelineEventType.BUDGET_REACHED: BudgetMetadata,
     TimelineEventType.MEMORY_RECALLED: MemoryRecalledMetadata,
+    TimelineEventType.MEMORY_REFLECTED: MemoryReflectedMetadata,
     TimelineEventType.ACTION: ActionMetadata,
 }
 

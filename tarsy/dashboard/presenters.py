@@ -50,11 +50,13 @@ LABELS = {
     "related_alerts": "Related alerts",
     "budget_reached": "Budget reached",
     "memory.recalled": "Memories recalled",
+    "memory.reflected": "Memory reflection",
     "action": "Action",
 }
 MARKDOWN_TYPES = {"llm_thinking", "llm_response", "mcp_tool_summary", "user_question", "executive_summary",
                   "final_analysis", "google_search_result", "url_context_result"}
-COLLAPSED_TYPES = {"tool_result", "mcp_tool_call", "llm_tool_call", "related_alerts", "memory.recalled"}
+COLLAPSED_TYPES = {"tool_result", "mcp_tool_call", "llm_tool_call", "related_alerts", "memory.recalled",
+                   "memory.reflected"}
 
 
 def duration_text(ms: Any) -> str:

@@ -16,7 +16,10 @@ class MemoryKind(models.TextChoices):
 
 
 class MemoryState(models.TextChoices):
+    """Only active memories are recalled; a pending one waits for an engineer (its `review_reason` says why)."""
+
     ACTIVE = "active", "Active"
+    PENDING = "pending", "Waiting for review"
     RETIRED = "retired", "Retired"
 
 
@@ -45,6 +48,8 @@ class Memory(models.Model):
     embedding_model = models.CharField(max_length=200, blank=True, default="")
     state = models.CharField(max_length=10, choices=MemoryState.choices, default=MemoryState.ACTIVE, db_index=True)
     retired_reason = models.CharField(max_length=500, blank=True, default="")
+    review_reason = models.CharField(max_length=500, blank=True, default="",
+                                     help_text="Why it was held for an engineer's review when learned")
     created_at = models.DateTimeField(auto_now_add=True)
     confirmed_at = models.DateTimeField(help_text="Learned or last confirmed: its age for recall decay")
     updated_at = models.DateTimeField(auto_now=True)

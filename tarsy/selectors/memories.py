@@ -16,7 +16,7 @@ from django.db.models import Q, QuerySet
 
 from agents.memory.ranking import overlap_score, tokens
 from agents.memory.scope import in_scope
-from tarsy.models import Memory, MemoryState
+from tarsy.models import Memory, MemoryState, Rating
 
 MIN_SHARED_WORDS = 2  # a single shared word ("pod") is no evidence that a memory is about this alert
 MAX_SEARCH_TERMS = 64
@@ -25,12 +25,22 @@ MAX_SEARCH_TERMS = 64
 def memories_in_scope(*, alert_type: str | None, chain_id: str | None, labels: dict[str, str]) -> list[Memory]:
     """Active memories for this alert type (or any) and chain (or any) whose labels do not contradict the
     alert's; None: every alert type, or every chain (an agent's own search through the `tarsy` MCP server)."""
-    rows = Memory.objects.filter(state=MemoryState.ACTIVE)
+    rows = unscoped_gate(Memory.objects.filter(state=MemoryState.ACTIVE), alert_type=alert_type)
     if alert_type is not None:
         rows = rows.filter(alert_type__in=[alert_type, ""])
     if chain_id is not None:
         rows = rows.filter(chain_id__in=[chain_id, ""])
     return [m for m in rows if in_scope(m.labels, labels)]
+
+
+def unscoped_gate(rows: QuerySet, *, alert_type: str | None) -> QuerySet:
+    """A learned memory without scope labels applies everywhere its text matches, so it is recalled only within
+    its own alert type and only once an engineer reviewed its source session as accurate (#43); a search across
+    alert types (None) never gets one. Memories written by a person (no source session) are theirs to scope."""
+    scoped = ~Q(labels={}) | Q(session__isnull=True)
+    if alert_type is None:
+        return rows.filter(scoped)
+    return rows.filter(scoped | Q(alert_type=alert_type, session__review__rating=Rating.ACCURATE))
 
 
 def keyword_ranking(*, candidates: list[Memory], query: str) -> list[int]:

@@ -6,7 +6,8 @@ steps so a reader can tell why a memory stands where it does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
@@ -14,12 +15,15 @@ from django.db.models import F
 from django.utils import timezone
 
 from agents.mcp.masking.boundary import mask_text
+from agents.memory.prompt import cite_memory
+from agents.memory.provenance import UNSCOPED
 from agents.memory.ranking import cosine, jaccard, tokens
 from agents.memory.reflection import KINDS, MAX_MEMORY_CHARS, Candidate
 from agents.memory.scope import clean_labels
+from agents.timeline_events import TOOL_RESULT_EVENTS, TimelineEventType
 from tarsy.config import get_config
 from tarsy.decisions import ReflectSession, enact_on_commit
-from tarsy.models import AlertSession, Memory, MemoryState, Rating
+from tarsy.models import AlertSession, Memory, MemoryState, Rating, TimelineEvent
 
 from .errors import NotFound, ValidationFailed
 
@@ -52,10 +56,22 @@ def reflection_request(*, session: AlertSession, trigger: str) -> None:
 
 @dataclass(frozen=True)
 class Learned:
-    """A candidate after masking, with its embedding when one was computed."""
+    """A candidate after masking, with its embedding when one was computed, and why it must wait for an
+    engineer's review ("" when it may go live: agents.memory.provenance.hold_reason)."""
 
     candidate: Candidate
     embedding: list[float] | None = None
+    held: str = ""
+
+
+@dataclass
+class LearnOutcome:
+    """What `memory_learn` did: new memories (active or held), ones it confirmed, and the memories it found
+    again without counting it, with why (`confirmation_refused`)."""
+
+    stored: list[Memory] = field(default_factory=list)
+    confirmed: list[Memory] = field(default_factory=list)
+    not_counted: list[tuple[Memory, str]] = field(default_factory=list)
 
 
 def _duplicate(text: str, embedding: list[float] | None, model: str, pool: list[Memory]) -> Memory | None:
@@ -71,41 +87,87 @@ def _duplicate(text: str, embedding: list[float] | None, model: str, pool: list[
 
 @transaction.atomic
 def memory_learn(*, session_id: Any, learned: list[Learned], alert_type: str, chain_id: str,
-                 alert_labels: dict[str, str], embedding_model: str = "") -> list[Memory]:
-    """Store what a reflection found: a near-duplicate of an active memory confirms it (confidence up, once per
-    session) instead of adding a copy; one of a retired memory is dropped (an engineer said no)."""
+                 alert_labels: dict[str, str], embedding_model: str = "") -> LearnOutcome:
+    """Store what a reflection found: a near-duplicate of an active memory confirms it (confidence up) when the
+    session is independent of the memory's sources, instead of adding a copy; one of a retired or held memory
+    is dropped (an engineer said no, or has yet to say yes). A held candidate is stored pending, never active."""
     now = timezone.now()
     pool = list(Memory.objects.select_for_update().filter(alert_type__in=[alert_type, ""]))
-    stored: list[Memory] = []
+    outcome = LearnOutcome()
+    sid = str(session_id)
     for item in learned:
         text = mask_text(item.candidate.text)[:MAX_MEMORY_CHARS]
         same = _duplicate(text, item.embedding, embedding_model, pool)
         if same is not None:
-            if same.state == MemoryState.ACTIVE:
-                stored.append(_confirm(same, str(session_id), item.candidate.evidence_ids, now))
+            if same.state == MemoryState.ACTIVE and not item.held:
+                _found_again(same, sid, item.candidate.evidence_ids, now, outcome)
             continue
         labels = clean_labels({k: mask_text(v) for k, v in item.candidate.labels.items()}) or alert_labels
         memory = Memory.objects.create(
             kind=item.candidate.kind, text=text, alert_type=alert_type, chain_id=chain_id, labels=labels,
-            session_id=session_id, source_sessions=[str(session_id)], evidence_ids=item.candidate.evidence_ids,
+            session_id=session_id, source_sessions=[sid], evidence_ids=item.candidate.evidence_ids,
             confidence=LEARNED_CONFIDENCE, embedding=item.embedding, embedding_model=embedding_model if
-            item.embedding else "", confirmed_at=now)
+            item.embedding else "", confirmed_at=now, state=MemoryState.PENDING if item.held else MemoryState.ACTIVE,
+            review_reason=item.held[:500])
         pool.append(memory)
-        stored.append(memory)
-    return stored
+        outcome.stored.append(memory)
+    return outcome
 
 
-def _confirm(memory: Memory, session_id: str, evidence_ids: list[str], now) -> Memory:
+def _found_again(memory: Memory, session_id: str, evidence_ids: list[str], now, outcome: LearnOutcome) -> None:
     if session_id in memory.source_sessions:  # the same session again (scored, then reviewed): no new support
         if str(memory.session_id) == session_id:
             memory.evidence_ids = list(dict.fromkeys([*memory.evidence_ids, *evidence_ids]))
-        memory.save(update_fields=["evidence_ids", "updated_at"])
-        return memory
+            memory.save(update_fields=["evidence_ids", "updated_at"])
+        return
+    reason = confirmation_refused(memory=memory, session_id=session_id)
+    if reason:
+        outcome.not_counted.append((memory, reason))
+        return
     memory.confidence = _clamp(memory.confidence + CONFIRM_STEP)
     memory.source_sessions = [*memory.source_sessions, session_id]
     memory.confirmed_at = now
     memory.save(update_fields=["confidence", "source_sessions", "confirmed_at", "updated_at"])
-    return memory
+    outcome.confirmed.append(memory)
+
+
+def confirmation_refused(*, memory: Memory, session_id: Any) -> str:
+    """Why the session finding the memory again is no independent confirmation ("" when it is): it was shown the
+    memory (recalled into its prompt, or returned by `recall_past_investigations`) before concluding, or its
+    alert repeats a source session's (same fingerprint) or belongs to the same correlation group (related)."""
+    events = TimelineEvent.objects.filter(session_id=session_id)
+    recalls = events.filter(event_type=TimelineEventType.MEMORY_RECALLED).only("metadata")
+    if any(memory.id in (e.metadata or {}).get("memory_ids", []) for e in recalls) or events.filter(
+            event_type__in=TOOL_RESULT_EVENTS, content__contains=cite_memory(memory.id)).exists():
+        return f"session {session_id} was shown M{memory.id}: it cannot confirm what it was told"
+    this = AlertSession.all_objects.filter(id=session_id).values("fingerprint", "group_key").first()
+    if this is None:
+        return ""
+    ids = [s for s in memory.source_sessions if _is_uuid(s)]  # a fixture's source may name no session here
+    sources = AlertSession.all_objects.filter(id__in=ids).values("id", "fingerprint", "group_key")
+    for source in sources:
+        if this["fingerprint"] and source["fingerprint"] == this["fingerprint"]:
+            return f"a repeat of session {source['id']}'s alert (same fingerprint)"
+        if this["group_key"] and source["group_key"] == this["group_key"]:
+            return f"related to session {source['id']}'s alert (same correlation group)"
+    return ""
+
+
+def _is_uuid(value: Any) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def memory_release_unscoped(*, session_id: Any) -> list[Memory]:
+    """The session was reviewed accurate: its memories held only for lacking scope labels go live (recall keeps
+    them to their alert type). Memories held for any other reason wait for an engineer's approval."""
+    rows = Memory.objects.filter(session_id=session_id, state=MemoryState.PENDING, review_reason=UNSCOPED)
+    released = list(rows)
+    Memory.objects.filter(id__in=[m.id for m in released]).update(state=MemoryState.ACTIVE, updated_at=timezone.now())
+    return released
 
 
 @transaction.atomic
@@ -121,8 +183,8 @@ def memory_review_adjust(*, session_id: Any, rating: str, previous: str | None =
         return 0
     now = timezone.now()
     changed = 0
-    rows = Memory.objects.select_for_update().filter(state=MemoryState.ACTIVE, alert_type__in=[session["alert_type"],
-                                                                                               ""])
+    live = [MemoryState.ACTIVE, MemoryState.PENDING]  # a held memory of a session found wrong is retired too
+    rows = Memory.objects.select_for_update().filter(state__in=live, alert_type__in=[session["alert_type"], ""])
     for memory in rows:
         if sid not in memory.source_sessions and str(memory.session_id) != sid:
             continue

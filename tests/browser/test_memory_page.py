@@ -41,3 +41,28 @@ def test_an_engineer_corrects_and_retires_memories(memory_ids, scripted_config, 
     assert body["state"] == "retired" and body["retired_reason"] == "retired by an engineer"
     assert httpx.get(f"{base}/api/v1/memories/{keep}", timeout=10).json()["state"] == "active"
     assert page.problems == []
+
+
+@pytest.fixture
+def held_id():
+    from tarsy.models import Memory
+    from tarsy.services import memories
+
+    held = memories.memory_create(kind="fact", text="OOMKilled pods in shop come from the checkout memory limit",
+                                  labels={"namespace": "shop"})
+    Memory.objects.filter(id=held.id).update(state="pending", review_reason="its session was flagged as a "
+                                             "suspected prompt injection: the alert (ignore_instructions)")
+    return held.id
+
+
+@pytest.mark.timeout(120)
+def test_an_engineer_sees_why_a_memory_waits_and_approves_it(held_id, scripted_config, web, browser):
+    scripted_config({"KubernetesAgent": ["Final Answer: x"]})
+    base = web()
+    page = open_page(browser)
+    page.goto(f"{base}/memories?state=pending")
+    assert "Waiting for review: its session was flagged" in page.inner_text(f"#memory-{held_id} .memory-held")
+    page.click(f"#memory-{held_id} button.memory-approve")
+    page.wait_for_selector("#memory-empty")  # reloaded: no longer among the pending
+    assert httpx.get(f"{base}/api/v1/memories/{held_id}", timeout=10).json()["state"] == "active"
+    assert page.problems == []

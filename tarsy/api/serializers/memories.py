@@ -15,8 +15,8 @@ class MemorySerializer(serializers.ModelSerializer):
     class Meta:
         model = Memory
         fields = ["id", "kind", "text", "alert_type", "chain_id", "labels", "session_id", "source_sessions",
-                  "evidence_ids", "confidence", "state", "retired_reason", "embedding_model", "created_at",
-                  "confirmed_at", "updated_at", "last_used_at", "use_count"]
+                  "evidence_ids", "confidence", "state", "retired_reason", "review_reason", "embedding_model",
+                  "created_at", "confirmed_at", "updated_at", "last_used_at", "use_count"]
 
 
 class MemoryQuerySerializer(serializers.Serializer):

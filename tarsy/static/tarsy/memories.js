@@ -1,5 +1,5 @@
-/* Memory page: save a memory's corrected text and retire a memory through the API, then reload the page (the
-   server renders and escapes every memory). */
+/* Memory page: save a memory's corrected text, approve a memory waiting for review, and retire a memory through
+   the API, then reload the page (the server renders and escapes every memory). */
 "use strict";
 
 (() => {
@@ -23,10 +23,12 @@
   });
 
   page.addEventListener("click", async (e) => {
-    const button = e.target.closest("button.memory-retire");
+    const button = e.target.closest("button.memory-retire, button.memory-approve");
     if (!button) return;
     const id = button.dataset.memoryId;
-    const result = await Tarsy.api("POST", `/api/v1/memories/${id}/retire`, {});
+    const result = button.classList.contains("memory-approve")
+      ? await Tarsy.api("PATCH", `/api/v1/memories/${id}`, {state: "active"})
+      : await Tarsy.api("POST", `/api/v1/memories/${id}/retire`, {});
     if (!result.ok) { status(id, Tarsy.errorText(result.data)); return; }
     window.location.reload();
   });

@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from agents.memory.reflection import Candidate
-from tarsy.models import AlertSession, LLMInteraction, Memory
+from tarsy.models import AlertSession, LLMInteraction, Memory, TimelineEvent
 from tarsy.pipeline.memory.recall import recall
 from tarsy.pipeline.memory.reflect import session_reflect
 from tarsy.services import memories, quality
@@ -24,9 +24,14 @@ TOKEN = "ghp_0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 def _session(alert_data: str = '{"labels": {"service": "checkout", "namespace": "shop"}}') -> AlertSession:
-    return AlertSession.objects.create(alert_data=alert_data, alert_type="kubernetes", chain_id="kubernetes",
-                                       status="completed", final_analysis="checkout lacks its config map.",
-                                       completed_at=timezone.now())
+    """A completed session whose investigation saw one tool result, E1 (what a memory may cite)."""
+    session = AlertSession.objects.create(alert_data=alert_data, alert_type="kubernetes", chain_id="kubernetes",
+                                          status="completed", final_analysis="checkout lacks its config map.",
+                                          completed_at=timezone.now())
+    TimelineEvent.objects.create(session=session, sequence_number=1, event_type="tool_result",
+                                 content='configmap "checkout-config" not found',
+                                 metadata={"server_name": "k8s", "tool_name": "get_events", "evidence_id": "E1"})
+    return session
 
 
 def _configure(scripted_config, turns, **memory):
@@ -36,16 +41,19 @@ def _configure(scripted_config, turns, **memory):
 
 
 def _learn(session, *texts: str) -> list[Memory]:
-    return memories.memory_learn(
+    """The memories stored or confirmed."""
+    outcome = memories.memory_learn(
         session_id=session.id, learned=[memories.Learned(Candidate(kind="fact", text=t)) for t in texts],
         alert_type="kubernetes", chain_id="kubernetes", alert_labels={"service": "checkout"})
+    return outcome.stored + outcome.confirmed
 
 
 def test_memory_text_never_holds_a_planted_secret(scripted_config):
     reply = {"memories": [
         {"kind": "fact", "text": f"The checkout DB password: {PASSWORD} is in the secret; token: {TOKEN}.",
-         "labels": {"service": f"token: {TOKEN}"}},
-        {"kind": "procedure", "text": f"Log in with password={PASSWORD} and check checkout-config first."},
+         "labels": {"service": f"token: {TOKEN}"}, "evidence_ids": ["E1"]},
+        {"kind": "procedure", "text": f"Log in with password={PASSWORD} and check checkout-config first.",
+         "evidence_ids": ["E1"]},
     ]}
     _configure(scripted_config, [{"text": json.dumps(reply)}])
     session = _session()
@@ -141,13 +149,12 @@ def test_recall_filters_by_scope_ranks_and_caps(scripted_config):
 
 
 def test_the_analysis_may_cite_only_the_memories_its_session_recalled(scripted_config):
-    from tarsy.models import TimelineEvent
     from tarsy.services.citations import citations_verify
 
     _configure(scripted_config, [])
     session = _session()
     memory = memories.memory_create(kind="fact", text="checkout-config lives in git")
-    TimelineEvent.objects.create(session=session, sequence_number=1, event_type="memory.recalled",
+    TimelineEvent.objects.create(session=session, sequence_number=2, event_type="memory.recalled",
                                  metadata={"memory_ids": [memory.id], "scores": [1.0], "mode": "keyword"})
     AlertSession.objects.filter(id=session.id).update(
         final_analysis=f"The config map is missing, restore it from git [M{memory.id}]; also [M{memory.id + 100}].")

@@ -1,11 +1,14 @@
 """Investigation memory end to end through a real Celery worker: alert A is investigated, scored and reviewed
 accurate, and its memories (provenance A) reach alert B's first prompt; an inaccurate review of A retires them and
 alert C no longer recalls them. The investigation talks to the fake OpenAI server (its recorded requests are what
-the model received), which also serves the embeddings; scorer and reflector are scripted."""
+the model received), which also serves the embeddings, and reads one tool result (the evidence its memories cite)
+from the real stdio MCP test server; scorer and reflector are scripted."""
 
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 from rest_framework.test import APIClient
@@ -22,13 +25,16 @@ INCIDENT = ("In namespace shop the checkout service crash-loops when its config 
             "restoring checkout-config from git fixes it.")
 PROCEDURE = "For checkout crash loops, check that config map checkout-config exists before reading pod logs."
 REFLECTION = {"memories": [
-    {"kind": "incident", "text": INCIDENT, "evidence_ids": ["E1", "not-an-id"], "labels": {"service": "checkout"}},
-    {"kind": "procedure", "text": PROCEDURE, "evidence_ids": []},
+    {"kind": "incident", "text": INCIDENT, "evidence_ids": ["E1"], "labels": {"service": "checkout"}},
+    {"kind": "procedure", "text": PROCEDURE, "evidence_ids": ["E1"]},
+    {"kind": "fact", "text": "dropped: cites nothing the session saw", "evidence_ids": ["E7"]},
     {"kind": "rumour", "text": "dropped: not a kind the rubric knows"},
 ]}
 VERDICT = {"support": "supported", "score": 80, "rationale": "Fine.", "tags": []}
 ANSWER = ("Thought: The config map is gone.\n"
           "Final Answer: checkout crashes because config map checkout-config is missing.")
+LOOK = 'Thought: Check the events.\nAction: tools.echo\nAction Input: {"text": "configmap checkout-config not found"}'
+TOOLS_SERVER = str(Path(__file__).resolve().parents[2] / "fakes" / "mcp_servers" / "tools_server.py")
 
 
 def _alert(message: str, service: str = "checkout") -> str:
@@ -39,7 +45,6 @@ def _alert(message: str, service: str = "checkout") -> str:
 @pytest.fixture
 def fake_llm():
     server = start_fake_openai(repeat_last=True)
-    server.queue({"text": ANSWER})
     yield server
     server.stop()
 
@@ -49,6 +54,9 @@ def _configure(scripted_config, fake_llm, reflector_turns):
     embedder = {"type": "openai", "model": "fake-embedding", "base_url": f"{fake_llm.url}/v1"}
     scripted_config({}, tarsy={
         "defaults": {"llm_provider": "llm"},
+        "mcp_servers": {"tools": {"transport": {"type": "stdio", "command": sys.executable,
+                                                "args": [TOOLS_SERVER, "stdio"]}}},
+        "agents": {"KubernetesAgent": {"mcp_servers": ["tools"]}},
         "scoring": {"llm_provider": "scorer"},
         "memory": {"enabled": True, "llm_provider": "reflector", "embedding_provider": "embedder",
                    "similarity_floor": 0.2},
@@ -57,7 +65,10 @@ def _configure(scripted_config, fake_llm, reflector_turns):
                         "reflector": scripted_provider({"memory_reflection": reflector_turns})})
 
 
-def _submit(client, data: str) -> str:
+def _submit(client, data: str, fake_llm) -> str:
+    """Submitted once the investigation's two replies are queued: read the events (E1), then conclude (repeated
+    for the summary and later chats). Sessions run one after another here, so the queue is theirs."""
+    fake_llm.queue({"text": LOOK}, {"text": ANSWER})
     response = client.post("/api/v1/alerts", {"alert_type": "kubernetes", "data": data}, format="json")
     assert response.status_code == 202, response.content
     return response.json()["session_id"]
@@ -84,7 +95,7 @@ def test_a_reviewed_investigation_is_remembered_recalled_and_forgotten(scripted_
     client = APIClient()
 
     # A: investigated, scored, and the reflection after the score learns two memories with provenance A.
-    a = _submit(client, _alert("checkout-7d9 pod CrashLoopBackOff: configmap checkout-config not found"))
+    a = _submit(client, _alert("checkout-7d9 pod CrashLoopBackOff: configmap checkout-config not found"), fake_llm)
     wait_terminal([a], timeout=60, proc=proc)
     wait_for(lambda: SessionScore.objects.filter(session_id=a, status="scored").exists(), timeout=60,
              message="A to be scored")
@@ -94,6 +105,9 @@ def test_a_reviewed_investigation_is_remembered_recalled_and_forgotten(scripted_
                                                             ("procedure", PROCEDURE, "active")]
     incident, procedure = learned
     assert incident.evidence_ids == ["E1"] and incident.source_sessions == [a]
+    reflected = wait_for(lambda: TimelineEvent.objects.filter(session_id=a, event_type="memory.reflected").first(),
+                         timeout=30, message="A's reflection on its timeline")  # written just after the memories
+    assert [d["reason"] for d in reflected.metadata["dropped"]] == ["it cites evidence the session never had: E7"]
     assert incident.labels == {"service": "checkout"}  # the reflector's scope
     assert procedure.labels == {"service": "checkout", "namespace": "shop"}  # the alert's, by default
     assert incident.embedding and incident.embedding_model == "fake-embedding"
@@ -112,7 +126,8 @@ def test_a_reviewed_investigation_is_remembered_recalled_and_forgotten(scripted_
     assert "Spot on." in review_call.conversation[1]["content"]
 
     # B: the same service in other words recalls them: on its timeline and in its first prompt.
-    b = _submit(client, _alert("Checkout containers keep restarting in a crash loop after the last deploy"))
+    b = _submit(client, _alert("Checkout containers keep restarting in a crash loop after the last deploy"),
+                fake_llm)
     wait_terminal([b], timeout=60, proc=proc)
     recalled = TimelineEvent.objects.get(session_id=b, event_type="memory.recalled")
     assert set(recalled.metadata["memory_ids"]) == {incident.id, procedure.id}
@@ -141,7 +156,7 @@ def test_a_reviewed_investigation_is_remembered_recalled_and_forgotten(scripted_
     assert set(Memory.objects.filter(session_id=a).values_list("state", flat=True)) == {"retired"}
     wait_for(lambda: _reflections(b) >= 1 and _reflections(a) == 3, timeout=60, message="the later reflections")
     assert not Memory.objects.filter(state="active").exists()  # B's reflection found them again: retired stays
-    c = _submit(client, _alert("Checkout containers keep restarting, again"))
+    c = _submit(client, _alert("Checkout containers keep restarting, again"), fake_llm)
     wait_terminal([c], timeout=60, proc=proc)
     assert not TimelineEvent.objects.filter(session_id=c, event_type="memory.recalled").exists()
     assert "[M" not in _first_prompt(fake_llm, "keep restarting, again")
@@ -152,9 +167,10 @@ def test_another_service_does_not_recall_them(scripted_config, worker, fake_llm)
     _configure(scripted_config, fake_llm, [{"text": json.dumps(REFLECTION)}])
     proc = worker()
     client = APIClient()
-    a = _submit(client, _alert("checkout-7d9 pod CrashLoopBackOff: configmap checkout-config not found"))
+    a = _submit(client, _alert("checkout-7d9 pod CrashLoopBackOff: configmap checkout-config not found"), fake_llm)
     wait_for(lambda: Memory.objects.filter(session_id=a).count() == 2, timeout=90,
              message=f"A's memories\n{proc.log()[-3000:]}")
-    d = _submit(client, _alert("payments pods crash loop: configmap checkout-config not found", service="payments"))
+    d = _submit(client, _alert("payments pods crash loop: configmap checkout-config not found", service="payments"),
+                fake_llm)
     wait_terminal([d], timeout=60, proc=proc)
     assert not TimelineEvent.objects.filter(session_id=d, event_type="memory.recalled").exists()
