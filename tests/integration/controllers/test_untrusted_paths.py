@@ -18,8 +18,16 @@ from tarsy.pipeline.actions import action_decide
 from tarsy.services import memories, occurrences
 from tests.fakes.mcp_servers.deployments_file_server import write_state
 
-from .conftest import ALERT_TYPE, interactions, only_execution, react_action, run_next, run_to_end, start_session, \
-    timeline
+from .conftest import (
+    ALERT_TYPE,
+    interactions,
+    only_execution,
+    react_action,
+    run_next,
+    run_to_end,
+    start_session,
+    timeline,
+)
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
 
