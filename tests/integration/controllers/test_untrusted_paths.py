@@ -94,7 +94,8 @@ def test_an_approved_actions_output_reaches_the_agent_fenced_and_flagged(configu
 
     execution.refresh_from_db()
     proposal.refresh_from_db()
-    assert (proposal.outcome, execution.final_analysis) == ("verified", FINAL)
+    assert proposal.outcome == "verified"
+    assert execution.final_analysis.startswith(f"{FINAL}\n\n### Actions")  # the order was not obeyed
     (told,) = [m["content"] for m in interactions(execution.id)[-1].conversation
                if m["content"].startswith(f"Action {proposal.id}")]
     assert "\nResult: " not in told
