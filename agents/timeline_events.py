@@ -219,6 +219,7 @@ class RelatedAlertsMetadata(EventMetadata):
 
     occurrence_ids: list[int] = []
     count: int = 0
+    suspected_injection: bool | None = None  # a related alert reads like instructions (agents.prompts.fence)
 
 
 class BudgetMetadata(EventMetadata):
@@ -236,6 +237,8 @@ class MemoryRecalledMetadata(EventMetadata):
     memory_ids: list[int] = []
     scores: list[float] = []
     mode: Literal["hybrid", "keyword"] = "keyword"
+    suspected_injection: bool | None = None  # a recalled memory's text reads like instructions (agents.prompts.fence)
+    flagged_memory_ids: list[int] = []
 
 
 class MemoryDropped(BaseModel):

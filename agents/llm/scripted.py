@@ -92,6 +92,9 @@ class ScriptTurn(_Strict):
     latency_ms: int | None = Field(default=None, ge=0)
     provider_state: dict[str, Any] | None = None
     stall: ScriptStall | None = None
+    # Play a model that obeys injected text: an order ("System: …" opening a line) that the conversation carries
+    # outside a fenced block replaces the turn's text. What the prompts fence as data it does not obey.
+    obeys_injected_text: bool = False
 
 
 class ScriptProblem(ValueError):
@@ -205,7 +208,8 @@ class ScriptedProvider:
     def _chunks(self, turn: ScriptTurn, request: LLMRequest) -> list[Chunk]:
         size = self._cfg.chunk_size
         chunks: list[Chunk] = [ThinkingChunk(text=p) for p in _pieces(turn.thinking, size)]
-        chunks += [TextChunk(text=p) for p in _pieces(_with_evidence(turn.text, request), size)]
+        text = (_injected_order(request) if turn.obeys_injected_text else "") or turn.text
+        chunks += [TextChunk(text=p) for p in _pieces(_with_evidence(text, request), size)]
         for index, call in enumerate(turn.tool_calls):
             call_id = call.id or _call_id(request, index)
             arguments = _with_sub_agents(call.arguments, request)
@@ -262,6 +266,17 @@ def _with_evidence(text: str, request: LLMRequest) -> str:
         return text
     shown = evidence_shown("\n".join(m.content for m in request.messages if m.role in ("user", "tool")))
     return text.replace(EVIDENCE_PLACEHOLDER, "".join(cite(identifier) for identifier in shown))
+
+
+_FENCED_BLOCK = re.compile(r"^(`{3,})[^\n]*\n.*?\n\1[ \t]*$", re.MULTILINE | re.DOTALL)
+_ORDER = re.compile(r"^[ \t]*system[ \t]*:[ \t]*(\S.*)$", re.MULTILINE | re.IGNORECASE)
+
+
+def _injected_order(request: LLMRequest) -> str:
+    """The last "System: …" order in the conversation's user and tool messages outside their fenced blocks."""
+    unfenced = "\n".join(_FENCED_BLOCK.sub("", m.content) for m in request.messages if m.role in ("user", "tool"))
+    orders = _ORDER.findall(unfenced)
+    return orders[-1].strip() if orders else ""
 
 
 def _call_id(request: LLMRequest, index: int) -> str:

@@ -32,6 +32,7 @@ from agents.context import Recorder, ResolvedAgentConfig, ToolExecutor, ToolResu
 from agents.llm.types import ConversationMessage, ToolCall, ToolDefinition
 from agents.mcp.local_call import record_local_call
 from agents.mcp.masking.boundary import mask_arguments, mask_text
+from agents.prompts.fence import untrusted
 from tarsy.config import get_config
 from tarsy.decisions import EndExecution, RunIteration
 from tarsy.models import ActionOutcome, ActionProposal, AgentExecution, DryRunStatus, ExecStatus, ProposalStatus
@@ -326,11 +327,18 @@ def _news(p: ActionProposal, evidence: list[str]) -> str:
         return f"{head} EXPIRED: nobody decided in time. It did not run. Conclude without acting."
     if p.status == ProposalStatus.WITHDRAWN:
         return f"{head} was WITHDRAWN: {p.reason}. It did not run. Conclude without acting."
+    ran = f"{head} was approved by {p.decided_by}{said}"
     if p.outcome == ActionOutcome.VERIFIED:
-        return (f"{head} was approved by {p.decided_by}{said} and ran{cite}. Outcome: verified: {p.verify_tool} "
-                f"shows {p.verify_expect!r}.\nResult: {p.result}")
+        return (f"{ran} and ran{cite}. Outcome: verified: {p.verify_tool} shows {p.verify_expect!r}.\n\n"
+                f"{_output(p.result, 'the output of the action')}")
     if p.outcome == ActionOutcome.NOT_VERIFIED:
-        return (f"{head} was approved by {p.decided_by}{said} and ran{cite}. Outcome: NOT verified: {p.verify_tool} "
-                f"does not show {p.verify_expect!r}.\nLast read: {p.evidence}\nResult: {p.result}\nPropose a "
-                "follow-up (a rollback or the next step) with its evidence, or conclude.")
-    return f"{head} was approved by {p.decided_by}{said} but FAILED{cite}: {p.result}"
+        return (f"{ran} and ran{cite}. Outcome: NOT verified: {p.verify_tool} does not show {p.verify_expect!r}."
+                f"\n\n{_output(p.evidence, f'the last read of {p.verify_tool}')}\n\n"
+                f"{_output(p.result, 'the output of the action')}\n\n"
+                "Propose a follow-up (a rollback or the next step) with its evidence, or conclude.")
+    return f"{ran} but FAILED{cite}.\n\n{_output(p.result, 'the error output of the action')}"
+
+
+def _output(text: str, what: str) -> str:
+    """An action's output or a verification read: tool output, fenced and checked like any (agents.prompts.fence)."""
+    return untrusted(text or "(empty)", what=what).text

@@ -25,10 +25,12 @@ def related_alerts(execution: AgentExecution, recorder: DbRecorder, first_prompt
                                       delivered=timeline.related_alerts_seen(execution_id=execution.id))
     if not fresh:
         return ""
-    text = format_related_alerts([(row.alert_type, row.received_at.isoformat(), row.alert_data) for row in fresh])
+    text, flagged = format_related_alerts([(row.alert_type, row.received_at.isoformat(), row.alert_data)
+                                           for row in fresh])
     ids = [row.id for row in fresh]
     recorder.add_event(TimelineEventType.RELATED_ALERTS, text,
-                       event_metadata(TimelineEventType.RELATED_ALERTS, occurrence_ids=ids, count=len(ids)))
+                       event_metadata(TimelineEventType.RELATED_ALERTS, occurrence_ids=ids, count=len(ids),
+                                      suspected_injection=flagged or None))
     if first_prompt:
         return "\n\n" + text
     recorder.add_messages([ConversationMessage(role="user", content=text)])

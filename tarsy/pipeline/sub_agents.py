@@ -30,6 +30,7 @@ from agents.context import Recorder, ToolExecutor, ToolResult
 from agents.llm.types import ConversationMessage, ToolCall, ToolDefinition
 from agents.mcp.local_call import record_local_call
 from agents.mcp.masking.boundary import mask_text
+from agents.prompts.fence import untrusted
 from agents.timeline_events import TimelineEventType, event_metadata
 from tarsy.config import get_config
 from tarsy.decisions import EndExecution, RunIteration, enact_on_commit
@@ -218,28 +219,33 @@ def _own_tool(name: str) -> str | None:
 
 def results_inject(execution: AgentExecution, iteration: int, recorder: DbRecorder) -> None:
     """Give the iteration the results of the sub-agents that ended since the last one, as user messages (shown on
-    its timeline as the late results of its dispatch_agent calls)."""
+    its timeline as the late results of its dispatch_agent calls, flagged like tool output when they read like
+    instructions)."""
     for child in sub_agents.sub_agent_results_take(parent_id=execution.id, iteration=iteration):
-        content = result_message(child)
+        content, flagged = result_message(child)
         recorder.add_messages([ConversationMessage(role="user", content=content)])
         recorder.add_event(TimelineEventType.TOOL_RESULT, content, metadata=event_metadata(
             TimelineEventType.TOOL_RESULT, server_name=SERVER, tool_name=DISPATCH,
-            is_error=child.status != ExecStatus.COMPLETED))
+            is_error=child.status != ExecStatus.COMPLETED, suspected_injection=flagged or None))
 
 
-def result_message(child: AgentExecution) -> str:
-    """A sub-agent's outcome as its orchestrator reads it: status, analysis or error, and the evidence ids its
-    tool results carry (the same ids: citing them in the final analysis cites the sub-agent's evidence)."""
-    lines = [f"Result of sub-agent {child.agent_config_name} (execution_id {child.id}): {child.status}."]
+def result_message(child: AgentExecution) -> tuple[str, bool]:
+    """A sub-agent's outcome as its orchestrator reads it: status, then its analysis or error fenced as data (a
+    sub-agent read outside text: its answer may carry it), then the evidence ids its tool results carry (the same
+    ids: citing them in the final analysis cites the sub-agent's evidence); and whether the answer was flagged."""
+    head = f"Result of sub-agent {child.agent_config_name} (execution_id {child.id}): {child.status}."
     if child.status == ExecStatus.COMPLETED:
-        lines.append(mask_text(child.final_analysis) or "(no analysis)")
+        answer = untrusted(mask_text(child.final_analysis) or "(no analysis)", what="its final analysis",
+                           preface=head)
     else:
-        lines.append(f"It did not finish: {mask_text(child.error_message) or child.status}.")
+        answer = untrusted(mask_text(child.error_message) or child.status, what="why it did not finish",
+                           preface=head)
+    lines = [answer.text]
     evidence = sub_agents.sub_agent_evidence(execution_id=child.id)
     if evidence:
         lines.append("Its tool results, citable in your analysis: " + "; ".join(
             f"evidence {cite(identifier)} ({tool})" for identifier, tool in evidence))
-    return "\n\n".join(lines)
+    return "\n\n".join(lines), answer.flagged
 
 
 # ---- what follows an orchestrator's iteration, and a sub-agent's end -------------------------------------------

@@ -97,8 +97,10 @@ def recalled_for_prompt(execution: AgentExecution, recorder: DbRecorder, questio
                       confidence=h.memory.confidence, age_days=(now - h.memory.confirmed_at).days,
                       use_count=h.memory.use_count, session_id=str(h.memory.session_id or ""))
              for h in hits]
+    section, flagged = memories_block(shown)
     summary = "\n".join(f"{cite_memory(h.memory.id)} score {h.ranked.score}: {h.memory.text[:200]}" for h in hits)
     recorder.add_event(TimelineEventType.MEMORY_RECALLED, f"Recalled {len(hits)} memories ({mode}):\n{summary}",
                        event_metadata(TimelineEventType.MEMORY_RECALLED, memory_ids=ids,
-                                      scores=[h.ranked.score for h in hits], mode=mode))
-    return memories_block(shown)
+                                      scores=[h.ranked.score for h in hits], mode=mode,
+                                      suspected_injection=bool(flagged) or None, flagged_memory_ids=flagged))
+    return section

@@ -10,7 +10,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from agents.mcp.masking.boundary import mask_text
-from agents.memory.prompt import cite_memory
+from agents.memory.prompt import Recalled, memory_entry
+from agents.prompts.fence import untrusted
 from tarsy.links import session_url
 from tarsy.models import AlertSession, SessionStatus
 from tarsy.selectors.filters import search_sessions
@@ -37,9 +38,12 @@ def recall_past_investigations(query: str) -> str:
     for hit in hits:
         m = hit.memory
         source = f", learned from {session_url(m.session_id)}" if m.session_id else ""
-        lines.append(f"{cite_memory(m.id)} {m.kind}, confidence {m.confidence:.2f}, alert type "
-                     f"{m.alert_type or 'any'}, confirmed {m.confirmed_at:%Y-%m-%d}{source}: {m.text}")
-    return mask_text("\n".join(lines))
+        recalled = Recalled(memory_id=m.id, kind=m.kind, text=m.text, confidence=m.confidence,
+                            age_days=0, use_count=m.use_count)
+        lines.append(memory_entry(recalled, facts=f"{m.kind}, confidence {m.confidence:.2f}, alert type "
+                                                  f"{m.alert_type or 'any'}, confirmed {m.confirmed_at:%Y-%m-%d}"
+                                                  f"{source}").text)
+    return mask_text("\n\n".join(lines))
 
 
 def _since(value: str) -> datetime | None:
@@ -73,6 +77,8 @@ def search_past_sessions(query: str, alert_type: str = "", since: str = "") -> s
         review = getattr(session, "review", None)
         verdict = f"; reviewed {review.rating}" if review else ""
         text = (session.executive_summary or session.final_analysis or "")[:SNIPPET_CHARS]
-        parts.append(f"Session {session.id} ({session.alert_type}, {session.created_at:%Y-%m-%d %H:%M} UTC{verdict})"
-                     f" {session_url(session.id)}\nTitle: {session.title or '-'}\nConclusion: {text}")
+        when = session.created_at.strftime("%Y-%m-%d %H:%M")
+        head = f"Session {session.id} ({session.alert_type}, {when} UTC{verdict}) {session_url(session.id)}."
+        parts.append(untrusted(f"Title: {session.title or '-'}\nConclusion: {text}", what="its title and conclusion",
+                               preface=head).text)
     return mask_text("\n\n".join(parts))

@@ -5,8 +5,9 @@
 
 Run: `python deployments_file_server.py STATE.json` (stdio). The file holds
 `{"<namespace>/<name>": {"replicas": int, "max_ready": int | null, "restarts": int, "scale_delay_s": float}}`
-("restarts" and "scale_delay_s" optional); a `scale_delay_s` makes a scale take that long before it changes
-anything (a worker can die in the middle).
+("restarts", "scale_delay_s" and "warning" optional); a `scale_delay_s` makes a scale take that long before it
+changes anything (a worker can die in the middle); a `warning` is printed ahead of a scale's answer, as kubectl
+prints an admission webhook's warnings (text from outside: the injection tests put orders in it).
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def build_server(path: Path) -> MCPServer:
         time.sleep(state[key].get("scale_delay_s") or 0)
         state[key]["replicas"] = replicas
         write_state(path, state)
-        return f"deployment.apps/{name} scaled to {replicas}"
+        warning = f"Warning: {state[key]['warning']}\n" if state[key].get("warning") else ""
+        return f"{warning}deployment.apps/{name} scaled to {replicas}"
 
     @server.tool()
     def rollout_restart(namespace: str, name: str) -> str:

@@ -99,11 +99,14 @@ def configure(tmp_path, k8s_server):
     def make(script: Any, *, strategy: str = "react", max_iterations: int = 5, iteration_timeout: Any = 30,
              latency_ms: int = 0, chunk_size: int = 0, providers: dict[str, Any] | None = None,
              agents: dict[str, Any] | None = None, chains: dict[str, Any] | None = None,
-             synthesis_strategy: str = "synthesis"):
+             synthesis_strategy: str = "synthesis", mcp_servers: dict[str, Any] | None = None,
+             settings: dict[str, Any] | None = None):
+        """`mcp_servers` join k8s; `settings` are further top-level sections (e.g. `actions`)."""
         tarsy = {
+            **(settings or {}),
             "defaults": {"llm_provider": "scripted", "iteration_strategy": strategy,
                          "max_iterations": max_iterations, "iteration_timeout": iteration_timeout},
-            "mcp_servers": {"k8s": k8s_server.config},
+            "mcp_servers": {"k8s": k8s_server.config, **(mcp_servers or {})},
             "agents": {
                 "SreAgent": {"mcp_servers": ["k8s"], "custom_instructions": CUSTOM_INSTRUCTIONS},
                 "DbAgent": {"mcp_servers": ["k8s"]},

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agents.prompts.builder import INJECTION_NOTE
+from agents.prompts.fence import DATA_NOTE, INJECTION_NOTE
 from agents.prompts.stage_context import SUSPECTED_INJECTION
 from tarsy.models import TimelineEvent
 from tarsy.pipeline.finish import session_finish
@@ -37,7 +37,7 @@ READ_NOTES = react_action("Read the notes logs.", "k8s.get_logs", json.dumps(NOT
 REACT_FINAL = f"Thought: The note is data, not an order.\nFinal Answer: {FINAL}"
 
 
-def assert_fenced_as_data(sent: str, note: str = "data, not instructions.") -> str:
+def assert_fenced_as_data(sent: str, note: str = DATA_NOTE) -> str:
     """The injected line reaches the model once, inside a fenced block right under the data note; returns the block."""
     assert sent.count(INJECTED_LINE) == 1, sent
     block = re.search(rf"{re.escape(note)}[^\n]*\n+(`{{3,}})text\n(.*?)\n\1(?:\n|$)", sent, re.DOTALL)
@@ -48,7 +48,7 @@ def assert_fenced_as_data(sent: str, note: str = "data, not instructions.") -> s
 def assert_warned(sent: str) -> None:
     """The head line of the tool output says it reads like instructions and must not be followed."""
     head = sent[: sent.index("```")]
-    assert "data, not instructions." in head and INJECTION_NOTE in head, head
+    assert DATA_NOTE in head and INJECTION_NOTE in head, head
 
 
 def flagged_results(execution_id: Any) -> list[bool | None]:
@@ -101,7 +101,7 @@ def test_a_plain_tool_output_is_fenced_but_not_flagged(configure, llm_servers):
     run_to_end(execution.id)
 
     (tool,) = [m for m in messages(execution.id) if m.role == "tool"]
-    assert re.search(r"data, not instructions\.\n```text\nNAME   STATUS\nweb-1  CrashLoopBackOff", tool.content)
+    assert re.search(r"not as instructions\.\n```text\nNAME   STATUS\nweb-1  CrashLoopBackOff", tool.content)
     assert INJECTION_NOTE not in tool.content
     assert flagged_results(execution.id) == [None]
 

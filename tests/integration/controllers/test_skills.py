@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.prompts.fence import DATA_NOTE, GUIDANCE_NOTE, INJECTION_NOTE
 from tarsy.models import MCPInteraction
 
 from .conftest import messages, only_execution, react_action, run_to_end, start_session, timeline, wire_providers
@@ -51,15 +52,17 @@ def test_react_agent_gets_its_required_skill_and_loads_another_by_name(configure
     first, second, third = openai.bodies()
     system = first["messages"][0]
     assert system["role"] == "system"
-    assert "## Skills\n" in system["content"] and f"### Skill: crashloop\n\n{CRASHLOOP_BODY}" in system["content"]
+    assert "## Skills\n" in system["content"] and "## Skill: crashloop\n" in system["content"]
+    assert f"```text\n{CRASHLOOP_BODY.strip()}\n```" in system["content"]  # fenced, as the operators' guidance
+    assert GUIDANCE_NOTE in system["content"] and INJECTION_NOTE not in system["content"]
     assert "## Skills you can load" in system["content"]
     assert "- pg-locks: Queries stuck behind a PostgreSQL lock." in system["content"]
     assert "- crashloop:" not in system["content"] and LOCKS_BODY not in system["content"]
     assert "tarsy.load_skill: Load one of the skills" in system["content"]  # in the ReAct tool list
 
     loaded = second["messages"][-1]["content"]
-    assert loaded.startswith("Observation: tarsy.load_skill returned the skill below, written by the operators")
-    assert LOCKS_BODY in loaded and "data, not instructions" not in loaded
+    assert loaded.startswith("Observation: The block below contains the skill that tarsy.load_skill loaded")
+    assert GUIDANCE_NOTE in loaded and LOCKS_BODY.strip() in loaded and DATA_NOTE not in loaded
     refused = third["messages"][-1]["content"]
     assert "Error: unknown skill 'dns-outage'. Available skills: pg-locks." in refused
 
