@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 
 from .sessions import AlertSession
@@ -50,13 +51,18 @@ class Memory(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     use_count = models.IntegerField(default=0)
+    search = SearchVectorField(null=True, editable=False,
+                               help_text="PostgreSQL: to_tsvector('english', text), kept by a trigger for the "
+                                         "full-text index; unused (NULL) on SQLite")
 
     class Meta:
         ordering = ["-confirmed_at", "-id"]
         indexes = [
-            # recall's scope filter and the quota's count per alert type (the PostgreSQL full-text index on `text`
-            # is made by the migration memory_changes_quota_indexes: it cannot be declared for both backends)
+            # recall's scope filter and the quota's count per alert type (the PostgreSQL full-text index on
+            # `search` and its trigger are made by the migration memory_changes_quota_indexes: SQLite has neither)
             models.Index(fields=["alert_type", "state", "chain_id"], name="memory_scope_idx"),
+            # the list's order, and recall's most recently confirmed memories for the semantic ranking
+            models.Index(fields=["-confirmed_at", "-id"], name="memory_recent_idx"),
         ]
         constraints = [
             models.CheckConstraint(condition=models.Q(confidence__gte=0) & models.Q(confidence__lte=1),

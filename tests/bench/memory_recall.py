@@ -92,6 +92,10 @@ def _fill(rows: list[tuple[str, str, str]], embed) -> dict[tuple[str, str], int]
         confidence=round(rng.uniform(0.45, 0.85), 2), confirmed_at=now - timezone.timedelta(days=rng.randint(0, 60)),
         embedding=vector, embedding_model="fake-embedding" if vector else "",
     ) for (service, _, text), vector in zip(rows, vectors, strict=True)])
+    from django.db import connection
+
+    with connection.cursor() as cursor:  # what autovacuum does after a bulk insert: planner statistics
+        cursor.execute("ANALYZE tarsy_memory")
     return {(service, cause): m.id for (service, cause, _), m in zip(rows, created, strict=True)}
 
 

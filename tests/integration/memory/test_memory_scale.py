@@ -111,3 +111,29 @@ def test_recall_s_keyword_search_can_use_the_full_text_index(scripted_config):
         plan = query.explain()
     assert "memory_text_fts" in plan, plan
     assert [text for _, text in query] == [TEXTS[0]]
+
+
+@pytest.mark.django_db
+def test_recall_leaves_out_words_most_memories_hold_once_there_are_many(scripted_config):
+    if connection.vendor != "postgresql":
+        pytest.skip("the column statistics are PostgreSQL's")
+    _configure(scripted_config)
+    now = timezone.now()
+
+    def analyze():
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE tarsy_memory")
+
+    Memory.objects.bulk_create([Memory(kind="fact", text=f"checkout pods restart on deploy {i}", confirmed_at=now)
+                                for i in range(50)])
+    analyze()
+    assert memory_selectors.distinctive_words(["pods", "checkout"]) == ["pods", "checkout"]  # too few to tell
+    Memory.objects.bulk_create([Memory(kind="fact", text=f"payments pods restart on node drain {i}",
+                                       confirmed_at=now) for i in range(memory_selectors.PRUNE_ABOVE)])
+    analyze()
+    assert memory_selectors.distinctive_words(["pods", "checkout", "restarting"]) == ["checkout"]
+    assert memory_selectors.distinctive_words(["pods", "restart"]) == ["pods", "restart"]  # nothing left: all
+    hits = memory_selectors.keyword_ranking(
+        scope=memory_selectors.memories_in_scope(alert_type=None, chain_id=None, labels={}),
+        query="checkout pods restarting")
+    assert len(hits) == 50 and all("checkout" in Memory.objects.get(id=i).text for i in hits)
