@@ -28,7 +28,7 @@ MIN_SHARED_WORDS = 2  # a single shared word ("pod") is no evidence that a memor
 MAX_SEARCH_TERMS = 64
 # Keyword matches ranked by PostgreSQL: far more than recall injects (5) or a tool returns (20), so fusion with
 # the semantic ranking still has a real choice, and few enough that checking their words stays a few ms.
-KEYWORD_POOL = 100
+KEYWORD_POOL = 60
 # A word in more than 1 in 20 memories tells them apart little better than "pod" does: past PRUNE_ABOVE
 # memories, recall's full-text query leaves such words out (PostgreSQL's column statistics say which), so the
 # index, not a scan of most rows, finds the matches.
@@ -113,7 +113,7 @@ def distinctive_words(words: list[str]) -> list[str]:
 
 
 def _at_most(rows: QuerySet, count: int) -> bool:
-    return len(rows.values_list("id", flat=True)[:count + 1]) <= count
+    return not rows.values_list("id", flat=True)[count:count + 1]
 
 
 def semantic_candidates(*, scope: QuerySet, first: list[int], model: str) -> list[tuple[int, list[float]]]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from agents.mcp.masking.boundary import mask_text
@@ -146,8 +146,9 @@ def memory_review_adjust(*, session_id: Any, rating: str, previous: str | None =
         return 0
     now = timezone.now()
     changed = 0
-    rows = Memory.objects.select_for_update().filter(state=MemoryState.ACTIVE, alert_type__in=[session["alert_type"],
-                                                                                               ""])
+    rows = (Memory.objects.select_for_update()  # only the memories the session produced or confirmed
+            .filter(Q(session_id=session_id) | Q(source_sessions__icontains=sid), state=MemoryState.ACTIVE,
+                    alert_type__in=[session["alert_type"], ""]))
     for memory in rows:
         if sid not in memory.source_sessions and str(memory.session_id) != sid:
             continue
