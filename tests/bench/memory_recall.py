@@ -131,6 +131,29 @@ def _queries(services: list[str], count: int) -> list[tuple[str, str, str]]:
     return [(s, c, CAUSES[c][1].format(s=s)) for s, c in pairs[:count]]
 
 
+def _fake_embedding_server() -> tuple[harness.Child, str]:
+    """The fake OpenAI server as a process of its own, as an embedding provider is: its work is not timed as
+    TARSy's (in this process it would share the GIL with the recall being measured)."""
+    import os
+    import socket
+    import tempfile
+    from pathlib import Path
+
+    from tests.support.processes import free_port
+
+    port = free_port()
+    child = harness.Child("fake-openai", [harness.PYTHON, "-m", "tests.fakes.fake_openai", "--port", str(port)],
+                          dict(os.environ), Path(tempfile.mkdtemp(prefix="tarsy-bench-fake-")))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return child, f"http://127.0.0.1:{port}/v1"
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"the fake embedding server did not listen:\n{child.log()[-2000:]}")
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=["hybrid", "keyword"], default="hybrid")
@@ -147,10 +170,8 @@ def main(argv: list[str] | None = None) -> dict:
     if args.memories:
         memory["max_per_alert_type"] = args.memories
     if args.mode == "hybrid":
-        from tests.fakes.fake_openai import start_fake_openai
-
-        fake = start_fake_openai()
-        providers["embedder"] = {"type": "openai", "model": "fake-embedding", "base_url": f"{fake.url}/v1"}
+        fake = _fake_embedding_server()
+        providers["embedder"] = {"type": "openai", "model": "fake-embedding", "base_url": fake[1]}
         memory["embedding_provider"] = "embedder"
     harness.bootstrap("memory_recall", tarsy={"agents": harness.BASE_AGENTS, "memory": memory}, providers=providers)
 
@@ -178,7 +199,7 @@ def main(argv: list[str] | None = None) -> dict:
         distracted += bool(top) and top[0] in look_alikes
     learn_ms = _time_learning(embed, "fake-embedding", args.learns)
     if fake is not None:
-        fake.stop()
+        fake[0].stop()
     recall_summary, learn_summary = harness.summary_ms(recall_ms), harness.summary_ms(learn_ms)
     figures = {"recall_at_5": round(found / len(queries), 3), "distractor_first_rate": round(distracted / len(queries),
                                                                                           3),
