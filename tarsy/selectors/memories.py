@@ -41,6 +41,9 @@ _LEXEME = re.compile(r"'((?:[^']|'')+)'")
 SEMANTIC_FROM_KEYWORD = 50
 SEMANTIC_RECENT = 30
 SEMANTIC_ALL = 250  # up to this many in scope, all are compared (what a team's first years of memories hold)
+# The recent ones are looked for among this many most recently confirmed active memories (an index walk): a
+# scope's label filter cannot use an index, and sorting every memory of the alert type to find 30 was a scan.
+RECENT_WINDOW = 1000
 DUPLICATE_POOL = 50  # best keyword matches a new memory is compared with for near-duplicates
 
 
@@ -119,13 +122,16 @@ def _at_most(rows: QuerySet, count: int) -> bool:
 def semantic_candidates(*, scope: QuerySet, first: list[int], model: str) -> list[tuple[int, list[float]]]:
     """(id, embedding) of the memories of `scope` embedded by `model` that a recall compares: all of them on
     SQLite or when there are at most SEMANTIC_ALL; past that on PostgreSQL the first SEMANTIC_FROM_KEYWORD of
-    `first` (the keyword matches, best first) and the SEMANTIC_RECENT most recently confirmed others."""
+    `first` (the keyword matches, best first) and the SEMANTIC_RECENT most recently confirmed others (of the
+    RECENT_WINDOW most recently confirmed active memories)."""
     embedded = scope.filter(embedding_model=model, embedding__isnull=False)
     if connection.vendor != "postgresql" or _at_most(embedded, SEMANTIC_ALL):
         return list(embedded.values_list("id", "embedding"))
     first = first[:SEMANTIC_FROM_KEYWORD]
     rows = list(embedded.filter(id__in=first).values_list("id", "embedding"))
-    return rows + list(embedded.exclude(id__in=first).order_by("-confirmed_at", "-id")
+    window = list(Memory.objects.filter(state=MemoryState.ACTIVE).order_by("-confirmed_at", "-id")
+                  .values_list("id", flat=True)[:RECENT_WINDOW])
+    return rows + list(embedded.filter(id__in=window).exclude(id__in=first).order_by("-confirmed_at", "-id")
                        .values_list("id", "embedding")[:SEMANTIC_RECENT])
 
 
