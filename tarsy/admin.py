@@ -336,7 +336,8 @@ class MemoryAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.action(description="Retire the selected memories")
     def retire(self, request, queryset):
         for memory_id in queryset.values_list("id", flat=True):
-            memories.memory_retire(memory_id=memory_id, reason=f"retired in the admin by {request.user}")
+            memories.memory_retire(memory_id=memory_id, reason=f"retired in the admin by {request.user}",
+                                   actor=request.user.get_username())
 
 
 class SilenceForm(forms.ModelForm):

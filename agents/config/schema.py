@@ -587,6 +587,9 @@ class MemoryConfig(_Strict):
     similarity_floor: float = Field(default=0.35, ge=0, le=1)  # cosine below this is no match
     half_life_days: float = Field(default=90.0, gt=0)  # a memory's weight halves with each half-life unconfirmed
     max_per_reflection: int = Field(default=5, ge=1, le=20)
+    # Active memories per alert type ('' counts as one): past it the oldest, least-used are retired (with the
+    # reason), so years of lessons cannot crowd out recent ones or slow recall and learning without bound.
+    max_per_alert_type: int = Field(default=5000, ge=1)
     timeout: Duration = 120.0
 
 

@@ -2,11 +2,13 @@
 
 `google`: google-genai `models.embed_content`; `openai`: LangChain's `OpenAIEmbeddings` (the OpenAI embeddings
 endpoint, or any compatible server at `base_url`). SDK types and exceptions stay in this module: callers get
-lists of floats or a `ProviderError`. The provider's `model` names the embedding model.
+lists of floats or a `ProviderError`. The provider's `model` names the embedding model. Clients are kept per
+(model, key, address): building one loads the CA bundle (~100 ms), more than the request it would make.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -47,14 +49,22 @@ def embed_texts(name: str, cfg: LLMProviderConfig, texts: list[str]) -> list[lis
     raise ProviderError(f"provider type {cfg.type!r} cannot embed (google or openai)", "bad_config")
 
 
-def _google(name: str, cfg: LLMProviderConfig, texts: list[str]) -> list[list[float]]:
+CLIENTS_KEPT = 8  # distinct embedding providers a deployment configures: one or two
+
+
+@functools.lru_cache(maxsize=CLIENTS_KEPT)
+def _google_client(api_key: str, base_url: str) -> Any:
     from google import genai
     from google.genai import types
 
     http: dict[str, Any] = {"timeout": int(EMBED_TIMEOUT_S * 1000)}
-    if cfg.base_url:
-        http["base_url"] = cfg.base_url
-    client = genai.Client(api_key=_api_key(name, cfg), http_options=types.HttpOptions(**http))
+    if base_url:
+        http["base_url"] = base_url
+    return genai.Client(api_key=api_key, http_options=types.HttpOptions(**http))
+
+
+def _google(name: str, cfg: LLMProviderConfig, texts: list[str]) -> list[list[float]]:
+    client = _google_client(_api_key(name, cfg), cfg.base_url)
     vectors: list[list[float]] = []
     for start in range(0, len(texts), EMBED_BATCH):
         result = client.models.embed_content(model=cfg.model, contents=texts[start:start + EMBED_BATCH])
@@ -62,16 +72,20 @@ def _google(name: str, cfg: LLMProviderConfig, texts: list[str]) -> list[list[fl
     return _checked(name, vectors, len(texts))
 
 
-def _openai(name: str, cfg: LLMProviderConfig, texts: list[str]) -> list[list[float]]:
+@functools.lru_cache(maxsize=CLIENTS_KEPT)
+def _openai_client(model: str, api_key: str, base_url: str) -> Any:
     from langchain_openai import OpenAIEmbeddings
-
-    # check_embedding_ctx_length off: it would tokenise with tiktoken, which downloads its tables on first use.
     from pydantic import SecretStr
 
-    model = OpenAIEmbeddings(model=cfg.model, openai_api_key=SecretStr(_api_key(name, cfg)),
-                             openai_api_base=cfg.base_url or None, max_retries=0, request_timeout=EMBED_TIMEOUT_S,
-                             check_embedding_ctx_length=False, chunk_size=EMBED_BATCH)
-    return _checked(name, model.embed_documents(texts), len(texts))
+    # check_embedding_ctx_length off: it would tokenise with tiktoken, which downloads its tables on first use.
+    return OpenAIEmbeddings(model=model, openai_api_key=SecretStr(api_key), openai_api_base=base_url or None,
+                            max_retries=0, request_timeout=EMBED_TIMEOUT_S, check_embedding_ctx_length=False,
+                            chunk_size=EMBED_BATCH)
+
+
+def _openai(name: str, cfg: LLMProviderConfig, texts: list[str]) -> list[list[float]]:
+    client = _openai_client(cfg.model, _api_key(name, cfg), cfg.base_url)
+    return _checked(name, client.embed_documents(texts), len(texts))
 
 
 def _checked(name: str, vectors: list[list[float]], count: int) -> list[list[float]]:

@@ -4,6 +4,7 @@ the same numbers come out whichever database holds the rows."""
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -68,11 +69,11 @@ def overlap_score(query: Sequence[str], text: str) -> float:
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity; C-level loops (map, hypot): recall compares hundreds of vectors per prompt."""
     if len(a) != len(b) or not a:
         return 0.0
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
+    norm = math.hypot(*a) * math.hypot(*b)
+    return sum(map(operator.mul, a, b)) / norm if norm else 0.0
 
 
 def decay(age_days: float, half_life_days: float) -> float:

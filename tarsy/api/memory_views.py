@@ -1,4 +1,5 @@
-"""Investigation memory endpoints: list (search, filters), detail, correction (PATCH) and retirement."""
+"""Investigation memory endpoints: list (search, filters), detail with its record of changes, correction (PATCH),
+retirement and reactivation, each change recorded under the asker's identity."""
 
 from __future__ import annotations
 
@@ -6,12 +7,24 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import generics
 from rest_framework.response import Response
 
+from tarsy.identity import request_author
 from tarsy.selectors.memories import memories_list
 from tarsy.services import memories
 
 from .base import AUTH_ERRORS, JsonAPIView, errors
 from .pagination import SessionPagination
-from .serializers.memories import MemoryPatchSerializer, MemoryQuerySerializer, MemoryRetireSerializer, MemorySerializer
+from .serializers.memories import (
+    MemoryDetailSerializer,
+    MemoryPatchSerializer,
+    MemoryQuerySerializer,
+    MemoryReactivateSerializer,
+    MemoryRetireSerializer,
+    MemorySerializer,
+)
+
+
+def _detail(memory) -> Response:
+    return Response(MemoryDetailSerializer(memories.memory_with_changes(memory_id=memory.id)).data)
 
 
 class MemoryListView(JsonAPIView, generics.ListAPIView):
@@ -35,27 +48,41 @@ class MemoryListView(JsonAPIView, generics.ListAPIView):
 
 
 class MemoryDetailView(JsonAPIView):
-    """One memory with its provenance and use; PATCH corrects it (text, kind, confidence, labels, state)."""
+    """One memory with its provenance, use and record of changes; PATCH corrects it (text, kind, confidence,
+    labels; the state only through /retire and /reactivate)."""
 
-    @extend_schema(responses={200: MemorySerializer, **errors(404, *AUTH_ERRORS)})
+    @extend_schema(responses={200: MemoryDetailSerializer, **errors(404, *AUTH_ERRORS)})
     def get(self, request, memory_id):
-        return Response(MemorySerializer(memories.memory_get(memory_id=memory_id)).data)
+        return Response(MemoryDetailSerializer(memories.memory_with_changes(memory_id=memory_id)).data)
 
-    @extend_schema(request=MemoryPatchSerializer, responses={200: MemorySerializer,
+    @extend_schema(request=MemoryPatchSerializer, responses={200: MemoryDetailSerializer,
                                                              **errors(400, 404, 415, *AUTH_ERRORS)})
     def patch(self, request, memory_id):
         body = MemoryPatchSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        return Response(MemorySerializer(memories.memory_update(memory_id=memory_id, **body.validated_data)).data)
+        return _detail(memories.memory_update(memory_id=memory_id, actor=request_author(request),
+                                              **body.validated_data))
 
 
 class MemoryRetireView(JsonAPIView):
     """Stop recalling a memory (kept, with the reason, for the record)."""
 
-    @extend_schema(request=MemoryRetireSerializer, responses={200: MemorySerializer,
+    @extend_schema(request=MemoryRetireSerializer, responses={200: MemoryDetailSerializer,
                                                               **errors(400, 404, 415, *AUTH_ERRORS)})
     def post(self, request, memory_id):
         body = MemoryRetireSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         reason = body.validated_data.get("reason") or "retired by an engineer"
-        return Response(MemorySerializer(memories.memory_retire(memory_id=memory_id, reason=reason)).data)
+        return _detail(memories.memory_retire(memory_id=memory_id, reason=reason, actor=request_author(request)))
+
+
+class MemoryReactivateView(JsonAPIView):
+    """Recall a retired memory again: an explicit step with a reason, recorded (the quota may retire another)."""
+
+    @extend_schema(request=MemoryReactivateSerializer, responses={200: MemoryDetailSerializer,
+                                                                  **errors(400, 404, 415, *AUTH_ERRORS)})
+    def post(self, request, memory_id):
+        body = MemoryReactivateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return _detail(memories.memory_reactivate(memory_id=memory_id, reason=body.validated_data["reason"],
+                                                  actor=request_author(request)))

@@ -42,6 +42,8 @@ urlpatterns = [
     path("memories", memory_views.MemoryListView.as_view(), name="memory-list"),
     path("memories/<int:memory_id>", memory_views.MemoryDetailView.as_view(), name="memory-detail"),
     path("memories/<int:memory_id>/retire", memory_views.MemoryRetireView.as_view(), name="memory-retire"),
+    path("memories/<int:memory_id>/reactivate", memory_views.MemoryReactivateView.as_view(),
+         name="memory-reactivate"),
     path("silences", silence_views.SilenceListView.as_view(), name="silence-list"),
     path("silences/<int:silence_id>", silence_views.SilenceDetailView.as_view(), name="silence-detail"),
     path("checks", silence_views.CheckListView.as_view(), name="check-list"),

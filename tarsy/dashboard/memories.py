@@ -1,5 +1,6 @@
-"""The Memory page: what TARSy remembers, searchable and filterable, each memory editable and retirable (through
-the API, by tarsy/static/tarsy/memories.js), with its provenance and use."""
+"""The Memory page: what TARSy remembers, searchable and filterable, each memory editable, retirable and
+reactivatable (through the API, by tarsy/static/tarsy/memories.js), with its provenance, use and record of
+changes (who, when, why, before and after)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def memories_page(request):
             params[name] = ""
     rows = memories_list(search=params["search"][:500], kind=params["kind"], state=params["state"],
                          alert_type=params["alert_type"][:200])
-    page = Paginator(rows.select_related("session"), PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = rows.select_related("session").prefetch_related("changes")
+    page = Paginator(rows, PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "dashboard/memories.html", page_context(
         request, page=page, params=params, notes=notes, kinds=MemoryKind.choices, states=MemoryState.choices,
         max_chars=MAX_MEMORY_CHARS))

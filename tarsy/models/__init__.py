@@ -10,7 +10,7 @@ from .actions import (
     ProposalStatus,
 )
 from .events import Chat, ChatUserMessage, Event
-from .memory import Memory, MemoryKind, MemoryState
+from .memory import Memory, MemoryChange, MemoryChangeAction, MemoryKind, MemoryState
 from .outbox import OutboxTask
 from .quality import FAILURE_TAGS, SUPPORT_BANDS, Rating, ScoreStatus, SessionReview, SessionScore, Support
 from .records import (
@@ -64,7 +64,7 @@ __all__ = [
     "InteractionText",
     "InteractionType",
     "LLMInteraction", "MCPInteraction",
-    "Memory", "MemoryKind", "MemoryState",
+    "Memory", "MemoryChange", "MemoryChangeAction", "MemoryKind", "MemoryState",
     "Message", "MessageRole", "OccurrenceKind", "OutboxTask", "ParallelType",
     "Rating", "Resolution",
     "ScoreStatus", "SessionReview", "SessionScore", "SessionStatus", "Severity", "SlackPost", "SlackPostKind",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 
 from .sessions import AlertSession
@@ -55,9 +56,19 @@ class Memory(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     use_count = models.IntegerField(default=0)
+    search = SearchVectorField(null=True, editable=False,
+                               help_text="PostgreSQL: to_tsvector('english', text), kept by a trigger for the "
+                                         "full-text index; unused (NULL) on SQLite")
 
     class Meta:
         ordering = ["-confirmed_at", "-id"]
+        indexes = [
+            # recall's scope filter and the quota's count per alert type (the PostgreSQL full-text index on
+            # `search` and its trigger are made by the migration memory_changes_quota_indexes: SQLite has neither)
+            models.Index(fields=["alert_type", "state", "chain_id"], name="memory_scope_idx"),
+            # the list's order, and recall's most recently confirmed memories for the semantic ranking
+            models.Index(fields=["-confirmed_at", "-id"], name="memory_recent_idx"),
+        ]
         constraints = [
             models.CheckConstraint(condition=models.Q(confidence__gte=0) & models.Q(confidence__lte=1),
                                    name="memory_confidence_0_1"),
@@ -65,3 +76,33 @@ class Memory(models.Model):
 
     def __str__(self) -> str:
         return f"M{self.id} {self.kind}: {self.text[:60]}"
+
+
+class MemoryChangeAction(models.TextChoices):
+    LEARNED = "learned", "Learned"
+    CREATED = "created", "Created"
+    CONFIRMED = "confirmed", "Confirmed"
+    REVIEWED = "reviewed", "Reviewed"
+    EDITED = "edited", "Edited"
+    RETIRED = "retired", "Retired"
+    REACTIVATED = "reactivated", "Reactivated"
+
+
+class MemoryChange(models.Model):
+    """One change to a memory: who (a person's identity, or the part of TARSy that made it), when, why, and the
+    changed fields before and after. Written by tarsy.services.memory_changes with the change, never edited."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="changes")
+    action = models.CharField(max_length=12, choices=MemoryChangeAction.choices)
+    actor = models.CharField(max_length=255, help_text="A person's identity, or reflection / review / quota")
+    reason = models.CharField(max_length=500, blank=True, default="")
+    before = models.JSONField(default=dict, blank=True, help_text="The changed fields as they were")
+    after = models.JSONField(default=dict, blank=True, help_text="The changed fields as they became")
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["memory", "-at"], name="memory_change_memory_at")]
+
+    def __str__(self) -> str:
+        return f"M{self.memory_id} {self.action} by {self.actor}"

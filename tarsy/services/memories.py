@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from agents.mcp.masking.boundary import mask_text
@@ -23,9 +23,18 @@ from agents.memory.scope import clean_labels
 from agents.timeline_events import TOOL_RESULT_EVENTS, TimelineEventType
 from tarsy.config import get_config
 from tarsy.decisions import ReflectSession, enact_on_commit
-from tarsy.models import AlertSession, Memory, MemoryState, Rating, TimelineEvent
+from tarsy.models import AlertSession, Memory, MemoryChangeAction, MemoryState, Rating, TimelineEvent
+from tarsy.selectors.memories import duplicate_pool
 
 from .errors import NotFound, ValidationFailed
+from .memory_changes import (
+    ACTOR_REFLECTION,
+    ACTOR_REVIEW,
+    ACTOR_SYSTEM,
+    memory_change_record,
+    memory_snapshot,
+)
+from .memory_quota import memory_quota_enforce
 
 LEARNED_CONFIDENCE = 0.5  # a reflection's first sighting: unconfirmed
 CONFIRM_STEP = 0.1  # another session reached the same learning
@@ -85,50 +94,67 @@ def _duplicate(text: str, embedding: list[float] | None, model: str, pool: list[
     return None
 
 
+def masked_labels(labels: dict[str, Any]) -> dict[str, str]:
+    """Scope labels as a memory stores them: the known keys, each value masked like the memory's text."""
+    return {k: mask_text(v) for k, v in clean_labels(labels).items()}
+
+
 @transaction.atomic
 def memory_learn(*, session_id: Any, learned: list[Learned], alert_type: str, chain_id: str,
                  alert_labels: dict[str, str], embedding_model: str = "") -> LearnOutcome:
     """Store what a reflection found: a near-duplicate of an active memory confirms it (confidence up) when the
     session is independent of the memory's sources, instead of adding a copy; one of a retired or held memory
-    is dropped (an engineer said no, or has yet to say yes). A held candidate is stored pending, never active."""
+    is dropped (an engineer said no, or has yet to say yes). A held candidate is stored pending, never active.
+    Locks only the memory it confirms; the quota of the alert type is enforced before commit."""
     now = timezone.now()
-    pool = list(Memory.objects.select_for_update().filter(alert_type__in=[alert_type, ""]))
     outcome = LearnOutcome()
     sid = str(session_id)
+    created: list[Memory] = []
     for item in learned:
         text = mask_text(item.candidate.text)[:MAX_MEMORY_CHARS]
+        pool = [*duplicate_pool(alert_type=alert_type, text=text), *created]
         same = _duplicate(text, item.embedding, embedding_model, pool)
         if same is not None:
-            if same.state == MemoryState.ACTIVE and not item.held:
-                _found_again(same, sid, item.candidate.evidence_ids, now, outcome)
+            locked = Memory.objects.select_for_update().get(id=same.id)
+            if locked.state == MemoryState.ACTIVE and not item.held:
+                _found_again(locked, sid, item.candidate.evidence_ids, now, outcome)
             continue
-        labels = clean_labels({k: mask_text(v) for k, v in item.candidate.labels.items()}) or alert_labels
+        labels = masked_labels(item.candidate.labels) or masked_labels(alert_labels)
         memory = Memory.objects.create(
             kind=item.candidate.kind, text=text, alert_type=alert_type, chain_id=chain_id, labels=labels,
             session_id=session_id, source_sessions=[sid], evidence_ids=item.candidate.evidence_ids,
             confidence=LEARNED_CONFIDENCE, embedding=item.embedding, embedding_model=embedding_model if
             item.embedding else "", confirmed_at=now, state=MemoryState.PENDING if item.held else MemoryState.ACTIVE,
             review_reason=item.held[:500])
-        pool.append(memory)
+        held = f"; waits for review: {item.held}" if item.held else ""
+        memory_change_record(memory=memory, action=MemoryChangeAction.LEARNED, actor=ACTOR_REFLECTION, before=None,
+                             reason=f"learned from session {session_id}{held}")
+        created.append(memory)
         outcome.stored.append(memory)
+    if created:
+        memory_quota_enforce(alert_type=alert_type, keep_ids=[m.id for m in created])
     return outcome
 
 
 def _found_again(memory: Memory, session_id: str, evidence_ids: list[str], now, outcome: LearnOutcome) -> None:
+    before = memory_snapshot(memory)
     if session_id in memory.source_sessions:  # the same session again (scored, then reviewed): no new support
         if str(memory.session_id) == session_id:
             memory.evidence_ids = list(dict.fromkeys([*memory.evidence_ids, *evidence_ids]))
             memory.save(update_fields=["evidence_ids", "updated_at"])
-        return
-    reason = confirmation_refused(memory=memory, session_id=session_id)
-    if reason:
-        outcome.not_counted.append((memory, reason))
-        return
-    memory.confidence = _clamp(memory.confidence + CONFIRM_STEP)
-    memory.source_sessions = [*memory.source_sessions, session_id]
-    memory.confirmed_at = now
-    memory.save(update_fields=["confidence", "source_sessions", "confirmed_at", "updated_at"])
-    outcome.confirmed.append(memory)
+    else:
+        reason = confirmation_refused(memory=memory, session_id=session_id)
+        if reason:
+            outcome.not_counted.append((memory, reason))
+            return
+        memory.confidence = _clamp(memory.confidence + CONFIRM_STEP)
+        memory.source_sessions = [*memory.source_sessions, session_id]
+        memory.confirmed_at = now
+        memory.save(update_fields=["confidence", "source_sessions", "confirmed_at", "updated_at"])
+        outcome.confirmed.append(memory)
+    if memory_snapshot(memory) != before:
+        memory_change_record(memory=memory, action=MemoryChangeAction.CONFIRMED, actor=ACTOR_REFLECTION,
+                             before=before, reason=f"found again by the reflection on session {session_id}")
 
 
 def confirmation_refused(*, memory: Memory, session_id: Any) -> str:
@@ -166,12 +192,17 @@ def memory_release_unscoped(*, session_id: Any) -> list[Memory]:
     them to their alert type). Memories held for any other reason wait for an engineer's approval."""
     rows = Memory.objects.filter(session_id=session_id, state=MemoryState.PENDING, review_reason=UNSCOPED)
     released = list(rows)
-    Memory.objects.filter(id__in=[m.id for m in released]).update(state=MemoryState.ACTIVE, updated_at=timezone.now())
+    for memory in released:
+        before = memory_snapshot(memory)
+        memory.state = MemoryState.ACTIVE
+        memory.save(update_fields=["state", "updated_at"])
+        memory_change_record(memory=memory, action=MemoryChangeAction.REVIEWED, actor=ACTOR_REVIEW, before=before,
+                             reason=f"session {session_id} reviewed accurate: an unscoped memory goes live")
     return released
 
 
 @transaction.atomic
-def memory_review_adjust(*, session_id: Any, rating: str, previous: str | None = None) -> int:
+def memory_review_adjust(*, session_id: Any, rating: str, previous: str | None = None, reviewer: str = "") -> int:
     """An engineer rated the session: its memories' confidence follows (accurate up, partially down, inaccurate
     retires those it produced and lowers those it only confirmed). A review saved again with the same rating
     changes nothing. Returns how many memories changed."""
@@ -184,10 +215,13 @@ def memory_review_adjust(*, session_id: Any, rating: str, previous: str | None =
     now = timezone.now()
     changed = 0
     live = [MemoryState.ACTIVE, MemoryState.PENDING]  # a held memory of a session found wrong is retired too
-    rows = Memory.objects.select_for_update().filter(state__in=live, alert_type__in=[session["alert_type"], ""])
+    rows = (Memory.objects.select_for_update()  # only the memories the session produced or confirmed
+            .filter(Q(session_id=session_id) | Q(source_sessions__icontains=sid), state__in=live,
+                    alert_type__in=[session["alert_type"], ""]))
     for memory in rows:
         if sid not in memory.source_sessions and str(memory.session_id) != sid:
             continue
+        before = memory_snapshot(memory)
         produced = str(memory.session_id) == sid
         if rating == Rating.INACCURATE and produced:
             memory.state, memory.retired_reason = MemoryState.RETIRED, f"session {sid} was reviewed inaccurate"
@@ -201,6 +235,9 @@ def memory_review_adjust(*, session_id: Any, rating: str, previous: str | None =
                 memory.state = MemoryState.RETIRED
                 memory.retired_reason = f"confidence fell below {RETIRE_BELOW} after a review of session {sid}"
         memory.save(update_fields=["state", "retired_reason", "confidence", "confirmed_at", "updated_at"])
+        action = MemoryChangeAction.RETIRED if memory.state == MemoryState.RETIRED else MemoryChangeAction.REVIEWED
+        memory_change_record(memory=memory, action=action, actor=reviewer or ACTOR_REVIEW, before=before,
+                             reason=f"session {sid} was reviewed {rating}")
         changed += 1
     return changed
 
@@ -217,17 +254,31 @@ def memory_get(*, memory_id: Any) -> Memory:
         raise NotFound(f"memory {memory_id} not found") from exc
 
 
+@transaction.atomic
 def memory_create(*, kind: str, text: str, alert_type: str = "", chain_id: str = "",
                   labels: dict[str, Any] | None = None, confidence: float = LEARNED_CONFIDENCE,
-                  source_sessions: list[str] | None = None, evidence_ids: list[str] | None = None) -> Memory:
-    """A memory written by a person (or a fixture): masked and validated like a learned one. `source_sessions`
-    names where it was learned when that session is not in this database (an eval fixture's prior incident)."""
+                  source_sessions: list[str] | None = None, evidence_ids: list[str] | None = None,
+                  actor: str = ACTOR_SYSTEM) -> Memory:
+    """A memory written by a person (or a fixture): masked, validated, recorded and held to the quota like a
+    learned one. `source_sessions` names where it was learned when that session is not in this database (an eval
+    fixture's prior incident)."""
     _check(kind=kind, text=text, confidence=confidence)
-    return Memory.objects.create(kind=kind, text=mask_text(" ".join(text.split()))[:MAX_MEMORY_CHARS],
-                                 alert_type=alert_type, chain_id=chain_id, labels=clean_labels(labels or {}),
-                                 confidence=confidence, confirmed_at=timezone.now(),
-                                 source_sessions=[str(s) for s in source_sessions or []],
-                                 evidence_ids=list(evidence_ids or []))
+    memory = Memory.objects.create(kind=kind, text=mask_text(" ".join(text.split()))[:MAX_MEMORY_CHARS],
+                                   alert_type=alert_type, chain_id=chain_id, labels=masked_labels(labels or {}),
+                                   confidence=confidence, confirmed_at=timezone.now(),
+                                   source_sessions=[str(s) for s in source_sessions or []],
+                                   evidence_ids=list(evidence_ids or []))
+    memory_change_record(memory=memory, action=MemoryChangeAction.CREATED, actor=actor, before=None)
+    memory_quota_enforce(alert_type=alert_type, keep_ids=[memory.id])
+    return memory
+
+
+def memory_with_changes(*, memory_id: Any) -> Memory:
+    """A memory with its record of changes loaded (newest first)."""
+    try:
+        return Memory.objects.prefetch_related("changes").get(id=memory_id)
+    except (Memory.DoesNotExist, ValueError, TypeError) as exc:
+        raise NotFound(f"memory {memory_id} not found") from exc
 
 
 def _check(*, kind: str | None = None, text: str | None = None, confidence: float | None = None) -> None:
@@ -241,36 +292,89 @@ def _check(*, kind: str | None = None, text: str | None = None, confidence: floa
         raise ValidationFailed("confidence is between 0 and 1", {"confidence": ["Between 0 and 1."]})
 
 
+def _locked(memory_id: Any) -> Memory:
+    try:
+        return Memory.objects.select_for_update().get(id=memory_id)
+    except (Memory.DoesNotExist, ValueError, TypeError) as exc:
+        raise NotFound(f"memory {memory_id} not found") from exc
+
+
 @transaction.atomic
 def memory_update(*, memory_id: Any, kind: str | None = None, text: str | None = None,
                   confidence: float | None = None, labels: dict[str, Any] | None = None,
-                  state: str | None = None) -> Memory:
-    """An engineer's correction. New text drops the stored embedding (it described the old text): the memory is
-    found by keyword until a reflection confirms it again."""
+                  state: str | None = None, actor: str = ACTOR_SYSTEM) -> Memory:
+    """An engineer's correction, recorded with its before and after. New text drops the stored embedding (it
+    described the old text): the memory is found by keyword until a reflection confirms it again. `state`
+    retired retires it (a recorded step of its own); an edit never brings a retired memory back: that is
+    `memory_reactivate`, with a reason."""
     _check(kind=kind, text=text, confidence=confidence)
     if state is not None and state not in MemoryState.values:
         raise ValidationFailed(f"unknown state {state!r}", {"state": [f"One of: {', '.join(MemoryState.values)}."]})
-    memory = memory_get(memory_id=memory_id)
+    memory = _locked(memory_id)
+    if state == MemoryState.ACTIVE and memory.state == MemoryState.RETIRED:
+        raise ValidationFailed(f"memory {memory.id} is retired: an edit does not reactivate it",
+                               {"state": ["Reactivate with POST /api/v1/memories/<id>/reactivate and a reason."]})
+    if state == MemoryState.PENDING and memory.state != MemoryState.PENDING:
+        raise ValidationFailed(f"memory {memory.id} is {memory.state}: only a reflection holds a memory for review",
+                               {"state": ["Set active (approve a held memory) or retired."]})
+    before = memory_snapshot(memory)
     if kind is not None:
         memory.kind = kind
-    if text is not None:
+    if text is not None and mask_text(" ".join(text.split())) != memory.text:
         memory.text, memory.embedding, memory.embedding_model = mask_text(" ".join(text.split())), None, ""
     if confidence is not None:
         memory.confidence = confidence
     if labels is not None:
-        memory.labels = clean_labels(labels)
-    if state is not None:
-        memory.state = state
-        memory.retired_reason = "retired by an engineer" if state == MemoryState.RETIRED else ""
-    memory.save()
+        memory.labels = masked_labels(labels)
+    if memory_snapshot(memory) != before:
+        memory.save()
+        memory_change_record(memory=memory, action=MemoryChangeAction.EDITED, actor=actor, before=before)
+    if state == MemoryState.RETIRED:
+        memory = memory_retire(memory_id=memory.id, actor=actor)
+    elif state == MemoryState.ACTIVE and memory.state == MemoryState.PENDING:
+        _approve(memory, actor=actor)
     return memory
 
 
-def memory_retire(*, memory_id: Any, reason: str = "retired by an engineer") -> Memory:
-    memory = memory_get(memory_id=memory_id)
-    Memory.objects.filter(id=memory.id).update(state=MemoryState.RETIRED, retired_reason=mask_text(reason)[:500],
-                                               updated_at=timezone.now())
-    memory.refresh_from_db()
+def _approve(memory: Memory, *, actor: str) -> None:
+    """An engineer read a memory held for review and let it be recalled: the hold's reason goes with it."""
+    before = memory_snapshot(memory)
+    reason = f"approved after review (it waited: {memory.review_reason})"
+    memory.state, memory.review_reason = MemoryState.ACTIVE, ""
+    memory.save(update_fields=["state", "review_reason", "updated_at"])
+    memory_change_record(memory=memory, action=MemoryChangeAction.REVIEWED, actor=actor, before=before, reason=reason)
+
+
+@transaction.atomic
+def memory_retire(*, memory_id: Any, reason: str = "retired by an engineer", actor: str = ACTOR_SYSTEM) -> Memory:
+    """Stop recalling a memory; kept with the reason, and the step recorded (retiring a retired one changes
+    nothing)."""
+    memory = _locked(memory_id)
+    if memory.state == MemoryState.RETIRED:
+        return memory
+    before = memory_snapshot(memory)
+    memory.state, memory.retired_reason = MemoryState.RETIRED, mask_text(reason)[:500]
+    memory.save(update_fields=["state", "retired_reason", "updated_at"])
+    memory_change_record(memory=memory, action=MemoryChangeAction.RETIRED, actor=actor, before=before,
+                         reason=reason)
+    return memory
+
+
+@transaction.atomic
+def memory_reactivate(*, memory_id: Any, reason: str, actor: str) -> Memory:
+    """A person brings a retired memory back into recall: an explicit step with its reason, recorded; the quota
+    of its alert type then retires another if it must."""
+    if not reason.strip():
+        raise ValidationFailed("reactivating a memory needs a reason", {"reason": ["This field may not be blank."]})
+    memory = _locked(memory_id)
+    if memory.state == MemoryState.ACTIVE:
+        raise ValidationFailed(f"memory {memory.id} is already active", {"state": ["The memory is active."]})
+    before = memory_snapshot(memory)
+    memory.state, memory.retired_reason = MemoryState.ACTIVE, ""
+    memory.save(update_fields=["state", "retired_reason", "updated_at"])
+    memory_change_record(memory=memory, action=MemoryChangeAction.REACTIVATED, actor=actor, before=before,
+                         reason=reason)
+    memory_quota_enforce(alert_type=memory.alert_type, keep_ids=[memory.id])
     return memory
 
 

@@ -127,7 +127,7 @@ def review_save(*, session_id: Any, rating: str, feedback: str = "", action_take
             defaults={"rating": rating, "feedback": mask_text(feedback.strip()),
                       "action_taken": mask_text(action_taken.strip()),
                       "author": author[:255]})
-        memories.memory_review_adjust(session_id=session.id, rating=rating, previous=previous)
+        memories.memory_review_adjust(session_id=session.id, rating=rating, previous=previous, reviewer=author)
         memories.reflection_request(session=session, trigger="review")
         _publish_quality(session.id)
     return review

@@ -6,7 +6,13 @@ queries written the way a new alert would put a known problem: other words, the 
 (the ranking alone must pick among all memories). Per query: recall@5 (the memory of the query's cause and
 service is among the 5 recalled) and whether a distractor (same service, another cause) is ranked first.
 
-    python -m tests.bench.memory_recall [--mode hybrid|keyword] [--services 25] [--queries 60]
+`--memories N` adds look-alike filler up to N memories of the same alert type (the same causes told of
+numbered services: `checkout-17`), the worst case for scale, and times the real paths at that size: recall
+(`tarsy.pipeline.memory.recall.recall`, embedding call included) per query, and learning
+(`tarsy.services.memories.memory_learn`, half new memories, half confirmations, with the quota set to N so each
+new one also retires the oldest) per reflection. Latencies are in ms; the JSON's last line holds their p50/p95.
+
+    python -m tests.bench.memory_recall [--mode hybrid|keyword] [--services 25] [--queries 60] [--memories 20000]
 
 `hybrid` embeds with the fake OpenAI server's deterministic embedding (tests/fakes/embedding.py, a stand-in
 model with a small fixed concept list): it measures the pipeline — fusion, floor, decay, cap — not a real
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import time
 
 from tests.bench import harness
 
@@ -56,20 +63,66 @@ def _corpus(services: list[str]) -> list[tuple[str, str, str]]:
     return rows + [(s, "probe", PROBE.format(s=s)) for s in services]
 
 
+def _filler(count: int) -> list[tuple[str, str, str]]:
+    """Look-alikes of the labelled memories: the same causes at numbered services (`checkout-17`)."""
+    texts = [memory for memory, _ in CAUSES.values()] + [PROBE]
+    services = [f"{SERVICES[i % len(SERVICES)]}-{i // len(SERVICES)}" for i in range(count)]
+    return [(s, "filler", texts[(i // 7) % len(texts)].format(s=s)) for i, s in enumerate(services)]
+
+
+EMBED_BATCH = 500  # texts per embedding request while filling
+
+
+def _embed_all(texts: list[str], embed) -> list:
+    if not embed:
+        return [None] * len(texts)
+    return [v for start in range(0, len(texts), EMBED_BATCH) for v in embed(texts[start:start + EMBED_BATCH])]
+
+
 def _fill(rows: list[tuple[str, str, str]], embed) -> dict[tuple[str, str], int]:
     from django.utils import timezone
 
     from tarsy.models import Memory
 
     rng = random.Random(31)
-    vectors = embed([text for _, _, text in rows]) if embed else [None] * len(rows)
+    vectors = _embed_all([text for _, _, text in rows], embed)
     now = timezone.now()
-    created = Memory.objects.bulk_create([Memory(
+    created = Memory.objects.bulk_create(batch_size=1000, objs=[Memory(
         kind="incident", text=text, alert_type="kubernetes", labels={"service": service},
         confidence=round(rng.uniform(0.45, 0.85), 2), confirmed_at=now - timezone.timedelta(days=rng.randint(0, 60)),
         embedding=vector, embedding_model="fake-embedding" if vector else "",
     ) for (service, _, text), vector in zip(rows, vectors, strict=True)])
+    from django.db import connection
+
+    with connection.cursor() as cursor:  # what autovacuum does after a bulk insert: planner statistics
+        cursor.execute("ANALYZE tarsy_memory")
     return {(service, cause): m.id for (service, cause, _), m in zip(rows, created, strict=True)}
+
+
+def _time_learning(embed, embedding_model: str, count: int) -> list[float]:
+    """Milliseconds per `memory_learn` of one reflection's memory: even ones new, odd ones a repeat (a
+    confirmation), each from its own finished session."""
+    from django.utils import timezone
+
+    from agents.memory.reflection import Candidate
+    from tarsy.models import AlertSession
+    from tarsy.services.memories import Learned, memory_learn
+
+    timings = []
+    for i in range(count):
+        service = SERVICES[i % len(SERVICES)]
+        text = (f"{service} batch job {i // 2} stalls because its queue consumer lost its lease; restarting the "
+                f"consumer group fixed it.")
+        [vector] = _embed_all([text], embed)
+        session = AlertSession.objects.create(alert_data="{}", alert_type="kubernetes", chain_id="kubernetes",
+                                              status="completed", completed_at=timezone.now())
+        started = time.perf_counter()
+        memory_learn(session_id=session.id, learned=[Learned(candidate=Candidate(kind="incident", text=text),
+                                                             embedding=vector)],
+                     alert_type="kubernetes", chain_id="kubernetes", alert_labels={"service": service},
+                     embedding_model=embedding_model if vector else "")
+        timings.append((time.perf_counter() - started) * 1000)
+    return timings
 
 
 def _queries(services: list[str], count: int) -> list[tuple[str, str, str]]:
@@ -78,21 +131,47 @@ def _queries(services: list[str], count: int) -> list[tuple[str, str, str]]:
     return [(s, c, CAUSES[c][1].format(s=s)) for s, c in pairs[:count]]
 
 
+def _fake_embedding_server() -> tuple[harness.Child, str]:
+    """The fake OpenAI server as a process of its own, as an embedding provider is: its work is not timed as
+    TARSy's (in this process it would share the GIL with the recall being measured)."""
+    import os
+    import socket
+    import tempfile
+    from pathlib import Path
+
+    from tests.support.processes import free_port
+
+    port = free_port()
+    child = harness.Child("fake-openai", [harness.PYTHON, "-m", "tests.fakes.fake_openai", "--port", str(port)],
+                          dict(os.environ), Path(tempfile.mkdtemp(prefix="tarsy-bench-fake-")))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return child, f"http://127.0.0.1:{port}/v1"
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"the fake embedding server did not listen:\n{child.log()[-2000:]}")
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=["hybrid", "keyword"], default="hybrid")
     parser.add_argument("--services", type=int, default=len(SERVICES))
     parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--memories", type=int, default=0,
+                        help="fill with look-alikes up to this many memories (default: the labelled ones only)")
+    parser.add_argument("--learns", type=int, default=40, help="reflections timed (40: a p95 that is not the max)")
     args = parser.parse_args(argv)
     services = SERVICES[: args.services]
     fake = None
     providers: dict = {}
     memory: dict = {"enabled": True}
+    if args.memories:
+        memory["max_per_alert_type"] = args.memories
     if args.mode == "hybrid":
-        from tests.fakes.fake_openai import start_fake_openai
-
-        fake = start_fake_openai()
-        providers["embedder"] = {"type": "openai", "model": "fake-embedding", "base_url": f"{fake.url}/v1"}
+        fake = _fake_embedding_server()
+        providers["embedder"] = {"type": "openai", "model": "fake-embedding", "base_url": fake[1]}
         memory["embedding_provider"] = "embedder"
     harness.bootstrap("memory_recall", tarsy={"agents": harness.BASE_AGENTS, "memory": memory}, providers=providers)
 
@@ -104,23 +183,33 @@ def main(argv: list[str] | None = None) -> dict:
     if fake is not None:
         config = get_config()
         embed = lambda texts: embed_texts("embedder", config.provider("embedder"), texts)  # noqa: E731
-    rows = _corpus(services)
+    labelled = _corpus(services)
+    rows = labelled + _filler(max(args.memories - len(labelled), 0))
     ids = _fill(rows, embed)
     queries = _queries(services, args.queries)
     found = distracted = 0
+    recall_ms = []
     for service, cause, text in queries:
+        started = time.perf_counter()
         hits, mode = recall(query=f"kubernetes\n{text}", alert_type="kubernetes", chain_id="kubernetes", labels={})
+        recall_ms.append((time.perf_counter() - started) * 1000)
         top = [h.memory.id for h in hits]
         found += ids[(service, cause)] in top[:5]
         look_alikes = {ids[(service, other)] for other in [*CAUSES, "probe"] if other != cause}
         distracted += bool(top) and top[0] in look_alikes
+    learn_ms = _time_learning(embed, "fake-embedding", args.learns)
     if fake is not None:
-        fake.stop()
+        fake[0].stop()
+    recall_summary, learn_summary = harness.summary_ms(recall_ms), harness.summary_ms(learn_ms)
     figures = {"recall_at_5": round(found / len(queries), 3), "distractor_first_rate": round(distracted / len(queries),
                                                                                           3),
-               "queries": len(queries), "mode": args.mode, "memories": len(rows)}
+               "queries": len(queries), "mode": args.mode, "memories": len(rows),
+               "recall_p50_ms": round(recall_summary["p50"], 1), "recall_p95_ms": round(recall_summary["p95"], 1),
+               "learn_p50_ms": round(learn_summary["p50"], 1), "learn_p95_ms": round(learn_summary["p95"], 1),
+               "learns": len(learn_ms), "machine": harness.machine()}
     print(f"[memory_recall] {args.mode}: recall@5 {figures['recall_at_5']}, distractor first "
-          f"{figures['distractor_first_rate']} over {len(queries)} queries and {len(rows)} memories", flush=True)
+          f"{figures['distractor_first_rate']} over {len(queries)} queries and {len(rows)} memories; recall p95 "
+          f"{figures['recall_p95_ms']} ms, learn p95 {figures['learn_p95_ms']} ms", flush=True)
     harness.emit(figures)
     return figures
 

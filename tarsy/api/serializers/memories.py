@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from agents.memory.reflection import MAX_MEMORY_CHARS
 from agents.memory.scope import LABEL_KEYS
-from tarsy.models import Memory, MemoryKind, MemoryState
+from tarsy.models import Memory, MemoryChange, MemoryKind, MemoryState
 
 
 class MemorySerializer(serializers.ModelSerializer):
@@ -17,6 +17,23 @@ class MemorySerializer(serializers.ModelSerializer):
         fields = ["id", "kind", "text", "alert_type", "chain_id", "labels", "session_id", "source_sessions",
                   "evidence_ids", "confidence", "state", "retired_reason", "review_reason", "embedding_model",
                   "created_at", "confirmed_at", "updated_at", "last_used_at", "use_count"]
+
+
+class MemoryChangeSerializer(serializers.ModelSerializer):
+    """One recorded change: who, when, why, and the changed fields before and after."""
+
+    class Meta:
+        model = MemoryChange
+        fields = ["id", "action", "actor", "reason", "before", "after", "at"]
+
+
+class MemoryDetailSerializer(MemorySerializer):
+    """A memory with its record of changes, newest first."""
+
+    changes = MemoryChangeSerializer(many=True, read_only=True)
+
+    class Meta(MemorySerializer.Meta):
+        fields = [*MemorySerializer.Meta.fields, "changes"]
 
 
 class MemoryQuerySerializer(serializers.Serializer):
@@ -34,7 +51,8 @@ class MemoryPatchSerializer(serializers.Serializer):
     text = serializers.CharField(required=False, max_length=MAX_MEMORY_CHARS)
     confidence = serializers.FloatField(required=False, min_value=0, max_value=1)
     labels = serializers.DictField(child=serializers.CharField(max_length=200), required=False)
-    state = serializers.ChoiceField(choices=MemoryState.choices, required=False)
+    state = serializers.ChoiceField(choices=MemoryState.choices, required=False,
+                                    help_text="Only the current state: retire and reactivate are their own steps")
 
     def validate_labels(self, value):
         unknown = sorted(set(value) - set(LABEL_KEYS))
@@ -45,3 +63,9 @@ class MemoryPatchSerializer(serializers.Serializer):
 
 class MemoryRetireSerializer(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, max_length=500)
+
+
+class MemoryReactivateSerializer(serializers.Serializer):
+    """Bringing a retired memory back is a decision someone explains."""
+
+    reason = serializers.CharField(max_length=500)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from agents.llm.embeddings import embed_texts
@@ -22,7 +23,7 @@ from agents.timeline_events import TimelineEventType, event_metadata
 from tarsy.config import get_config
 from tarsy.db_connections import connection_give_back
 from tarsy.models import AgentExecution, Memory, StageKind
-from tarsy.selectors.memories import keyword_ranking, memories_in_scope
+from tarsy.selectors.memories import keyword_ranking, memories_in_scope, semantic_candidates
 from tarsy.services import memories
 from tarsy.services.recorder import DbRecorder
 
@@ -41,20 +42,21 @@ def recall(*, query: str, alert_type: str | None, chain_id: str | None, labels: 
     """The memories to inject, best first (at most `limit`, default memory.max_injected), and the mode ("hybrid"
     with embeddings, else "keyword"). None for alert type or chain: any."""
     config = get_config().memory
-    candidates = memories_in_scope(alert_type=alert_type, chain_id=chain_id, labels=labels)
-    if not candidates:
+    scope = memories_in_scope(alert_type=alert_type, chain_id=chain_id, labels=labels)
+    if not scope.exists():
         return [], "keyword"
-    keyword = keyword_ranking(candidates=candidates, query=query)
-    semantic, mode = _semantic(candidates, query[:MAX_QUERY_CHARS])
+    keyword = keyword_ranking(scope=scope, query=query)
+    semantic, mode = _semantic(scope, keyword, query[:MAX_QUERY_CHARS])
     now = timezone.now()
-    weights = {m.id: weight(m.confidence, (now - m.confirmed_at).total_seconds() / 86400, config.half_life_days)
-               for m in candidates}
-    by_id = {m.id: m for m in candidates}
+    matched = Memory.objects.filter(id__in={*keyword, *(i for i, _ in semantic)})
+    weights = {i: weight(confidence, (now - confirmed_at).total_seconds() / 86400, config.half_life_days)
+               for i, confidence, confirmed_at in matched.values_list("id", "confidence", "confirmed_at")}
     ranked = fuse(keyword, semantic, weights=weights, limit=limit or config.max_injected)
+    by_id = Memory.objects.defer("embedding").in_bulk([r.memory_id for r in ranked])
     return [Hit(memory=by_id[r.memory_id], ranked=r) for r in ranked], mode
 
 
-def _semantic(candidates: list[Memory], query: str) -> tuple[list[tuple[int, float]], str]:
+def _semantic(scope: QuerySet, keyword: list[int], query: str) -> tuple[list[tuple[int, float]], str]:
     config = get_config()
     name = config.memory.embedding_provider
     if not name:
@@ -66,8 +68,8 @@ def _semantic(candidates: list[Memory], query: str) -> tuple[list[tuple[int, flo
     except ProviderError as exc:
         log.warning("memory recall by keyword only: %s", exc.message)
         return [], "keyword"
-    scored = [(m.id, cosine(vector, m.embedding)) for m in candidates
-              if m.embedding and m.embedding_model == provider.model]
+    scored = [(i, cosine(vector, embedding))
+              for i, embedding in semantic_candidates(scope=scope, first=keyword, model=provider.model)]
     kept = [(i, s) for i, s in scored if s >= config.memory.similarity_floor]
     return sorted(kept, key=lambda p: (-p[1], p[0])), "hybrid"
 

@@ -1,5 +1,6 @@
-/* Memory page: save a memory's corrected text, approve a memory waiting for review, and retire a memory through
-   the API, then reload the page (the server renders and escapes every memory). */
+/* Memory page: save a memory's corrected text, approve a memory waiting for review, retire a memory or reactivate
+   a retired one (with a reason) through the API, then reload the page (the server renders and escapes every memory
+   and its history). */
 "use strict";
 
 (() => {
@@ -12,6 +13,15 @@
   }
 
   page.addEventListener("submit", async (e) => {
+    const back = e.target.closest("form.memory-reactivate");
+    if (back) {
+      e.preventDefault();
+      const id = back.dataset.memoryId;
+      const result = await Tarsy.api("POST", `/api/v1/memories/${id}/reactivate`, {reason: back.reason.value});
+      if (!result.ok) { status(id, Tarsy.errorText(result.data)); return; }
+      window.location.reload();
+      return;
+    }
     const form = e.target.closest("form.memory-edit");
     if (!form) return;
     e.preventDefault();
