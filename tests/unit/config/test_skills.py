@@ -117,8 +117,8 @@ def test_required_bodies_and_the_catalog_are_in_the_system_prompt(tmp_path):
                                      skills=SKILLS), env={})
     system = build_react_messages(config=resolve_agent(config, agent_name="A"), tools=[], alert_type="t",
                                   alert_data="d", runbook="", previous_stage_context="")[0].content
-    assert "## Skills\n" in system and "### Skill: alpha\n\nAlpha steps." in system
-    assert system.index("Be brief.") < system.index("### Skill: alpha")
+    assert "## Skills\n" in system and "## Skill: alpha\n" in system and "```text\nAlpha steps.\n```" in system
+    assert system.index("Be brief.") < system.index("## Skill: alpha")
     assert "## Skills you can load" in system
     assert "- beta: Second.\n- gamma: Third." in system and "Beta steps." not in system
     assert "- alpha:" not in system
