@@ -52,6 +52,7 @@ class Memory(models.Model):
     use_count = models.IntegerField(default=0)
 
     class Meta:
+        verbose_name_plural = "memories"  # the admin would say "Memorys"
         ordering = ["-confirmed_at", "-id"]
         constraints = [
             models.CheckConstraint(condition=models.Q(confidence__gte=0) & models.Q(confidence__lte=1),
