@@ -16,7 +16,8 @@ SUMMARY = ("checkout-api restarts because its readiness probe times out while th
            "https://grafana.example.com/d/b7c1e2f3a4d5/checkout-latency-and-readiness?orgId=1&viewPanel=42&from=now-6h")
 SCRIPT = {
     "KubernetesAgent": [
-        {"text": "Thought: Let me ask the probe.\nAction: test-tools.echo\nAction Input: {\"text\": \"probe-said-42\"}"},
+        {"text": "Thought: Let me ask the probe.\nAction: test-tools.echo\n"
+                 "Action Input: {\"text\": \"probe-said-42\"}"},
         {"text": "Thought: That explains it.\nFinal Answer: checkout-api fails its probe while the lock is held."},
     ],
     "executive_summary": [{"text": SUMMARY}],
