@@ -132,13 +132,13 @@ class TriageActivityInline(ReadOnlyInline):
 
 @admin.register(AlertSession)
 class AlertSessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ["short_id", "alert_type", "chain_id", "status", "author", "created_at", "duration",
+    list_display = ["short_id", "title", "alert_type", "chain_id", "status", "author", "created_at", "duration",
                     "total_tokens", "score_value", "review_rating", "summary_preview"]
     list_filter = ["status", "triage_status", "check_result", "alert_type", "chain_id",
                    ("created_at", admin.DateFieldListFilter),
                    DeletedFilter, ("score__support", admin.ChoicesFieldListFilter),
                    ("review__rating", admin.ChoicesFieldListFilter)]
-    search_fields = ["id", "alert_data", "final_analysis", "executive_summary", "author"]
+    search_fields = ["id", "title", "alert_data", "final_analysis", "executive_summary", "author"]
     date_hierarchy = "created_at"
     inlines = [ScoreInline, ReviewInline, TriageActivityInline, StageInline]
     readonly_fields = [f.name for f in AlertSession._meta.fields]

@@ -280,9 +280,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    # Memory kinds share the field name `kind` with other choice sets: named here, not by a hash.
+    # Choice sets that share a field name (`kind`, `status`) with others: named here, not by a hash (which also
+    # makes drf-spectacular warn on every schema request, /api/docs/ included).
     "ENUM_NAME_OVERRIDES": {"MemoryKindEnum": "tarsy.models.memory.MemoryKind",
-                            "MemoryStateEnum": "tarsy.models.memory.MemoryState"},
+                            "MemoryStateEnum": "tarsy.models.memory.MemoryState",
+                            "SessionStatusEnum": "tarsy.models.sessions.SessionStatus",
+                            "ExecutionStatusEnum": "tarsy.models.sessions.ExecStatus",
+                            "ScoreStatusEnum": "tarsy.models.quality.ScoreStatus"},
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = 3 * 1024 * 1024  # alert data is capped at 1 MB; leave room for JSON escaping
 

@@ -213,7 +213,7 @@ class TransportConfig(_Strict):
 class DryRunConfig(_Strict):
     """How an action tool previews its change without making it: the argument (and value) that asks the server for a
     dry run, as kubectl's `--dry-run=server` does. Only for tools whose server honours it: TARSy runs the tool with
-    it when the tool is proposed, and shows the output to the approver (README "Approved actions")."""
+    it when the tool is proposed, and shows the output to the approver (docs/investigations.md)."""
 
     argument: str = Field(min_length=1, max_length=100)  # e.g. dryRun
     value: str | bool | int = "server"  # e.g. server (kubectl), or true
@@ -229,7 +229,7 @@ class MCPServerConfig(_Strict):
     # None: 4 for a stdio server (one local process answers them), 32 over HTTP/SSE.
     max_concurrent_calls: int | None = Field(default=None, gt=0)
     # A server that can change things: only the tools in `action_tools` do, and an action agent may only propose
-    # them (README "Approved actions"); its other tools are reads. Only `type: action` agents may use it.
+    # them (docs/investigations.md); its other tools are reads. Only `type: action` agents may use it.
     actions: bool = False
     action_tools: list[str] = Field(default_factory=list)
     # Action tools that support a server-side dry run, by name: run once with it when proposed (never for real).
@@ -287,7 +287,7 @@ class AgentConfig(_Strict):
     max_iterations: int | None = Field(default=None, gt=0)
     iteration_timeout: Duration | None = None
     llm_provider: str | None = None
-    fallback_providers: list[str] | None = None  # tried in order when the provider fails (see README)
+    fallback_providers: list[str] | None = None  # tried in order when the provider fails (docs/configuration.md)
     native_tools: NativeTools = Field(default_factory=NativeTools)
     # Skills (agents.config.skills): the bodies of `required_skills` are in the system prompt; the others of
     # `skills` ("all" or absent: the whole catalog; []: none) are offered by name and loaded with tarsy.load_skill.
@@ -705,7 +705,7 @@ class ActionRateLimit(_Strict):
 
 
 class ActionsConfig(_Strict):
-    """Approved actions (README "Approved actions"): off by default, the kill switch for every proposal."""
+    """Approved actions (docs/investigations.md): off by default, the kill switch for every proposal."""
 
     enabled: bool = False
     approvers: list[str] = Field(default_factory=list)  # user names or groups (proxy groups, token scopes)

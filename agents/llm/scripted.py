@@ -4,7 +4,7 @@ The turn is chosen statelessly from the request (agent, interaction type,
 iteration), because consecutive iterations may run in different worker
 processes. Streaming, latency and the deadline behave like a real provider,
 so the rest of the system cannot tell the difference. ScriptTurn below is the
-schema of one turn; the README section "Scripted LLM provider" shows examples.
+schema of one turn; docs/configuration.md, "Scripted LLM provider", shows examples.
 """
 
 from __future__ import annotations

@@ -105,3 +105,11 @@ def known_problems(config: TarsyConfig, pool: MCPPool | None = None) -> list[str
         threading.Thread(target=refresh, name="mcp-health", daemon=True).start()
     return [f"MCP server {name!r}: {entry[1]['error']}" for name, entry in sorted(cached.items())
             if entry is not None and entry[1]["status"] == "error"]
+
+
+def not_yet_checked(config: TarsyConfig) -> list[str]:
+    """Servers in use that no check has answered for yet (the first runs in the background): not known to work,
+    so /health must not call them ok — a server that has not started may still fail."""
+    in_use = sorted(config.mcp_servers_in_use())
+    with _cache_lock:
+        return [name for name in in_use if _cache_key(config, name) not in _cache]

@@ -23,4 +23,7 @@ class SchemaView(JsonErrors, SpectacularAPIView):
 
 class DocsView(JsonErrors, SpectacularSwaggerSplitView):
     """GET /api/docs/: Swagger UI, served from the drf-spectacular-sidecar package rather than a CDN; its start-up
-    script is a file of its own (`?script=`), which the Content-Security-Policy admits, not an inline one."""
+    script is a file of its own (`?script=`), and its page rules a stylesheet (templates/api/swagger_ui.html), which
+    the Content-Security-Policy admits, where it refuses inline ones."""
+
+    template_name = "api/swagger_ui.html"

@@ -41,7 +41,7 @@ class SessionTriageView(JsonAPIView):
 class SessionTriageBulkView(JsonAPIView):
     """Claim or resolve many sessions; each session's result is reported (a conflict on one leaves the rest)."""
 
-    @extend_schema(request=TriageBulkInSerializer,
+    @extend_schema(operation_id="v1_sessions_triage_bulk_create", request=TriageBulkInSerializer,
                    responses={200: TriageBulkSerializer, **errors(400, 415, *AUTH_ERRORS)})
     def post(self, request):
         body = TriageBulkInSerializer(data=request.data)

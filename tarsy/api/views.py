@@ -11,7 +11,6 @@ from rest_framework.response import Response
 from tarsy.config import get_config
 from tarsy.identity import request_author
 from tarsy.links import session_url
-from tarsy.models import SessionStatus
 from tarsy.pipeline.budget import daily_limit_warning, daily_spend
 from tarsy.services import sessions as session_service
 from tarsy.services import spend as spend_service
@@ -41,10 +40,7 @@ class AlertSubmitView(JsonAPIView):
             mcp=data.get("mcp") or None, author=request_author(request), fingerprint=data.get("fingerprint", ""),
             severity=data.get("severity") or None, group_key=data.get("group_key", ""),
         )
-        attached = receipt.deduplicated or receipt.related
-        silenced = receipt.session.status == SessionStatus.SILENCED
-        answer = "attached" if attached else "silenced" if silenced else "queued"
-        return Response({"session_id": str(receipt.session.id), "status": answer,
+        return Response({"session_id": str(receipt.session.id), "status": receipt.status,
                          "session_url": session_url(receipt.session.id, request),
                          "deduplicated": receipt.deduplicated, "related": receipt.related,
                          "occurrence_count": receipt.session.occurrence_count}, status=status.HTTP_202_ACCEPTED)

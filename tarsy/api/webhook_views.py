@@ -49,6 +49,9 @@ class DeliverySessionSerializer(serializers.Serializer):
     alert_type = serializers.CharField()
     severity = serializers.CharField()
     occurrence_count = serializers.IntegerField(help_text="Alerts the session absorbed, this one included")
+    status = serializers.CharField(help_text="queued: a new session; attached: the alert joined an existing one; "
+                                             "silenced: a new session kept without investigation (a silence)")
+    silenced_by = serializers.IntegerField(allow_null=True, help_text="The silence the alert fell under, if any")
     deduplicated = serializers.BooleanField()  # a repeat of an alert: joined the session already on it
     related = serializers.BooleanField()  # another alert of a correlated group: joined the group's session
     warnings = serializers.ListField(child=serializers.CharField(),

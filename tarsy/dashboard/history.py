@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from django.core.paginator import Page, Paginator
 from django.http import QueryDict
 
+from agents.quotes import quote
 from tarsy.selectors.filters import SearchTooSlow, SessionFilter, search_deadline
 from tarsy.selectors.sessions import sessions_list
 from tarsy.web.inputs import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ascii_int, printable, text_problem
@@ -87,5 +88,4 @@ def _int(query: QueryDict, name: str, default: int, high: int, notes: list[str])
 
 
 def _preview(text: str) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+    return quote(" ".join((text or "").split()), PREVIEW_CHARS - 1)

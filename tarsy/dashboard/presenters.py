@@ -95,6 +95,7 @@ class TimelineItem:
     stage_id: int | None = None
     execution_id: str = ""
     evidence_id: str = ""  # a tool result's E<n>, what citations link to
+    hidden: bool = False  # kept in the page (live updates find it) but not drawn: another event shows the same
 
 
 def _apply_metadata(item: TimelineItem, meta: EventMetadata) -> None:
@@ -139,6 +140,11 @@ def timeline_item(event: TimelineEvent) -> TimelineItem:
         item.html = render_markdown(event.content)
     if event.event_type == "llm_tool_call":  # its content is the arguments as the model wrote them
         item.arguments, item.text = item.arguments or item.text, ""
+        # Once the model has chosen, the call itself (mcp_tool_call: arguments, duration) and its result
+        # (tool_result, with its evidence id) show it: drawn three times otherwise.
+        item.hidden = not streaming
+    if event.event_type == "mcp_tool_call" and not item.is_error:
+        item.text = ""  # the result is the tool_result's, shown once with its evidence id
     return item
 
 

@@ -61,6 +61,7 @@ class Memory(models.Model):
                                          "full-text index; unused (NULL) on SQLite")
 
     class Meta:
+        verbose_name_plural = "memories"  # the admin would say "Memorys"
         ordering = ["-confirmed_at", "-id"]
         indexes = [
             # recall's scope filter and the quota's count per alert type (the PostgreSQL full-text index on

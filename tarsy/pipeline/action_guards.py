@@ -1,4 +1,4 @@
-"""Guards of approved actions (README "Approved actions"): no action on a session whose alert resolved, and at most
+"""Guards of approved actions (docs/investigations.md): no action on a session whose alert resolved, and at most
 `actions.rate_limit.max_per_target` actions on one target within its window.
 
 A target is what an action acts on: its server and the arguments its `target_arguments` name (e.g. namespace and

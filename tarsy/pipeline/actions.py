@@ -1,5 +1,5 @@
-"""Approved actions: an action agent proposes, a person decides, the execution runs and verifies (README
-"Approved actions").
+"""Approved actions: an action agent proposes, a person decides, the execution runs and verifies
+(docs/investigations.md, "Approved actions").
 
 An action agent (`type: action`) sees its servers' allow-listed action tools with three more arguments:
 `_justification` (why, citing evidence), `_expected_effect` and `_verify` ({"tool": "server.read_tool",

@@ -1,5 +1,5 @@
-"""Close a session: final analysis from the last completed stage, executive summary (ending with the session's
-actions, listed by code), terminal status.
+"""Close a session: final analysis from the last completed stage (after an action stage, the investigation's
+first), executive summary (ending with the session's actions, listed by code), terminal status.
 
 Decides the session's outcome from its stages; the writes go through tarsy.services.
 """
@@ -16,7 +16,15 @@ from agents.llm.recorded import LLMTarget, RecordedCall, call_with_fallback
 from agents.llm.types import Chunk, LLMRequest
 from controllers.llm_call import fallback_warning
 from tarsy.config import get_config
-from tarsy.models import TERMINAL_EXEC_STATUSES, AlertSession, ExecStatus, SessionStatus, StageKind
+from tarsy.models import (
+    TERMINAL_EXEC_STATUSES,
+    AlertSession,
+    ExecStatus,
+    SessionStatus,
+    Stage,
+    StageKind,
+    StageType,
+)
 from tarsy.services import actions, checks, citations, interactions, quality, sessions, stages, timeline
 
 from .actions import actions_section
@@ -51,7 +59,7 @@ def session_finish(*, session_id: Any) -> None:
     last = closed[-1]
     completed = [s for s in closed if s.status == ExecStatus.COMPLETED and s.final_analysis
                  and not (s.kind == StageKind.INVESTIGATION and s.parallel_type)]
-    final_analysis = completed[-1].final_analysis if completed else ""
+    final_analysis = _final_analysis(completed)
     if last.status == ExecStatus.COMPLETED:
         # A healthy check run is closed quietly: its short analysis is all anyone reads, no summary call per run.
         quiet = checks.check_healthy(session=session, status=SessionStatus.COMPLETED, final_analysis=final_analysis)
@@ -70,6 +78,18 @@ def session_finish(*, session_id: Any) -> None:
             checks.check_record_duplicate(session=finished, open_problem=check.duplicate_of)
     if finished and not check.healthy:  # a healthy check run is history, not something to rate
         quality.score_on_completion(session_id=session.id)  # after the commit: the scorer reads the check
+
+
+def _final_analysis(completed: list[Stage]) -> str:
+    """The last completed stage's analysis. After an action stage, the investigation it acted on comes first: an
+    action stage reports what it changed, not the root cause it was given, which the session must not lose."""
+    if not completed:
+        return ""
+    last = completed[-1]
+    investigated = [s for s in completed[:-1] if s.type != StageType.ACTION]
+    if last.type != StageType.ACTION or not investigated:
+        return last.final_analysis
+    return f"{investigated[-1].final_analysis.rstrip()}\n\n## Remediation (stage {last.name})\n\n{last.final_analysis}"
 
 
 class _SummaryFallbackWarning:

@@ -4,7 +4,7 @@ claimed and run once by the proposing execution's next iteration. Every transiti
 
 What a decision means for the execution (its wake, what it is told) is tarsy.pipeline.actions'.
 
-Guards (README "Approved actions"): a proposal on a session whose alert resolved is withdrawn, at once or when the
+Guards (docs/investigations.md): a proposal on a session whose alert resolved is withdrawn, at once or when the
 resolution arrives; so is one whose execution ended before it ran, and one that execution had claimed becomes a
 failure of unknown effect. The time proposals wait for a person is not the session's (`actions_wait_s`).
 """

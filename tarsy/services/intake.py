@@ -83,7 +83,8 @@ def _deliver(*, source: str, batch: Batch, author: str) -> DeliveryResult:
         warnings = _runbook_refused(mapped, receipt, config.system.runbooks.allowed_domains)
         result.sessions.append({"session_id": str(receipt.session.id), "fingerprint": mapped.fingerprint,
                                 "alert_type": receipt.session.alert_type, "severity": receipt.session.severity,
-                                "occurrence_count": receipt.session.occurrence_count,
+                                "occurrence_count": receipt.session.occurrence_count, "status": receipt.status,
+                                "silenced_by": receipt.session.silenced_by_id,
                                 "deduplicated": receipt.deduplicated, "related": receipt.related,
                                 "warnings": warnings})
     for resolution in batch.resolved:

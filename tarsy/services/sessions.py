@@ -115,6 +115,14 @@ class AlertReceipt:
     deduplicated: bool = False
     related: bool = False
 
+    @property
+    def status(self) -> str:
+        """What became of the alert, as every intake endpoint answers it: `attached` (joined a session),
+        `silenced` (a new session kept without investigation, under a silence) or `queued`."""
+        if self.deduplicated or self.related:
+            return "attached"
+        return "silenced" if self.session.status == SessionStatus.SILENCED else "queued"
+
 
 @dataclass(frozen=True)
 class _Alert:

@@ -21,6 +21,7 @@ from django.utils import timezone
 from agents.config.schema import SCHEDULED_CHECK_ALERT_TYPE
 from agents.mcp.masking.boundary import mask_text
 from tarsy.config import get_config
+from tarsy.intake.labels import alert_labels
 from tarsy.models import SILENCE_MAX_MATCHERS, SILENCE_MAX_REASON_CHARS, Silence, SilenceMode
 
 from .errors import Conflict, NotFound, ValidationFailed
@@ -112,11 +113,23 @@ def _text(value: Any) -> str | None:
     return None  # an object or a list never equals a matcher's text
 
 
+LABELS_PREFIX = "labels."
+
+
 def silence_matches(silence: Silence, *, alert_type: str, data: Any) -> bool:
-    """Exact match of the type (when set) and of every matcher against the masked alert data."""
+    """Exact match of the type (when set) and of every matcher against the masked alert data: `labels.<name>`
+    against the alert's labels whatever its source (tarsy.intake.labels), any other path against the stored
+    data."""
     if silence.alert_type and silence.alert_type != alert_type:
         return False
-    return all(_text(field_value(data, path)) == value for path, value in (silence.matchers or {}).items())
+    labels = alert_labels(data)
+
+    def value_of(path: str) -> str | None:
+        if path.startswith(LABELS_PREFIX):
+            return labels.get(path.removeprefix(LABELS_PREFIX))
+        return _text(field_value(data, path))
+
+    return all(value_of(path) == value for path, value in (silence.matchers or {}).items())
 
 
 def silence_for_alert(*, alert_type: str, data: Any) -> Silence | None:

@@ -1,9 +1,11 @@
 """GET /health for load balancers and probes: one word per component, cheap enough to call every few seconds.
 
-The endpoint is public, so it says only "ok" or "degraded" per component — no error text, host names or worker
+The endpoint is public, so it says only "ok" or "degraded" per component, and "ok", "degraded" or "unhealthy"
+overall (the HTTP status is what probes read) — no error text, host names or worker
 names, which stay on the authenticated system page (`checks()`). 503 when the database, the broker, every worker
 or the configuration is down: the instance cannot do its work, so it should leave the load balancer; MCP servers
-that fail degrade investigations without stopping them, so they report "degraded" with a 200.
+that fail degrade investigations without stopping them, so they report "degraded" with a 200 — as do servers
+not checked yet: one that has not started is not known to work.
 """
 
 from __future__ import annotations
@@ -77,14 +79,18 @@ def _probe_workers(queue: str) -> dict:
 
 
 def _config_and_mcp() -> tuple[dict, dict]:
-    from agents.mcp.health import known_problems
+    from agents.mcp.health import known_problems, not_yet_checked
 
     try:
         config = get_config()
     except ConfigError as exc:
         return {"status": "error", "error": "invalid configuration", "problems": exc.problems}, {"status": "ok"}
     problems = known_problems(config)  # never waits on a server: failures seen by the last background check
-    return {"status": "ok"}, ({"status": "error", "problems": problems} if problems else {"status": "ok"})
+    if problems:
+        return {"status": "ok"}, {"status": "error", "problems": problems}
+    if pending := not_yet_checked(config):
+        return {"status": "ok"}, {"status": "pending", "error": "not checked yet", "servers": pending}
+    return {"status": "ok"}, {"status": "ok"}
 
 
 def checks() -> dict[str, dict]:
@@ -99,5 +105,5 @@ def checks() -> dict[str, dict]:
 def health(request):
     components = {name: "ok" if check["status"] == "ok" else "degraded" for name, check in checks().items()}
     serving = all(components[name] == "ok" for name in CRITICAL)
-    status = "healthy" if all(v == "ok" for v in components.values()) else "degraded" if serving else "unhealthy"
+    status = "ok" if all(v == "ok" for v in components.values()) else "degraded" if serving else "unhealthy"
     return JsonResponse({"status": status, "checks": components}, status=200 if serving else 503)

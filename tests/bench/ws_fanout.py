@@ -24,7 +24,7 @@ client on uvloop with one pending `recv` per socket (`--client asyncio`, the
 client of the earlier rounds), and 1.2-1.8 s a run for the first client
 (asyncio, a `wait_for` per frame, `json.loads` of every frame), which gave
 the same server a p50 2-4 times higher on a busy host. `client_cpu_s` in the
-JSON is the subscribers' CPU while the session streams. The README's table
+JSON is the subscribers' CPU while the session streams. The table in docs/performance-history.md
 has the figures of each client.
 
     python -m tests.bench.ws_fanout [--subscribers 100] [--iterations 10] [--processes 2] [--client-processes 4]

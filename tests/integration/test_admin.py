@@ -106,3 +106,17 @@ def test_the_triage_log_shows_on_the_session_page_and_filters_the_list(admin_cli
     assert "disk was a test fill" in detail and "dave" in detail
     filtered = admin_client.get("/admin/tarsy/alertsession/?triage_status=resolved").content.decode()
     assert str(done.id)[:8] in filtered and str(failed.id)[:8] not in filtered
+
+
+def test_session_list_shows_each_sessions_title_and_finds_by_it(admin_client):
+    titled = AlertSession.objects.create(alert_data="{}", alert_type="kubernetes", chain_id="kubernetes",
+                                         status="completed", title="KubePodCrashLooping in payments")
+    body = admin_client.get("/admin/tarsy/alertsession/").content.decode()
+    assert "column-title" in body and "KubePodCrashLooping in payments" in body
+    found = admin_client.get("/admin/tarsy/alertsession/?q=payments").content.decode()
+    assert str(titled.id)[:8] in found
+
+
+def test_the_admin_index_names_memories_in_english(admin_client):
+    body = admin_client.get("/admin/").content.decode()
+    assert "Memories" in body and "Memorys" not in body

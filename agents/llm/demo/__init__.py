@@ -24,6 +24,7 @@ from agents.llm.types import (
     UsageChunk,
 )
 from agents.prompts.checks import HEALTHY, VERDICT_HEALTHY, VERDICT_PROBLEM, check_verdict
+from agents.quotes import quote
 
 from .chat import plan_chat
 from .check import check_action, check_report, is_check
@@ -157,7 +158,7 @@ def executive_summary(analysis: str) -> str:
         return f"Check failed: {problem}. (Summary by the demo investigator.)"
     body = " ".join(line for line in (_strip_markdown(x) for x in analysis.splitlines()) if line)
     sentences = re.split(r"(?<=[.!?])\s+", body)
-    return " ".join(sentences[:2])[:600] or "No analysis was available to summarise."
+    return quote(" ".join(sentences[:2]), 600) or "No analysis was available to summarise."
 
 
 def summarize(result: str, keep: int = 12) -> str:

@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from agents.quotes import quote
+
 from .evidence import is_signal
 from .findings import Findings
 
@@ -43,7 +45,7 @@ def node_state(found: Findings) -> Diagnosis | None:
     state = ", ".join(f"**{p}**" for p in node.problems) or "all conditions healthy"
     cause = f"node `{node.name}` reports {state}" + (f", taints {', '.join(node.taints)}" if node.taints else "")
     cause += "; none of its pods is failing"
-    said = [f"{e.reason}: \"{e.message[:200]}\"" for e in found.related_warnings()][-2:]
+    said = [f"{e.reason}: \"{quote(e.message, 200)}\"" for e in found.related_warnings()][-2:]
     cause += f"; its events: {'; '.join(said)}" if said else ""
     return Diagnosis(cause, ["pods_list", f"resources_get:Node/{node.name}", "events_list"],
                      [f"Act on what the events of `{node.name}` report; its pods run normally."])
@@ -110,7 +112,7 @@ def image_pull(found: Findings) -> Diagnosis | None:
     elif re.search(r"toomanyrequests|rate limit", why, re.I):
         problem = f"the registry rate-limits pulls of `{image}`"
     else:
-        problem = f"the node cannot pull `{image}`" + (f": {why[:160]}" if why else "")
+        problem = f"the node cannot pull `{image}`" + (f": {quote(why, 160)}" if why else "")
     cause = f"`{pod.name}` is in **{pod.status}**: {problem}"
     owner = detail.owner[1] if detail else ""
     deployment = re.sub(r"-[a-z0-9]{8,10}$", "", owner) if owner else ""
@@ -138,7 +140,7 @@ def cpu_throttling(found: Findings) -> Diagnosis | None:
     cause = f"`{pod.name}` is **CPU-throttled**{limit}: \"{lines[-1].split(' ', 1)[-1].strip()}\""
     probes = [e for e in found.events if e.object == pod.name and _PROBE_TIMEOUT.search(e.message)]
     if probes:
-        cause += (f"; its probes time out (\"{probes[-1].message[:120]}\"), so the kubelet restarts it "
+        cause += (f"; its probes time out (\"{quote(probes[-1].message, 200)}\"), so the kubelet restarts it "
                   f"({pod.restarts} restarts)")
     actions = [
         f"Raise or remove the CPU limit of `{pod.workload}` (now {detail.cpu_limit if detail else 'unknown'}) and "
@@ -228,10 +230,10 @@ def fallback(found: Findings) -> Diagnosis:
     if pod is None:
         return Diagnosis("no unhealthy pod was found in the tool results", ["pods_list"],
                          ["Check the alert source: the cluster looked healthy when the tools were queried."])
-    said = [f"{e.reason} on `{e.object}`: \"{e.message[:200]}\"" for e in found.related_warnings()
+    said = [f"{e.reason} on `{e.object}`: \"{quote(e.message, 200)}\"" for e in found.related_warnings()
             if e.reason not in ("BackOff", "Unhealthy")][-2:]
     fatal = [line for line in found.logs.get(pod.name, []) if is_signal(line)][:1]
-    said += [f"its log says \"{fatal[0].split(' ', 1)[-1].strip()[:200]}\""] if fatal else []
+    said += [f"its log says \"{quote(fatal[0].split(' ', 1)[-1], 200)}\""] if fatal else []
     detail = "; ".join(said) or "its logs and events below show why"
     return Diagnosis(f"`{pod.name}` is in **{pod.status}**{_exit_text(found)}: {detail}",
                      [*_pod_keys(pod.name), "events_list"],

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.quotes import quote
+
 from .alert import AlertTargets, alert_text, parse_alert
 from .evidence import (
     MISSING_REFERENCE,
@@ -91,7 +93,7 @@ def gather(conv: Conversation) -> Findings:
             found.sources[f"resources_get:{obs.arguments.get('kind')}/{obs.arguments.get('name')}"] = obs.evidence_id
             continue
         if obs.is_error:
-            first = obs.text.strip().splitlines()[0][:200] if obs.text else ""
+            first = quote(obs.text.strip().splitlines()[0], 200) if obs.text.strip() else ""
             found.errors.append(f"`{obs.short}` failed: {first}" + (f" [{obs.evidence_id}]" if obs.evidence_id else ""))
             continue
         _record(found, obs.short, obs.arguments, obs.text, obs.evidence_id)

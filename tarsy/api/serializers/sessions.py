@@ -9,6 +9,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from agents.quotes import quote
 from tarsy.models import AgentExecution, AlertSession, Stage
 from tarsy.selectors.quality import related_or_none
 
@@ -163,8 +164,7 @@ class SessionListItemSerializer(CostMixin, serializers.ModelSerializer):
         return ReviewBriefSerializer(review).data if review else None
 
     def get_executive_summary_preview(self, session: AlertSession) -> str:
-        text = (session.executive_summary or "").strip()
-        return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1].rstrip() + "…"
+        return quote(session.executive_summary or "", PREVIEW_CHARS - 1)
 
 
 class ActiveSessionSerializer(SessionListItemSerializer):

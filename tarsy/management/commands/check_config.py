@@ -8,6 +8,7 @@ tools are listed."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
@@ -46,8 +47,13 @@ class Command(BaseCommand):
         where = config_dir or "(built-in defaults only)"
         self.stdout.write(f"Configuration OK: {where}")
         if config_dir:
-            self.stdout.write(f"  files read: {', '.join(config.file_names.values())}")
-            examples = [name for name in config.file_names.values() if name.endswith(".example")]
+            # A file that is absent was not read: its part of the configuration is the built-ins.
+            present = [name for name in config.file_names.values() if (Path(config_dir) / name).is_file()]
+            absent = [name for name in config.file_names.values() if name not in present]
+            self.stdout.write(f"  files read: {', '.join(present) or 'none'}")
+            if absent:
+                self.stdout.write(f"  not present (built-ins used): {', '.join(absent)}")
+            examples = [name for name in present if name.endswith(".example")]
             if examples:
                 self.stdout.write(f"  note: {', '.join(examples)} checked in place of the missing "
                                   f"{', '.join(n.removesuffix('.example') for n in examples)}; TARSy itself reads "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 import threading
 from urllib.parse import urlsplit
 
@@ -17,6 +18,7 @@ from django.test import Client
 
 from agents.mcp import health as mcp_health
 from agents.mcp.health import check_servers
+from tarsy.config import get_config
 from tarsy.web import health as web_health
 from tests.support.configdir import write_config
 from tests.support.processes import wait_for
@@ -147,3 +149,42 @@ def test_a_server_that_cannot_start_degrades_health_without_blocking_it(tmp_path
     assert "broken" not in json.dumps(body)
     servers = {s["name"]: s for s in Client().get("/api/v1/system/mcp-servers").json()["servers"]}
     assert "mcp-host.invalid" in servers["broken"]["error"]  # the detail, behind the API's auth
+
+
+SLOW_TO_FAIL = {"slow": {"transport": {"type": "stdio", "command": sys.executable,
+                                       "args": ["-c", "import time; time.sleep(3)"]}}}
+
+
+@pytest.mark.django_db
+def test_a_server_not_checked_yet_is_not_called_ok_and_one_that_then_fails_stays_degraded(tmp_path):
+    """Before the first check answers, nothing is known of a server that has not started: /health must not say
+    "ok" for it, and once the server fails it says "degraded"."""
+    write_config(tmp_path, tarsy={"mcp_servers": SLOW_TO_FAIL,
+                                  "agents": {"KubernetesAgent": {"mcp_servers": ["slow"]}}})
+    client = Client()
+
+    first = client.get("/health").json()
+    assert first["checks"]["mcp"] == "degraded"
+    assert first["status"] != "ok"
+
+    def checked():
+        body = client.get("/health").json()
+        return body if mcp_health.not_yet_checked(get_config()) == [] else None
+
+    body = wait_for(checked, timeout=30, interval=0.3, message="the first MCP check")
+    assert body["checks"]["mcp"] == "degraded"  # the server exits without answering: it failed
+
+
+@pytest.mark.django_db
+def test_health_says_ok_overall_when_every_component_is_ok(tmp_path, settings):
+    """One word for "all is well", the same as each component's and the documentation's: "ok"."""
+    if not settings.EMBEDDED:
+        pytest.skip("every component ok needs a worker: the embedded default runs one in process")
+    write_config(tmp_path)  # the built-ins: the demo servers, in process
+    client = Client()
+    client.get("/health")
+    wait_for(lambda: mcp_health.not_yet_checked(get_config()) == [], timeout=30, interval=0.2,
+             message="the first MCP check")
+    body = client.get("/health").json()
+    assert set(body["checks"].values()) == {"ok"}, body
+    assert body["status"] == "ok"

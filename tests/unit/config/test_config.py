@@ -196,3 +196,14 @@ def test_a_stage_agent_given_as_text_gets_a_plain_message(tmp_path):
     assert problem == ("tarsy.yaml: agent_chains.web.stages.0.agents.0: expected a mapping of `key: value` entries, "
                        "got text")
     assert "instance of" not in "\n".join(info.value.problems)
+
+
+def test_check_config_lists_only_the_files_it_read(tmp_path):
+    directory = tmp_path / "config"
+    directory.mkdir()
+    (directory / "tarsy.yaml").write_text("defaults: {max_iterations: 5}\n")
+    result = _check_config(directory)
+    assert result.returncode == 0, result.stderr
+    read = next(line for line in result.stdout.splitlines() if "files read:" in line)
+    assert read.strip() == "files read: tarsy.yaml"
+    assert "not present (built-ins used): llm-providers.yaml" in result.stdout
