@@ -24,7 +24,8 @@ _STRIPPED = ("DATABASE_URL", "REDIS_URL", "TARSY_CONFIG_DIR", "KUBECONFIG", "GOO
 def embedded_server(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in _STRIPPED}
     port = free_port()
-    env.update(TARSY_DATA_DIR=str(tmp_path / "var"), TARSY_PORT=str(port), PYTHONUNBUFFERED="1")
+    env.update(TARSY_DATA_DIR=str(tmp_path / "var"), TARSY_PORT=str(port), PYTHONUNBUFFERED="1",
+               TARSY_DEMO_PACE_MS="0")  # `serve` paces the demo for people; tests do not wait
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True,
                    timeout=120)
     proc = Proc([sys.executable, "manage.py", "serve"], env, tmp_path / "serve.log")

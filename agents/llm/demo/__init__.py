@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 
 from agents.citations import CITATION
@@ -35,6 +36,8 @@ from .orchestrator import is_orchestrator, orchestrate, orchestrator_report, sub
 
 CHARS_PER_TOKEN = 4  # rough token estimate, the same rule the summarization threshold uses
 STREAM_PIECES = 4  # a few chunks, so the UI shows streaming without flooding the sockets
+PACED_PIECES = 30  # with a pace, enough chunks that the text visibly streams in, as a real model's does
+DEADLINE_MARGIN_S = 1.0  # the pace never eats the step's deadline: the reply is due before it
 Reply = tuple[str, str, list[ToolCall]]  # text, thinking, tool calls
 
 
@@ -79,10 +82,18 @@ class DemoProvider:
         return _act(conv, [action])
 
     def _emit(self, request: LLMRequest, text: str, thought: str, calls: list[ToolCall]) -> Iterator[Chunk]:
+        """The reply in pieces; with a pace (`latency_ms`, the time one step takes) spread over them, so the live
+        timeline, the streaming text and the Running panel can be watched."""
+        pace_s = request.provider.latency_ms / 1000
+        pieces = _pieces(text, PACED_PIECES if pace_s else STREAM_PIECES)
+        delay = pace_s / (len(pieces) + bool(thought) + 1)
         if thought:
             yield ThinkingChunk(text=thought)
-        for piece in _pieces(text):
+            _pause(delay, request.deadline)
+        _pause(delay, request.deadline)  # "thinking" before the first token, like a model's time to first token
+        for piece in pieces:
             yield TextChunk(text=piece)
+            _pause(delay, request.deadline)
         for call in calls:
             yield ToolCallChunk(call=call)
         prompt = sum(len(m.content) for m in request.messages) + sum(len(t.model_dump_json()) for t in request.tools)
@@ -119,11 +130,19 @@ def _orchestrate(request: LLMRequest, conv: Conversation, found: Findings, force
     return "Thought: I wait for the results of the agents I dispatched.", "", []  # ReAct: a reply that calls nothing
 
 
-def _pieces(text: str) -> list[str]:
+def _pieces(text: str, count: int) -> list[str]:
     if not text:
         return []
-    size = max(1, -(-len(text) // STREAM_PIECES))
+    size = max(1, -(-len(text) // count))
     return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _pause(seconds: float, deadline: float | None) -> None:
+    """Sleep for the pace, but never into the last second before the step's deadline."""
+    if deadline is not None:
+        seconds = min(seconds, deadline - time.time() - DEADLINE_MARGIN_S)
+    if seconds > 0:
+        time.sleep(seconds)
 
 
 def _last_user(request: LLMRequest) -> str:

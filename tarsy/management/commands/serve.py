@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
+from agents.config.builtins import DEMO_PACE_ENV
 from tarsy.config import ConfigError, get_config
 from tarsy.services.users import admin_user_create_first
+
+# A demo step streams about as long as a real model's reply, so a newcomer watches the timeline, the tokens and
+# the Running panel (an investigation of ~8 steps takes ~30 s); TARSY_DEMO_PACE_MS=0 turns it off.
+SERVE_DEMO_PACE_MS = 3500
 
 
 class Command(BaseCommand):
@@ -20,6 +26,11 @@ class Command(BaseCommand):
         parser.add_argument("--host", default=settings.TARSY_HOST)
         parser.add_argument("--port", type=int, default=settings.TARSY_PORT)
         parser.add_argument("--no-worker", action="store_true", help="do not run the in-process worker")
+
+    def execute(self, *args, **options):
+        """The demo's pace is set before the system checks read the configuration."""
+        os.environ.setdefault(DEMO_PACE_ENV, str(SERVE_DEMO_PACE_MS))
+        return super().execute(*args, **options)
 
     def handle(self, *args, host: str, port: int, no_worker: bool, **options):
         try:
@@ -70,8 +81,9 @@ class Command(BaseCommand):
             f"  Dashboard: {base}/",
             f"  API docs:  {base}/api/docs/",
             f"  Admin:     {base}/admin/",
-            f"  LLM:       {config.default_provider}" + (" (built-in demo investigator)"
-                                                         if config.default_provider == "demo" else ""),
+            f"  LLM:       {config.default_provider}" + (
+                f" (built-in demo investigator, {os.environ[DEMO_PACE_ENV]} ms per step: {DEMO_PACE_ENV})"
+                if config.default_provider == "demo" else ""),
         ]
         lines += self._admin_login()
         for warning in config.warnings():
