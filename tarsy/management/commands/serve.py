@@ -82,7 +82,7 @@ class Command(BaseCommand):
             f"  API docs:  {base}/api/docs/",
             f"  Admin:     {base}/admin/",
             f"  LLM:       {config.default_provider}" + (
-                f" (built-in demo investigator, {os.environ[DEMO_PACE_ENV]} ms per step: {DEMO_PACE_ENV})"
+                f" (built-in demo investigator, {os.environ.get(DEMO_PACE_ENV) or 0} ms per step: {DEMO_PACE_ENV})"
                 if config.default_provider == "demo" else ""),
         ]
         lines += self._admin_login()
