@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from agents.config.builtins import DEMO_PACE_ENV
-from tarsy.config import ConfigError, get_config
+from tarsy.config import DEMO_CLUSTER_JOURNAL, DEMO_FEATURES_ENV, ConfigError, get_config
 from tarsy.services.users import admin_user_create_first
 
 # A demo step streams about as long as a real model's reply, so a newcomer watches the timeline, the tokens and
@@ -28,8 +28,12 @@ class Command(BaseCommand):
         parser.add_argument("--no-worker", action="store_true", help="do not run the in-process worker")
 
     def execute(self, *args, **options):
-        """The demo's pace is set before the system checks read the configuration."""
+        """The demo's pace and extras are set before the system checks read the configuration; each start shows the
+        demo cluster with its incidents (what approved actions changed is forgotten)."""
         os.environ.setdefault(DEMO_PACE_ENV, str(SERVE_DEMO_PACE_MS))
+        os.environ.setdefault(DEMO_FEATURES_ENV, "1")
+        if settings.EMBEDDED:
+            (settings.DATA_DIR / DEMO_CLUSTER_JOURNAL).unlink(missing_ok=True)
         return super().execute(*args, **options)
 
     def handle(self, *args, host: str, port: int, no_worker: bool, **options):
