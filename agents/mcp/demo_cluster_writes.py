@@ -214,6 +214,11 @@ def _converge() -> None:
             pods = _pods_of(workload)
             ready = sum(_ready(p) for p in pods)
             workload["status"].update(readyReplicas=ready, replicas=len(pods))
+            meta = workload["metadata"]
+            if pods and ready == len(pods):  # its "0 of 1 replicas ready" warnings are about pods that are gone
+                data.EVENTS[:] = [e for e in data.EVENTS if not (e["Type"] == "Warning" and e["Namespace"] ==
+                                                                 meta["namespace"] and e["InvolvedObject"]["Name"]
+                                                                 == meta["name"])]
             if kind == "Deployment":
                 workload["status"].update(availableReplicas=ready, unavailableReplicas=len(pods) - ready)
 

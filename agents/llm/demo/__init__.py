@@ -31,8 +31,10 @@ from .check import check_action, check_report, is_check
 from .evidence import Conversation, log_highlights, read_conversation
 from .findings import Findings
 from .investigator import LABEL, Action, final_report, gather, next_action
+from .judging import reflect, score
 from .metrics import metrics_report, next_metrics_action, offers_metrics
 from .orchestrator import is_orchestrator, orchestrate, orchestrator_report, sub_agent_results
+from .remediation import is_remediation, next_remediation, remediation_report
 
 CHARS_PER_TOKEN = 4  # rough token estimate, the same rule the summarization threshold uses
 STREAM_PIECES = 4  # a few chunks, so the UI shows streaming without flooding the sockets
@@ -51,6 +53,10 @@ class DemoProvider:
         calls: list[ToolCall] = []
         if kind == "executive_summary":
             text, thought = executive_summary(_last_user(request)), ""
+        elif kind == "scoring":
+            text, thought = score(_last_user(request)), ""
+        elif kind == "memory_reflection":
+            text, thought = reflect(_last_user(request)), ""
         elif kind == "summarization":
             text, thought = summarize(_last_user(request)), ""
         elif kind == "synthesis":
@@ -67,6 +73,9 @@ class DemoProvider:
         forced = request.interaction_type == "forced_conclusion"
         if is_orchestrator(conv):
             return _orchestrate(request, conv, found, forced)
+        if is_remediation(conv):
+            step = None if forced else next_remediation(conv)
+            return _act(conv, [step]) if step else _conclude(conv, remediation_report(request, conv))
         checking = is_check(conv)
         if checking:
             step = None if forced else check_action(conv)
@@ -157,6 +166,7 @@ def _all_user(request: LLMRequest) -> str:
 # ---- other interaction types ------------------------------------------------------------------
 
 _ROOT_CAUSE = re.compile(r"\*\*Root cause:\*\*\s*(.+)")
+_ACTION = re.compile(r"\*\*Action:\*\*\s*(.+)")  # a remediation's (remediation.py)
 _CHECK_PROBLEM = re.compile(r"\*\*Problem:\*\*\s*(.+)")  # a check's report (check.py)
 
 
@@ -169,7 +179,10 @@ def executive_summary(analysis: str) -> str:
     match = _ROOT_CAUSE.search(analysis)
     if match:
         cause = _strip_markdown(CITATION.sub("", match.group(1))).rstrip(". ")
-        return f"Root cause: {cause}. (Summary by the demo investigator.)"
+        action = _ACTION.search(analysis)
+        done = f" Action: {re.sub(r'[*`]', '', CITATION.sub('', action.group(1))).strip().rstrip('. ')}." \
+            if action else ""
+        return f"Root cause: {cause}.{done} (Summary by the demo investigator.)"
     match = _CHECK_PROBLEM.search(analysis)
     if match:
         problem = _strip_markdown(CITATION.sub("", match.group(1))).rstrip(". ")

@@ -229,11 +229,33 @@ def final_report(conv: Conversation, found: Findings) -> str:
     if not conv.tools or (not found.pods and found.errors) or not conv.observations:
         return unverified_report(conv.alert, found.errors)
     diagnosis = diagnose(found)
-    lines = ["## Root cause analysis", "", LABEL, "", *_scope_lines(found),
+    lines = ["## Root cause analysis", "", LABEL, "", *_scope_lines(found), *_recalled(conv, found),
              f"**Root cause:** {_framed(found, diagnosis.cause)}{found.cite(*diagnosis.keys)}.", "", "### Evidence",
              *_evidence(found), *[f"- {error}" for error in found.errors], "", "### Recommended actions"]
     lines += [f"{i}. {item}" for i, item in enumerate(diagnosis.actions, 1)]
     return "\n".join(lines)
+
+
+# agents.memory.prompt's lines: "[M3] incident (confidence 0.65, confirmed 0 day(s) ago, …): text"
+_MEMORY = re.compile(r"^\[M(?P<id>\d+)\] (?P<kind>\w+) \((?:[^()]|\([^()]*\))*\): (?P<text>.+)$", re.M)
+
+
+def _recalled(conv: Conversation, found: Findings) -> list[str]:
+    """The recalled memories about what this investigation looked at, with what the cluster shows of it now."""
+    pod = found.primary
+    if pod is None or "## Memories from past investigations" not in conv.alert:
+        return []
+    names = {pod.name, pod.workload, *([found.dependency.name, found.dependency.workload] if found.dependency
+                                       else [])}
+    about = [m for m in _MEMORY.finditer(conv.alert) if any(re.search(rf"\b{re.escape(n)}\b", m["text"])
+                                                            for n in names)]
+    if not about:
+        return []
+    now = "still failing" if pod.unhealthy else "healthy now"
+    lines = [f"**Recalled from past investigations** (checked against the cluster: `{pod.name}` is {now}"
+             f"{found.cite('pods_list')}):"]
+    lines += [f"- [M{m['id']}] {m['kind']}: {m['text']}" for m in about]
+    return lines + [""]
 
 
 def _framed(found: Findings, cause: str) -> str:
