@@ -19,13 +19,18 @@ _STRIPPED = ("DATABASE_URL", "REDIS_URL", "TARSY_CONFIG_DIR", "KUBECONFIG", "GOO
 
 
 @contextmanager
-def serve_embedded(tmp_path: Path, *, pace_ms: int = 0) -> Iterator[tuple[str, Proc]]:
+def serve_embedded(tmp_path: Path, *, pace_ms: int = 0, actions: bool = False) -> Iterator[tuple[str, Proc]]:
     """`manage.py serve` as `make run` starts it: embedded mode, demo LLM, demo cluster, no API key; yields the base
-    URL and the process. `pace_ms`: the demo's pace (`serve` paces it for people; tests do not wait)."""
+    URL and the process. `pace_ms`: the demo's pace (`serve` paces it for people; tests do not wait). Without
+    `actions`, a tarsy.yaml turns approved actions off, so no investigation waits for a person."""
     env = {k: v for k, v in os.environ.items() if k not in _STRIPPED}
     port = free_port()
     env.update(TARSY_DATA_DIR=str(tmp_path / "var"), TARSY_PORT=str(port), PYTHONUNBUFFERED="1",
                TARSY_DEMO_PACE_MS=str(pace_ms))
+    if not actions:
+        (tmp_path / "config").mkdir(exist_ok=True)
+        (tmp_path / "config" / "tarsy.yaml").write_text("actions:\n  enabled: false\n")
+        env["TARSY_CONFIG_DIR"] = str(tmp_path / "config")
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True,
                    timeout=120)
     proc = Proc([sys.executable, "manage.py", "serve"], env, tmp_path / "serve.log")

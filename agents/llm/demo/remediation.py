@@ -177,8 +177,9 @@ def remediation_report(request: LLMRequest, conv: Conversation) -> str:
     previous = previous_analysis(conv)
     fix, why_not = plan_fix(previous)
     cause = root_cause(previous) or "the investigation stated none"
-    lines = previous.splitlines()
+    lines = previous.strip().splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith("**Root cause:**")), len(lines))
-    kept = lines[start + 1:]
-    return "\n".join(["## Root cause analysis and remediation", "", LABEL, "", f"**Root cause:** {cause}", "",
-                      f"**Action:** {_outcome(request, conv, fix, why_not)}", "", *kept]).rstrip()
+    before = "\n".join(x for x in lines[:start] if not x.startswith("## ") and x != LABEL).strip()  # scope, recall
+    return "\n".join(["## Root cause analysis and remediation", "", LABEL, "", *([before, ""] if before else []),
+                      f"**Root cause:** {cause}",
+                      "", f"**Action:** {_outcome(request, conv, fix, why_not)}", "", *lines[start + 1:]]).rstrip()
