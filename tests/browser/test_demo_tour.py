@@ -10,7 +10,7 @@ import json
 import httpx
 import pytest
 
-from tests.browser.conftest import open_page, shot, wait_until
+from tests.browser.conftest import ARTIFACTS, open_page, shot, wait_until
 from tests.e2e.conftest import serve_embedded
 from tests.support.processes import wait_for
 
@@ -31,6 +31,14 @@ def _submit(page, base: str, data: str) -> str:
     return page.url.rstrip("/").rsplit("/", 1)[1]
 
 
+def _view(page, name: str, selector: str) -> None:
+    """A screenshot of what a person sees with `selector` scrolled to the top (the timeline paints off-screen
+    items lazily, so full-page shots show them blank)."""
+    page.locator(selector).first.evaluate("n => n.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
 def _status(page) -> str:
     return page.inner_text("#session-status").strip().lower()
 
@@ -44,7 +52,8 @@ def test_the_demo_tour_investigates_proposes_acts_verifies_scores_learns_and_rec
 
         # It streams: a step in progress on the session page, and the session in the dashboard's Running panel.
         page.wait_for_selector("li.ev.streaming", timeout=60_000)
-        shot(page, "demo-tour-2-streaming")
+        page.wait_for_timeout(2500)  # a few chunks later, mid-investigation
+        _view(page, "demo-tour-2-streaming", "li.ev.streaming")
         overview = open_page(browser, width=1280, height=800)
         overview.goto(f"{base}/")
         wait_until(overview, f"() => document.body.innerText.includes('Running') && "
@@ -59,16 +68,14 @@ def test_the_demo_tour_investigates_proposes_acts_verifies_scores_learns_and_rec
         card = page.locator("#actions-panel .action-card.pending")
         assert "resources_set_limits" in card.inner_text() and "512Mi" in card.inner_text()
         assert card.locator(".action-justification a.cite").count() >= 2  # it cites the investigation's evidence
-        card.scroll_into_view_if_needed()
-        shot(page, "demo-tour-3-proposed")
+        _view(page, "demo-tour-3-proposed", "#actions-panel")
 
         page.fill("#actions-panel form[data-action-form] textarea", "raise it, the limit is too low")
         page.click("#actions-panel [data-action-decide='approve']")
         page.wait_for_selector("li[data-action-row][data-outcome='verified']", timeout=90_000)
         outcome = page.inner_text("li[data-action-row] .action-outcome")
         assert "Verified" in outcome and "readyReplicas: 1" in outcome
-        page.locator("#actions-panel").scroll_into_view_if_needed()
-        shot(page, "demo-tour-4-verified")
+        _view(page, "demo-tour-4-verified", "#actions-panel")
 
         wait_for(lambda: _status(page) == "completed", timeout=90, message="the session to complete")
         summary = page.inner_text("#executive-summary")
@@ -84,8 +91,8 @@ def test_the_demo_tour_investigates_proposes_acts_verifies_scores_learns_and_rec
         page.fill("#review-action", "Approved the 512Mi memory limit.")
         page.click("#review-save")
         wait_until(page, "() => document.querySelector('#review-saved').textContent.trim() !== ''")
-        page.locator("#review-form").scroll_into_view_if_needed()
-        shot(page, "demo-tour-5-reviewed")
+        _view(page, "demo-tour-5-summary-and-score", "#executive-summary")
+        _view(page, "demo-tour-5-reviewed", "#review-form")
         memories = wait_for(lambda: httpx.get(f"{base}/api/v1/memories", timeout=10).json()["results"], timeout=60,
                             message="a memory learned from the reviewed session")
         assert "orders-db" in memories[0]["text"] and memories[0]["evidence_ids"]
@@ -97,8 +104,8 @@ def test_the_demo_tour_investigates_proposes_acts_verifies_scores_learns_and_rec
         analysis = page.inner_text("#final-analysis-text")
         assert "Recalled from past investigations" in analysis and f"[M{memories[0]['id']}]" in analysis
         assert "orders-db-0 is healthy now" in analysis.replace("`", "")
-        page.locator("#final-analysis").scroll_into_view_if_needed()
-        shot(page, "demo-tour-6-recalled")
+        assert "memory M" in page.inner_text("#executive-summary")  # the summary says what memory recalls
+        _view(page, "demo-tour-6-recalled", "#executive-summary")
         page.goto(f"{base}/memories")
         shot(page, "demo-tour-7-memories")
         assert page.problems == [] and overview.problems == []

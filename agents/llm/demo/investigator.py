@@ -229,8 +229,10 @@ def final_report(conv: Conversation, found: Findings) -> str:
     if not conv.tools or (not found.pods and found.errors) or not conv.observations:
         return unverified_report(conv.alert, found.errors)
     diagnosis = diagnose(found)
-    lines = ["## Root cause analysis", "", LABEL, "", *_scope_lines(found), *_recalled(conv, found),
-             f"**Root cause:** {_framed(found, diagnosis.cause)}{found.cite(*diagnosis.keys)}.", "", "### Evidence",
+    recalled = _recalled(conv, found)
+    cause = _framed(found, diagnosis.cause) + _history(conv, found)
+    lines = ["## Root cause analysis", "", LABEL, "", *_scope_lines(found), *recalled,
+             f"**Root cause:** {cause}{found.cite(*diagnosis.keys)}.", "", "### Evidence",
              *_evidence(found), *[f"- {error}" for error in found.errors], "", "### Recommended actions"]
     lines += [f"{i}. {item}" for i, item in enumerate(diagnosis.actions, 1)]
     return "\n".join(lines)
@@ -240,16 +242,30 @@ def final_report(conv: Conversation, found: Findings) -> str:
 _MEMORY = re.compile(r"^\[M(?P<id>\d+)\] (?P<kind>\w+) \((?:[^()]|\([^()]*\))*\): (?P<text>.+)$", re.M)
 
 
-def _recalled(conv: Conversation, found: Findings) -> list[str]:
-    """The recalled memories about what this investigation looked at, with what the cluster shows of it now."""
+def _memories_about(conv: Conversation, found: Findings) -> list[re.Match[str]]:
     pod = found.primary
     if pod is None or "## Memories from past investigations" not in conv.alert:
         return []
     names = {pod.name, pod.workload, *([found.dependency.name, found.dependency.workload] if found.dependency
                                        else [])}
-    about = [m for m in _MEMORY.finditer(conv.alert) if any(re.search(rf"\b{re.escape(n)}\b", m["text"])
-                                                            for n in names)]
+    return [m for m in _MEMORY.finditer(conv.alert) if any(re.search(rf"\b{re.escape(n)}\b", m["text"])
+                                                           for n in names)]
+
+
+def _history(conv: Conversation, found: Findings) -> str:
+    """For a subject healthy now, what a recalled memory says happened to it (the summary repeats the cause)."""
+    about = _memories_about(conv, found) if found.focus.healthy else []
     if not about:
+        return ""
+    said = about[0]["text"].split(": ", 1)[-1]
+    number = about[0]["id"]
+    return f"; memory M{number} of a past investigation recalls: {said[:300].rstrip('. ')} [M{number}]"
+
+
+def _recalled(conv: Conversation, found: Findings) -> list[str]:
+    """The recalled memories about what this investigation looked at, with what the cluster shows of it now."""
+    pod, about = found.primary, _memories_about(conv, found)
+    if pod is None or not about:
         return []
     now = "still failing" if pod.unhealthy else "healthy now"
     lines = [f"**Recalled from past investigations** (checked against the cluster: `{pod.name}` is {now}"

@@ -150,3 +150,40 @@ def test_scoring_by_rule_rests_on_the_sessions_evidence():
     assert "invalid_citation" in verdict(held[:1]).tags
     assert json.loads(json.dumps(nothing.model_dump()))["rationale"].endswith("(Rule-based, by the built-in demo "
                                                                               "provider.)")
+
+
+async def test_a_recalled_memory_about_the_workload_is_checked_against_the_cluster_and_others_are_left_out(
+        open_cluster):
+    from agents.memory.prompt import Recalled, memories_block
+
+    from .test_demo_provider import _definitions, _request, _tool_text
+    from .test_demo_reads_the_alert import _config
+
+    memories = memories_block([
+        Recalled(memory_id=4, kind="incident", text="cart in namespace shop: cart-5f6d8c9b7-qt9wz was OOMKilled at "
+                 "128Mi. Fixed by resources_set_limits memory 256Mi, approved and verified.", confidence=0.6,
+                 age_days=2, use_count=1, session_id="s1"),
+        Recalled(memory_id=5, kind="incident", text="search-api in namespace search: throttled at 250m.",
+                 confidence=0.6, age_days=2, use_count=1, session_id="s2")])
+    async with open_cluster() as cluster:
+        tools = await _definitions(cluster)
+        messages = build_native_messages(config=_config(CONFIG), tools=tools, alert_type="kubernetes",
+                                         alert_data="pod cart-5f6d8c9b7-qt9wz high latency", runbook="",
+                                         previous_stage_context="", memories=memories)
+        for iteration in range(1, 9):
+            response = LLMResponse.collect(DemoProvider().generate(_request(messages, CONFIG, tools,
+                                                                            iteration=iteration)))
+            messages.append(response.as_assistant_message())
+            if not response.tool_calls:
+                break
+            for n, call in enumerate(response.tool_calls, 1):
+                text, is_error = await _tool_text(cluster, call.name, call.arguments)
+                result = ToolResult(call=call, content=text, is_error=is_error, evidence_id=f"E{iteration}{n}")
+                messages.append(ConversationMessage(role="tool", content=tool_response(result), tool_call_id=call.id,
+                                                    tool_name=call.name))
+    report = response.text
+    assert "**Recalled from past investigations** (checked against the cluster: `cart-5f6d8c9b7-qt9wz` is healthy " \
+           "now" in report
+    assert "[M4] incident: cart in namespace shop" in report and "[M5]" not in report  # not about this workload
+    cause = next(line for line in report.splitlines() if line.startswith("**Root cause:**"))
+    assert "not visible in the demo cluster" in cause and "memory M4 of a past investigation recalls" in cause
