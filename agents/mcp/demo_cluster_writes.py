@@ -150,9 +150,10 @@ def _quantity(value: str, kind: str) -> float:
     units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "K": 10**3, "M": 10**6, "G": 10**9} if kind == "memory" \
         else {"m": 1, "": 1000}
     match = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|K|M|G|m)?", value.strip())
-    if not match or (match.group(2) or "") not in units:
+    if match is None or (match.group(2) or "") not in units:
         _fail(f"{value!r} is not a {kind} quantity (e.g. {'512Mi' if kind == 'memory' else '500m'})")
-    return float(match.group(1)) * units[match.group(2) or ""]
+        raise AssertionError("unreachable")
+    return float(match.group(1)) * float(units[match.group(2) or ""])
 
 
 def _event(pod_or_workload: dict[str, Any], type_: str, reason: str, message: str) -> None:

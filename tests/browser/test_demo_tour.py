@@ -91,7 +91,7 @@ def test_the_demo_tour_investigates_proposes_acts_verifies_scores_learns_and_rec
         page.fill("#review-action", "Approved the 512Mi memory limit.")
         page.click("#review-save")
         wait_until(page, "() => document.querySelector('#review-saved').textContent.trim() !== ''")
-        _view(page, "demo-tour-5-summary-and-score", "#executive-summary")
+        _view(page, "demo-tour-5-summary-and-score", "#summary-title")
         _view(page, "demo-tour-5-reviewed", "#review-form")
         memories = wait_for(lambda: httpx.get(f"{base}/api/v1/memories", timeout=10).json()["results"], timeout=60,
                             message="a memory learned from the reviewed session")
@@ -105,7 +105,7 @@ def test_the_demo_tour_investigates_proposes_acts_verifies_scores_learns_and_rec
         assert "Recalled from past investigations" in analysis and f"[M{memories[0]['id']}]" in analysis
         assert "orders-db-0 is healthy now" in analysis.replace("`", "")
         assert "memory M" in page.inner_text("#executive-summary")  # the summary says what memory recalls
-        _view(page, "demo-tour-6-recalled", "#executive-summary")
+        _view(page, "demo-tour-6-recalled", "#summary-title")
         page.goto(f"{base}/memories")
         shot(page, "demo-tour-7-memories")
         assert page.problems == [] and overview.problems == []

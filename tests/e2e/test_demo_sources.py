@@ -48,7 +48,7 @@ SOURCES = {
 
 def _plain(text: str) -> str:
     """Markdown and citations off, as the summary writes the cause."""
-    return re.sub(r"[*_`]", "", re.sub(r"\s*\[[EM]\d+\]", "", text)).strip().rstrip(".")
+    return re.sub(r"[*`]", "", re.sub(r"\s*\[[EM]\d+\]", "", text)).strip().rstrip(".")
 
 
 def _post(base: str, path: str, body: dict) -> str:

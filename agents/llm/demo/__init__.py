@@ -74,8 +74,8 @@ class DemoProvider:
         if is_orchestrator(conv):
             return _orchestrate(request, conv, found, forced)
         if is_remediation(conv):
-            step = None if forced else next_remediation(conv)
-            return _act(conv, [step]) if step else _conclude(conv, remediation_report(request, conv))
+            fix = None if forced else next_remediation(conv)
+            return _act(conv, [fix]) if fix else _conclude(conv, remediation_report(request, conv))
         checking = is_check(conv)
         if checking:
             step = None if forced else check_action(conv)
@@ -178,7 +178,7 @@ def executive_summary(analysis: str) -> str:
     """One or two sentences: the root cause line if the analysis has one, else its opening sentences."""
     match = _ROOT_CAUSE.search(analysis)
     if match:
-        cause = _strip_markdown(CITATION.sub("", match.group(1))).rstrip(". ")
+        cause = re.sub(r"[*`]", "", CITATION.sub("", match.group(1))).strip().rstrip(". ")  # names keep their _
         action = _ACTION.search(analysis)
         done = f" Action: {re.sub(r'[*`]', '', CITATION.sub('', action.group(1))).strip().rstrip('. ')}." \
             if action else ""

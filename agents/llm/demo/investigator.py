@@ -258,8 +258,10 @@ def _history(conv: Conversation, found: Findings) -> str:
     if not about:
         return ""
     said = about[0]["text"].split(": ", 1)[-1]
+    cause = said.split(";")[0].split(". ")[0].rstrip(". ")  # its first clause, whole: never cut mid-word
+    fixed = next((s.rstrip(". ") for s in re.split(r"(?<=\.) ", said) if s.startswith("Fixed by ")), "")
     number = about[0]["id"]
-    return f"; memory M{number} of a past investigation recalls: {said[:300].rstrip('. ')} [M{number}]"
+    return f"; memory M{number} of a past investigation recalls: {cause}{'; ' + fixed if fixed else ''} [M{number}]"
 
 
 def _recalled(conv: Conversation, found: Findings) -> list[str]:
@@ -269,7 +271,7 @@ def _recalled(conv: Conversation, found: Findings) -> list[str]:
         return []
     now = "still failing" if pod.unhealthy else "healthy now"
     lines = [f"**Recalled from past investigations** (checked against the cluster: `{pod.name}` is {now}"
-             f"{found.cite('pods_list')}):"]
+             f"{found.cite('pods_list')}):", ""]
     lines += [f"- [M{m['id']}] {m['kind']}: {m['text']}" for m in about]
     return lines + [""]
 

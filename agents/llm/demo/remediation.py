@@ -140,8 +140,8 @@ def _what(fix: Fix) -> str:
 
 def _decision(news: str) -> str:
     """What the decision message says, in the report's words, with its evidence cited."""
-    cites = "".join(f"[{e.strip()}]" for e in (re.search(r"\(evidence ([^)]*)\)", news) or [None, ""])[1].split(",")
-                    if e.strip())
+    evidence = re.search(r"\(evidence ([^)]*)\)", news)
+    cites = "".join(f"[{e.strip()}]" for e in (evidence.group(1) if evidence else "").split(",") if e.strip())
     who = re.search(r"(?:approved|REJECTED) by (?P<who>[^\s(.]+)", news)
     by = who["who"] if who else "nobody"
     if "REJECTED" in news:
