@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 from django.conf import settings
@@ -9,6 +10,9 @@ from django.conf import settings
 from agents.config import ConfigError, TarsyConfig, load_config
 from agents.config.schema import AlertMaskingConfig
 from agents.mcp.masking import boundary
+
+DEMO_FEATURES_ENV = "TARSY_DEMO_FEATURES"  # "1": `manage.py serve` runs the demo (set by it on the embedded default)
+DEMO_CLUSTER_JOURNAL = "demo-cluster-changes.json"  # under TARSY_DATA_DIR: what approved actions changed
 
 _lock = threading.Lock()
 _config: TarsyConfig | None = None
@@ -20,9 +24,21 @@ def get_config() -> TarsyConfig:
     if _config is None:
         with _lock:
             if _config is None:
-                _config = load_config(settings.TARSY_CONFIG_DIR or None)
+                _config = _with_demo(load_config(settings.TARSY_CONFIG_DIR or None))
                 boundary.configure(_config.defaults.alert_masking)
     return _config
+
+
+def _with_demo(config: TarsyConfig) -> TarsyConfig:
+    """The demo's memory, actions and scoring on the embedded default as `manage.py serve` runs it
+    (agents.config.demo); the local user (no login: api-client; logged in: admin) approves its actions."""
+    if not (settings.EMBEDDED and os.environ.get(DEMO_FEATURES_ENV) == "1"):
+        return config
+    from agents.config.demo import with_demo_features
+    from tarsy.identity import DEFAULT_AUTHOR  # it reads the configuration itself
+
+    approvers = [DEFAULT_AUTHOR, "admin"] if config.system.auth.mode == "none" else []
+    return with_demo_features(config, state_file=str(settings.DATA_DIR / DEMO_CLUSTER_JOURNAL), approvers=approvers)
 
 
 def set_config(config: TarsyConfig | None) -> None:

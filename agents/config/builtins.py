@@ -37,6 +37,19 @@ METRICS_ALERT_TYPE = "metrics"  # alerts on a time series (latency, saturation, 
 TRIAGE_ALERT_TYPE = "triage"  # alerts whose cause may lie in the cluster or in the metrics: an orchestrator decides
 
 
+DEMO_PACE_ENV = "TARSY_DEMO_PACE_MS"  # how long one demo reply takes to stream; `manage.py serve` sets a default
+
+
+def demo_pace_ms(env: Mapping[str, str] | None = None) -> int:
+    """The demo provider's pace: 0 (tests, scripts) unless the environment names one."""
+    value = (os.environ if env is None else env).get(DEMO_PACE_ENV, "").strip()
+    if not value:
+        return 0
+    if not value.isdigit():
+        raise ValueError(f"{DEMO_PACE_ENV} must be a whole number of milliseconds, got {value!r}")
+    return int(value)
+
+
 def builtin_providers() -> dict[str, LLMProviderConfig]:
     return {
         "google-default": LLMProviderConfig(type="google", model="gemini-2.5-pro", api_key_env="GOOGLE_API_KEY"),
@@ -45,7 +58,7 @@ def builtin_providers() -> dict[str, LLMProviderConfig]:
             type="anthropic", model="claude-sonnet-4-5", api_key_env="ANTHROPIC_API_KEY"
         ),
         "xai-default": LLMProviderConfig(type="xai", model="grok-4", api_key_env="XAI_API_KEY"),
-        "demo": LLMProviderConfig(type="demo"),
+        "demo": LLMProviderConfig(type="demo", latency_ms=demo_pace_ms()),
     }
 
 

@@ -85,7 +85,7 @@ class LLMProviderConfig(_Strict):
     # scripted provider only
     script_file: str = ""
     script: list[dict[str, Any]] | dict[str, Any] | None = None
-    latency_ms: int = Field(default=0, ge=0)
+    latency_ms: int = Field(default=0, ge=0)  # scripted and demo: how long one reply takes to stream
     chunk_size: int = Field(default=0, ge=0)
 
     @property

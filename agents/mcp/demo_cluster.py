@@ -9,6 +9,7 @@ the demo investigator behave as they would against a real cluster. Run it with
 from __future__ import annotations
 
 import copy
+import sys
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
@@ -16,10 +17,14 @@ import yaml
 from pydantic import Field
 
 from . import demo_cluster_data as data
+from . import demo_cluster_writes as writes
 
 SERVER_NAME = "demo-kubernetes"
 DEFAULT_TAIL_LINES = 100  # kubernetes-mcp-server's default; keeps a chatty pod from flooding the context
 INSTRUCTIONS = "Read-only tools over a demonstration Kubernetes cluster (namespaces, pods, logs, events, resources)."
+ACTIONS_SERVER_NAME = "demo-kubernetes-actions"
+ACTIONS_INSTRUCTIONS = ("The demonstration Kubernetes cluster with write tools (scale, set limits, rollout restart and "
+                        "undo): read its state, and propose the change that fixes what the investigation found.")
 
 
 # ---- formatting -------------------------------------------------------------------------------
@@ -180,6 +185,7 @@ def _check_namespace(namespace: str) -> None:
 
 
 def _find(api_version: str, kind: str) -> list[dict[str, Any]]:
+    writes.sync()
     objects = data.RESOURCES.get((api_version, kind))
     if objects is None:
         _fail(f'the server doesn\'t have a resource type "{kind}" in group version "{api_version}"')
@@ -187,6 +193,7 @@ def _find(api_version: str, kind: str) -> list[dict[str, Any]]:
 
 
 def _get_pod(namespace: str, name: str) -> dict[str, Any]:
+    writes.sync()
     _check_namespace(namespace)
     for pod in data.PODS:
         if pod["metadata"]["namespace"] == namespace and pod["metadata"]["name"] == name:
@@ -218,11 +225,13 @@ Selector = Annotated[
 
 def namespaces_list() -> str:
     """List all the Kubernetes namespaces in the current cluster."""
+    writes.sync()
     return resources_table(data.RESOURCES[("v1", "Namespace")], namespaced=False)
 
 
 def pods_list(labelSelector: Selector = "") -> str:  # noqa: N803 - the real server's argument name
     """List all the Kubernetes pods in the current cluster from all namespaces."""
+    writes.sync()
     return pods_table([p for p in data.PODS if _matches(p, labelSelector)])
 
 
@@ -231,6 +240,7 @@ def pods_list_in_namespace(
     labelSelector: Selector = "",  # noqa: N803
 ) -> str:
     """List all the Kubernetes pods in the specified namespace in the current cluster."""
+    writes.sync()
     _check_namespace(namespace)
     pods = [p for p in data.PODS if p["metadata"]["namespace"] == namespace and _matches(p, labelSelector)]
     return pods_table(pods) if pods else f"No resources found in {namespace} namespace.\n"
@@ -278,6 +288,7 @@ def events_list(
     ] = "",
 ) -> str:
     """List Kubernetes events (warnings, errors, state changes) for debugging and troubleshooting."""
+    writes.sync()
     if namespace:
         _check_namespace(namespace)
     events = sorted(
@@ -352,9 +363,18 @@ def read_only_server(name: str, instructions: str, tools: tuple[Any, ...]) -> An
     return server
 
 
-def build_server() -> Any:
-    return read_only_server(SERVER_NAME, INSTRUCTIONS, TOOLS)
+def build_server(actions: bool = False) -> Any:
+    """The read-only server; with `actions`, the same cluster with its write tools as well (for action agents)."""
+    if not actions:
+        return read_only_server(SERVER_NAME, INSTRUCTIONS, TOOLS)
+    from mcp.types import ToolAnnotations
+
+    server = read_only_server(ACTIONS_SERVER_NAME, ACTIONS_INSTRUCTIONS, TOOLS)
+    changes = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=True)
+    for fn in writes.TOOLS:
+        server.add_tool(fn, annotations=changes, structured_output=False)
+    return server
 
 
 if __name__ == "__main__":
-    build_server().run()
+    build_server(actions="--actions" in sys.argv[1:]).run()

@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tarsy', '0028_action_guards'),
+        ('tarsy', '0030_memory_changes_quota_indexes'),
     ]
 
     operations = [

@@ -3,47 +3,14 @@ LLM and the demo cluster — alerts in over HTTP, finished investigations out.""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
-from tests.support.processes import ROOT, Proc, free_port, wait_for
+from tests.support.processes import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
-
-_STRIPPED = ("DATABASE_URL", "REDIS_URL", "TARSY_CONFIG_DIR", "KUBECONFIG", "GOOGLE_API_KEY", "OPENAI_API_KEY",
-             "ANTHROPIC_API_KEY", "XAI_API_KEY", "SECRET_KEY", "TARSY_QUEUE", "TARSY_CHANNEL_PREFIX",
-             "DJANGO_SETTINGS_MODULE", "TARSY_TEST_DB_NAME")
-
-
-@pytest.fixture
-def embedded_server(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in _STRIPPED}
-    port = free_port()
-    env.update(TARSY_DATA_DIR=str(tmp_path / "var"), TARSY_PORT=str(port), PYTHONUNBUFFERED="1")
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True,
-                   timeout=120)
-    proc = Proc([sys.executable, "manage.py", "serve"], env, tmp_path / "serve.log")
-    base = f"http://127.0.0.1:{port}"
-
-    def up():
-        if proc.popen.poll() is not None:
-            raise AssertionError(proc.log())
-        try:
-            return httpx.get(f"{base}/health", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    try:
-        wait_for(up, timeout=60, message="manage.py serve")
-        yield base, proc
-    finally:
-        proc.stop()
-
 
 def _submit(base: str, data, alert_type: str = "kubernetes") -> str:
     response = httpx.post(f"{base}/api/v1/alerts", json={"alert_type": alert_type, "data": data}, timeout=30)

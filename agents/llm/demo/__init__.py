@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 
 from agents.citations import CITATION
@@ -31,11 +32,15 @@ from .check import check_action, check_report, is_check
 from .evidence import Conversation, log_highlights, read_conversation
 from .findings import Findings
 from .investigator import LABEL, Action, final_report, gather, next_action
+from .judging import reflect, score
 from .metrics import metrics_report, next_metrics_action, offers_metrics
 from .orchestrator import is_orchestrator, orchestrate, orchestrator_report, sub_agent_results
+from .remediation import is_remediation, next_remediation, remediation_report
 
 CHARS_PER_TOKEN = 4  # rough token estimate, the same rule the summarization threshold uses
 STREAM_PIECES = 4  # a few chunks, so the UI shows streaming without flooding the sockets
+PACED_PIECES = 30  # with a pace, enough chunks that the text visibly streams in, as a real model's does
+DEADLINE_MARGIN_S = 1.0  # the pace never eats the step's deadline: the reply is due before it
 Reply = tuple[str, str, list[ToolCall]]  # text, thinking, tool calls
 
 
@@ -49,6 +54,10 @@ class DemoProvider:
         calls: list[ToolCall] = []
         if kind == "executive_summary":
             text, thought = executive_summary(_last_user(request)), ""
+        elif kind == "scoring":
+            text, thought = score(_last_user(request)), ""
+        elif kind == "memory_reflection":
+            text, thought = reflect(_last_user(request)), ""
         elif kind == "summarization":
             text, thought = summarize(_last_user(request)), ""
         elif kind == "synthesis":
@@ -65,6 +74,9 @@ class DemoProvider:
         forced = request.interaction_type == "forced_conclusion"
         if is_orchestrator(conv):
             return _orchestrate(request, conv, found, forced)
+        if is_remediation(conv):
+            fix = None if forced else next_remediation(conv)
+            return _act(conv, [fix]) if fix else _conclude(conv, remediation_report(request, conv))
         checking = is_check(conv)
         if checking:
             step = None if forced else check_action(conv)
@@ -80,10 +92,18 @@ class DemoProvider:
         return _act(conv, [action])
 
     def _emit(self, request: LLMRequest, text: str, thought: str, calls: list[ToolCall]) -> Iterator[Chunk]:
+        """The reply in pieces; with a pace (`latency_ms`, the time one step takes) spread over them, so the live
+        timeline, the streaming text and the Running panel can be watched."""
+        pace_s = request.provider.latency_ms / 1000
+        pieces = _pieces(text, PACED_PIECES if pace_s else STREAM_PIECES)
+        delay = pace_s / (len(pieces) + bool(thought) + 1)
         if thought:
             yield ThinkingChunk(text=thought)
-        for piece in _pieces(text):
+            _pause(delay, request.deadline)
+        _pause(delay, request.deadline)  # "thinking" before the first token, like a model's time to first token
+        for piece in pieces:
             yield TextChunk(text=piece)
+            _pause(delay, request.deadline)
         for call in calls:
             yield ToolCallChunk(call=call)
         prompt = sum(len(m.content) for m in request.messages) + sum(len(t.model_dump_json()) for t in request.tools)
@@ -120,11 +140,19 @@ def _orchestrate(request: LLMRequest, conv: Conversation, found: Findings, force
     return "Thought: I wait for the results of the agents I dispatched.", "", []  # ReAct: a reply that calls nothing
 
 
-def _pieces(text: str) -> list[str]:
+def _pieces(text: str, count: int) -> list[str]:
     if not text:
         return []
-    size = max(1, -(-len(text) // STREAM_PIECES))
+    size = max(1, -(-len(text) // count))
     return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _pause(seconds: float, deadline: float | None) -> None:
+    """Sleep for the pace, but never into the last second before the step's deadline."""
+    if deadline is not None:
+        seconds = min(seconds, deadline - time.time() - DEADLINE_MARGIN_S)
+    if seconds > 0:
+        time.sleep(seconds)
 
 
 def _last_user(request: LLMRequest) -> str:
@@ -139,6 +167,7 @@ def _all_user(request: LLMRequest) -> str:
 # ---- other interaction types ------------------------------------------------------------------
 
 _ROOT_CAUSE = re.compile(r"\*\*Root cause:\*\*\s*(.+)")
+_ACTION = re.compile(r"\*\*Action:\*\*\s*(.+)")  # a remediation's (remediation.py)
 _CHECK_PROBLEM = re.compile(r"\*\*Problem:\*\*\s*(.+)")  # a check's report (check.py)
 
 
@@ -150,8 +179,11 @@ def executive_summary(analysis: str) -> str:
     """One or two sentences: the root cause line if the analysis has one, else its opening sentences."""
     match = _ROOT_CAUSE.search(analysis)
     if match:
-        cause = _strip_markdown(CITATION.sub("", match.group(1))).rstrip(". ")
-        return f"Root cause: {cause}. (Summary by the demo investigator.)"
+        cause = re.sub(r"[*`]", "", CITATION.sub("", match.group(1))).strip().rstrip(". ")  # names keep their _
+        action = _ACTION.search(analysis)
+        done = f" Action: {re.sub(r'[*`]', '', CITATION.sub('', action.group(1))).strip().rstrip('. ')}." \
+            if action else ""
+        return f"Root cause: {cause}.{done} (Summary by the demo investigator.)"
     match = _CHECK_PROBLEM.search(analysis)
     if match:
         problem = _strip_markdown(CITATION.sub("", match.group(1))).rstrip(". ")

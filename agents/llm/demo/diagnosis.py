@@ -44,7 +44,12 @@ def node_state(found: Findings) -> Diagnosis | None:
         return None
     state = ", ".join(f"**{p}**" for p in node.problems) or "all conditions healthy"
     cause = f"node `{node.name}` reports {state}" + (f", taints {', '.join(node.taints)}" if node.taints else "")
-    cause += "; none of its pods is failing"
+    failing = [p for p in found.pods if p.node == node.name and p.unhealthy]
+    if not node.problems:
+        cause += ": the node trouble the alert reports is not visible in the demo cluster now"
+    cause += (f"; of its pods, {', '.join(f'`{p.name}` ({p.status})' for p in failing)} "
+              f"{'fails' if len(failing) == 1 else 'fail'} for reasons of {'its' if len(failing) == 1 else 'their'} "
+              "own, which a node problem does not explain") if failing else "; none of its pods is failing"
     said = [f"{e.reason}: \"{quote(e.message, 200)}\"" for e in found.related_warnings()][-2:]
     cause += f"; its events: {'; '.join(said)}" if said else ""
     return Diagnosis(cause, ["pods_list", f"resources_get:Node/{node.name}", "events_list"],

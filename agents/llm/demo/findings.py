@@ -98,6 +98,9 @@ def gather(conv: Conversation) -> Findings:
             continue
         _record(found, obs.short, obs.arguments, obs.text, obs.evidence_id)
     found.focus = resolve(found.targets, found.pods)
+    node = found.nodes.get(found.focus.node)
+    if node is not None and not node.problems and found.targets.node_trouble():
+        found.focus.primary = None  # a healthy node is the answer to a node alert; its pods' failures are not
     if found.primary and found.dependency_host:
         found.dependency = _pod_for_host(found.pods, found.dependency_host, found.primary.namespace)
     return found

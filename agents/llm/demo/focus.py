@@ -88,7 +88,8 @@ def resolve(targets: AlertTargets, pods: list[PodRow]) -> Focus:
             focus.primary = _pick(scope, symptoms)
             focus.why = f"the pod in namespace `{namespace}` (named by the alert) that fits the alert best"
             return focus
-    failing = [p for p in scope if p.unhealthy] or [p for p in pods if p.unhealthy]
-    focus.primary = _pick(failing, symptoms)
-    focus.why = "the failing pod of the demo cluster that fits the alert best"
+    own = [p for p in scope if p.unhealthy] if namespace else []
+    focus.primary = _pick(own or [p for p in pods if p.unhealthy], symptoms)
+    focus.why = (f"the failing pod of namespace `{namespace}` (named by the alert)" if own
+                 else "the failing pod of the demo cluster that fits the alert best")
     return focus

@@ -36,6 +36,10 @@ def next_action(conv: Conversation, found: Findings) -> Action | None:
     offered = conv.tools
     if not offered:
         return None
+    node = found.targets.node_subject()
+    if node and "resources_get" in offered and not conv.attempted("resources_get", kind="Node", name=node):
+        return Action("resources_get", _get("Node", node), f"The alert is about node {node}; read its conditions "
+                      "first.")
     if not conv.attempted("pods_list") and not conv.attempted("pods_list_in_namespace"):
         if "pods_list" in offered:
             return Action("pods_list", {}, "Start with every pod in the cluster to find the alert's resources.")
@@ -172,9 +176,12 @@ def _scope_lines(found: Findings) -> list[str]:
 def _evidence(found: Findings) -> list[str]:
     pod = found.primary
     if pod is None:
-        where = f" on node `{found.focus.node}`" if found.focus.node else ""
-        return [f"- `pods_list`: no pod{where} is failing{found.cite('pods_list')}.", *_node_lines(found),
-                *_event_lines(found)]
+        node = found.focus.node
+        failing = [p for p in found.pods if p.unhealthy and (not node or p.node == node)]
+        where = f" on node `{node}`" if node else ""
+        said = (f"failing{where}: {', '.join(f'`{p.name}` ({p.status}, {p.restarts} restarts)' for p in failing)}"
+                if failing else f"no pod{where} is failing")
+        return [f"- `pods_list`: {said}{found.cite('pods_list')}.", *_node_lines(found), *_event_lines(found)]
     lines = [f"- `pods_list`: {_pod_line(pod, found.details.get(pod.name))}"
              f"{found.cite('pods_list', f'pods_get:{pod.name}')}."]
     detail = found.details.get(pod.name)
@@ -222,11 +229,66 @@ def final_report(conv: Conversation, found: Findings) -> str:
     if not conv.tools or (not found.pods and found.errors) or not conv.observations:
         return unverified_report(conv.alert, found.errors)
     diagnosis = diagnose(found)
-    lines = ["## Root cause analysis", "", LABEL, "", *_scope_lines(found),
-             f"**Root cause:** {diagnosis.cause}{found.cite(*diagnosis.keys)}.", "", "### Evidence",
+    recalled = _recalled(conv, found)
+    cause = _framed(found, diagnosis.cause) + _history(conv, found)
+    lines = ["## Root cause analysis", "", LABEL, "", *_scope_lines(found), *recalled,
+             f"**Root cause:** {cause}{found.cite(*diagnosis.keys)}.", "", "### Evidence",
              *_evidence(found), *[f"- {error}" for error in found.errors], "", "### Recommended actions"]
     lines += [f"{i}. {item}" for i, item in enumerate(diagnosis.actions, 1)]
     return "\n".join(lines)
+
+
+# agents.memory.prompt's lines: "[M3] incident (confidence 0.65, confirmed 0 day(s) ago, …): text"
+_MEMORY = re.compile(r"^\[M(?P<id>\d+)\] (?P<kind>\w+) \((?:[^()]|\([^()]*\))*\): (?P<text>.+)$", re.M)
+
+
+def _memories_about(conv: Conversation, found: Findings) -> list[re.Match[str]]:
+    pod = found.primary
+    if pod is None or "## Memories from past investigations" not in conv.alert:
+        return []
+    names = {pod.name, pod.workload, *([found.dependency.name, found.dependency.workload] if found.dependency
+                                       else [])}
+    return [m for m in _MEMORY.finditer(conv.alert) if any(re.search(rf"\b{re.escape(n)}\b", m["text"])
+                                                           for n in names)]
+
+
+def _history(conv: Conversation, found: Findings) -> str:
+    """For a subject healthy now, what a recalled memory says happened to it (the summary repeats the cause)."""
+    about = _memories_about(conv, found) if found.focus.healthy else []
+    if not about:
+        return ""
+    said = about[0]["text"].split(": ", 1)[-1]
+    cause = said.split(";")[0].split(". ")[0].rstrip(". ")  # its first clause, whole: never cut mid-word
+    fixed = next((s.rstrip(". ") for s in re.split(r"(?<=\.) ", said) if s.startswith("Fixed by ")), "")
+    number = about[0]["id"]
+    return f"; memory M{number} of a past investigation recalls: {cause}{'; ' + fixed if fixed else ''} [M{number}]"
+
+
+def _recalled(conv: Conversation, found: Findings) -> list[str]:
+    """The recalled memories about what this investigation looked at, with what the cluster shows of it now."""
+    pod, about = found.primary, _memories_about(conv, found)
+    if pod is None or not about:
+        return []
+    now = "still failing" if pod.unhealthy else "healthy now"
+    lines = [f"**Recalled from past investigations** (checked against the cluster: `{pod.name}` is {now}"
+             f"{found.cite('pods_list')}):", ""]
+    lines += [f"- [M{m['id']}] {m['kind']}: {m['text']}" for m in about]
+    return lines + [""]
+
+
+def _framed(found: Findings, cause: str) -> str:
+    """The cause, said to be a stand-in when the cluster lacks what the alert names (the summary repeats this line,
+    so it cannot blame another workload without saying so)."""
+    if not found.focus.notes:
+        return cause
+    pod, claimed = found.primary, found.targets.claims.get("namespace", [])
+    if pod is None:
+        instead = "nothing else in the demo cluster explains it"
+    elif pod.namespace in claimed:
+        instead = f"namespace `{pod.namespace}`'s own failure instead: {cause}"
+    else:
+        instead = f"the demo cluster's failing pod that fits the alert best, elsewhere: {cause}"
+    return f"undetermined for what the alert names ({'; '.join(found.focus.notes)}); {instead}"
 
 
 def unverified_report(alert: str, errors: list[str]) -> str:

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from tarsy.config import ConfigError, get_config
+from agents.config.builtins import DEMO_PACE_ENV
+from tarsy.config import DEMO_CLUSTER_JOURNAL, DEMO_FEATURES_ENV, ConfigError, get_config
 from tarsy.services.users import admin_user_create_first
+
+# A demo step streams about as long as a real model's reply, so a newcomer watches the timeline, the tokens and
+# the Running panel (an investigation of ~8 steps takes ~30 s); TARSY_DEMO_PACE_MS=0 turns it off.
+SERVE_DEMO_PACE_MS = 3500
 
 
 class Command(BaseCommand):
@@ -20,6 +26,15 @@ class Command(BaseCommand):
         parser.add_argument("--host", default=settings.TARSY_HOST)
         parser.add_argument("--port", type=int, default=settings.TARSY_PORT)
         parser.add_argument("--no-worker", action="store_true", help="do not run the in-process worker")
+
+    def execute(self, *args, **options):
+        """The demo's pace and extras are set before the system checks read the configuration; each start shows the
+        demo cluster with its incidents (what approved actions changed is forgotten)."""
+        os.environ.setdefault(DEMO_PACE_ENV, str(SERVE_DEMO_PACE_MS))
+        os.environ.setdefault(DEMO_FEATURES_ENV, "1")
+        if settings.EMBEDDED:
+            (settings.DATA_DIR / DEMO_CLUSTER_JOURNAL).unlink(missing_ok=True)
+        return super().execute(*args, **options)
 
     def handle(self, *args, host: str, port: int, no_worker: bool, **options):
         try:
@@ -70,8 +85,9 @@ class Command(BaseCommand):
             f"  Dashboard: {base}/",
             f"  API docs:  {base}/api/docs/",
             f"  Admin:     {base}/admin/",
-            f"  LLM:       {config.default_provider}" + (" (built-in demo investigator)"
-                                                         if config.default_provider == "demo" else ""),
+            f"  LLM:       {config.default_provider}" + (
+                f" (built-in demo investigator, {os.environ.get(DEMO_PACE_ENV) or 0} ms per step: {DEMO_PACE_ENV})"
+                if config.default_provider == "demo" else ""),
         ]
         lines += self._admin_login()
         for warning in config.warnings():

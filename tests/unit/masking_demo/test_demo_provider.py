@@ -258,3 +258,41 @@ async def test_chat_answers_from_context_and_fetches_logs_when_asked(open_cluste
         and "OOMKilled" in second.text
         and "FATAL:  the database system is starting up" in (second.text)
     )
+
+
+def test_a_paced_demo_streams_its_reply_over_the_pace_and_an_unpaced_one_at_once(demo_provider_config):
+    """#45: with a pace the live timeline and token streaming can be watched; tests (pace 0) do not wait."""
+    import time
+
+    messages = [ConversationMessage(role="user", content=ALERT)]
+    paced = demo_provider_config.model_copy(update={"latency_ms": 600})
+    started = time.monotonic()
+    chunks = list(DemoProvider().generate(_request(messages, paced)))
+    took = time.monotonic() - started
+    texts = [c for c in chunks if isinstance(c, TextChunk)]
+    assert took >= 0.55 and len(texts) >= 20, (took, len(texts))
+
+    started = time.monotonic()
+    unpaced = list(DemoProvider().generate(_request(messages, demo_provider_config)))
+    assert time.monotonic() - started < 0.2
+    assert "".join(c.text for c in unpaced if isinstance(c, TextChunk)) == "".join(c.text for c in texts)
+
+
+def test_the_pace_never_runs_into_the_steps_deadline(demo_provider_config):
+    import time
+
+    paced = demo_provider_config.model_copy(update={"latency_ms": 60_000})
+    request = _request([ConversationMessage(role="user", content=ALERT)], paced)
+    request = request.model_copy(update={"deadline": time.time() + 1.5})
+    started = time.monotonic()
+    list(DemoProvider().generate(request))
+    assert time.monotonic() - started < 1.0
+
+
+def test_the_demo_pace_comes_from_the_environment_and_is_zero_without_it():
+    from agents.config.builtins import demo_pace_ms
+
+    assert demo_pace_ms({}) == 0
+    assert demo_pace_ms({"TARSY_DEMO_PACE_MS": "2500"}) == 2500
+    with pytest.raises(ValueError, match="TARSY_DEMO_PACE_MS"):
+        demo_pace_ms({"TARSY_DEMO_PACE_MS": "3s"})

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from agents.context import ChatContext, ResolvedAgentConfig, ToolResult
-from agents.llm.demo import DemoProvider
+from agents.llm.demo import DemoProvider, executive_summary
 from agents.llm.demo.alert import parse_alert
 from agents.llm.types import ConversationMessage, LLMResponse, ToolCall
 from agents.mcp import demo_cluster_data as data
@@ -115,8 +115,50 @@ async def test_a_healthy_named_pod_or_node_is_reported_healthy_not_replaced(open
     cause = _root_cause(answer)
     assert "not visible in the demo cluster" in cause and "cart-5f6d8c9b7-qt9wz" in cause
     assert "OOMKilled" not in cause
-    assert "node `control-plane` reports all conditions healthy; none of its pods is failing" in _root_cause(node)
-    assert called == ["pods_list", "resources_get", "events_list"]
+    assert "node `control-plane` reports all conditions healthy" in _root_cause(node)
+    assert "not visible in the demo cluster now; none of its pods is failing" in _root_cause(node)
+    assert called == ["resources_get", "pods_list", "events_list"]  # a node alert reads the node first
+
+
+async def test_a_healthy_node_is_the_answer_not_a_failing_pod_on_it(open_cluster, demo_provider_config):
+    """#45: for "node worker-2 NotReady" the analysis found the node healthy and the summary blamed orders-db-0."""
+    async with open_cluster() as cluster:
+        answer, called = await _investigate(cluster, demo_provider_config, "node worker-2 NotReady")
+
+    cause, summary = _root_cause(answer), executive_summary(answer)
+    assert called[0] == "resources_get"
+    assert cause.startswith("**Root cause:** node `worker-2` reports all conditions healthy")
+    assert "which a node problem does not explain" in cause
+    assert "OOMKilled" not in cause and "OOMKilled" not in summary
+    assert summary.startswith("Root cause: node worker-2 reports all conditions healthy")
+
+
+async def test_a_pagerduty_title_is_read_and_a_missing_workload_is_said_in_the_summary(open_cluster,
+                                                                                       demo_provider_config):
+    """#45: a PagerDuty incident titled "analytics-etl pods not starting in namespace analytics after deploy" was
+    blamed on a DNS problem in inventory-api; the namespace's own failure is report-api's bad image."""
+    alert = json.dumps({"source": "pagerduty", "event_type": "incident.triggered", "incident": {
+        "id": "PGR0VU2", "type": "incident", "title": "analytics-etl pods not starting in namespace analytics after "
+        "deploy", "service": {"summary": "API Service", "id": "PF9KMXH"}, "urgency": "high"}})
+    async with open_cluster() as cluster:
+        answer, _ = await _investigate(cluster, demo_provider_config, alert)
+
+    cause, summary = _root_cause(answer), executive_summary(answer)
+    assert "no workload `analytics-etl` in namespace `analytics`" in cause
+    assert "namespace `analytics`'s own failure instead" in cause and data.BAD_TAG_POD in cause
+    assert "inventory" not in cause
+    assert "no workload analytics-etl in namespace analytics" in summary and data.BAD_TAG_POD in summary
+
+
+async def test_a_missing_pod_is_said_in_the_summary_before_any_other_cause(open_cluster, demo_provider_config):
+    """#45: for a pod the cluster lacks the summary said "Root cause: orders-db-0 is being OOMKilled"."""
+    async with open_cluster() as cluster:
+        answer, _ = await _investigate(cluster, demo_provider_config, "pod checkout-7c9d-abcde CrashLoopBackOff in "
+                                                                      "namespace shop")
+
+    summary = executive_summary(answer)
+    assert summary.startswith("Root cause: undetermined for what the alert names (the demo cluster has no pod "
+                              "checkout-7c9d-abcde in namespace shop); namespace shop's own failure instead: "), summary
 
 
 async def test_conclusions_follow_the_tool_output_not_pod_names(open_cluster, demo_provider_config):
@@ -145,6 +187,14 @@ async def test_conclusions_follow_the_tool_output_not_pod_names(open_cluster, de
         ("deployment=report-api, statefulset/orders-db", {"workload": ["report-api", "orders-db"]}),
         ('[{"labels": {"alertname": "KubePodCrashLooping", "pod": "web-1"}}]',
          {"alertname": ["KubePodCrashLooping"], "pod": ["web-1"]}),
+        ("analytics-etl pods not starting in namespace analytics", {"namespace": ["analytics"],
+                                                                    "workload": ["analytics-etl"]}),
+        (json.dumps({"source": "pagerduty", "incident": {"title": "checkout-api pods crash in namespace shop",
+                                  "service": {"summary": "orders-api"}}}),
+         {"namespace": ["shop"], "workload": ["checkout-api", "orders-api"]}),
+        (json.dumps({"labels": {"alertname": "HighCPU", "instance": "db-1:9100"},
+                     "annotations": {"summary": "CPU above 90% on db-1:9100"}}),
+         {"alertname": ["HighCPU"], "node": ["db-1"]}),
         ("", {}),
         ("42", {}),
     ],
