@@ -477,21 +477,33 @@ def with_observation(case: Case, **changes: Any) -> Case:
 
 
 def _scorer_at(revision: str) -> Callable[[Any, Observation], Any]:
-    """`score` of `evals/scoring.py` as it was at a git revision, fed observations in its own types."""
+    """`score` of the scorer as it was at a git revision (the `evals/scoring/` package, or `evals/scoring.py` before
+    it), fed observations in its own types."""
     import dataclasses
     import importlib.util
     import subprocess
     import sys
+    import tempfile
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    source = subprocess.run(["git", "show", f"{revision}:evals/scoring.py"], cwd=root, check=True,
-                            capture_output=True, text=True).stdout
-    spec = importlib.util.spec_from_loader("evals.scoring_baseline", loader=None)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+    folder = Path(tempfile.mkdtemp(prefix="scoring-baseline-"))
+    files = git("ls-tree", "--name-only", f"{revision}:evals/scoring/").split() if subprocess.run(
+        ["git", "cat-file", "-e", f"{revision}:evals/scoring/__init__.py"], cwd=root).returncode == 0 else []
+    for name in files:
+        (folder / name).write_text(git("show", f"{revision}:evals/scoring/{name}"))
+    if not files:
+        (folder / "__init__.py").write_text(git("show", f"{revision}:evals/scoring.py"))
+    name = "evals.scoring_baseline"
+    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py",
+                                                  submodule_search_locations=[str(folder)])
     module = importlib.util.module_from_spec(spec)
-    module.__package__ = "evals"
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    exec(compile(source, f"{revision}:evals/scoring.py", "exec"), module.__dict__)  # noqa: S102 - our own file
+    sys.modules[name] = module  # dataclasses and relative imports look their module up there
+    spec.loader.exec_module(module)
 
     def convert(cls: type, value: Any, **overrides: Any) -> Any:
         names = {f.name for f in dataclasses.fields(cls)}
@@ -512,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description="Tally the adversarial answers against the scorer.")
     parser.add_argument("--scenario", action="append", metavar="GLOB", help="as for manage.py eval")
-    parser.add_argument("--baseline", metavar="REV", help="also score with evals/scoring.py at this git revision")
+    parser.add_argument("--baseline", metavar="REV", help="also score with the scorer at this git revision")
     args = parser.parse_args(argv)
     scenarios = {s.name: s for s in load_all(select(args.scenario))}
     all_cases = [c for s in scenarios.values() for c in cases(s)]
