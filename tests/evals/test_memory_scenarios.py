@@ -118,7 +118,7 @@ def test_a_recurrence_selects_the_memory_server_and_memory_is_on_without_reflect
     assert {"name": MEMORY_SERVER} in by_name[recurrence.name].mcp_selection["servers"]
     assert {"name": MEMORY_SERVER} not in by_name[prior.name].mcp_selection["servers"]
     for p in plan.plans:
-        memory = config.chain(config.chain_for_alert_type(p.alert_type)).memory
+        memory = config.chain(p.chain_id or config.chain_for_alert_type(p.alert_type)).memory
         assert (memory.recall, memory.reflect) == (p.scenario is recurrence, False)
     # the memory server reads the database the run names (evals.database sets TARSY_DATABASE_NAME)
     env = stdio_environment(config.mcp_servers[MEMORY_SERVER].transport, {"TARSY_DATABASE_NAME": "x_eval"})
