@@ -31,8 +31,9 @@ A scenario with memory fixtures (`memories.yaml`) also selects the built-in `tar
 enabled for the run: no chain reflects, and only the reference chains of such scenarios inject memories.
 
 With `--provider NAME` every chain of the deployment is bound to NAME instead, and scenarios run on the chain
-of their alert type (orchestrated and action scenarios on their own). The content depends only on the scenarios, the provider and the concurrency, so
-external workers started with `TARSY_CONFIG_DIR=<dir>` serve any later run with the same options.
+of their alert type (orchestrated and action scenarios on their own). The content depends only on the scenarios,
+the provider and the concurrency, so external workers started with `TARSY_CONFIG_DIR=<dir>` serve any later run
+with the same options.
 """
 
 from __future__ import annotations

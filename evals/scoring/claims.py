@@ -199,13 +199,14 @@ def _dismissing(sentence: str, clauses: list[tuple[int, int]], at: int) -> bool:
 
 
 def _preposed(sentence: str, clauses: list[tuple[int, int]], at: int) -> bool:
-    for start, end in reversed(clauses[:at]):
-        text = sentence[start:end]
-        if PREPOSED.match(text):
-            return True
-        if NEW_STATEMENT.match(text) or CONCESSIVE.match(text):
-            return False
-    return False
+    """The clause before says "not this one" ("Unrelated to this alert: X …"), or the one before that when this
+    one goes on about X ("…: X, which …")."""
+    if at == 0 or NEW_STATEMENT.match(sentence[clauses[at][0]:clauses[at][1]]):
+        return False
+    before = sentence[clauses[at - 1][0]:clauses[at - 1][1]]
+    if PREPOSED.match(before):
+        return True
+    return bool(CONTINUATION.match(sentence[clauses[at][0]:clauses[at][1]])) and _preposed(sentence, clauses, at - 1)
 
 
 def _postposed(sentence: str, clauses: list[tuple[int, int]], at: int) -> bool:
