@@ -233,12 +233,15 @@ def _ends(pattern: re.Pattern, sentence: str, start: int) -> Iterator[re.Match]:
 
 def hits(phrase: Phrase, sentences_: list[str]) -> list[Hit]:
     """Every place the phrasing matches, with what the clause around it does to it; of the matches from one
-    start, the first that is not negated."""
+    start, the first that is not negated. A match that is negated is tried again from each later start, so a
+    window that reaches back into a negated clause ("no route for docs-site, but docs-site's deploy is the cause")
+    does not hide the claim after it."""
     lazy, greedy = phrase
     out = []
     for index, sentence in enumerate(sentences_):
         clauses = _clauses(sentence)
-        for first in lazy.finditer(sentence):
+        pos = 0
+        while pos <= len(sentence) and (first := lazy.search(sentence, pos)):
             at_start = _clause_at(clauses, first.start())
             dismissed = _dismissed(sentences_, index, clauses, at_start)
             matches = [first, *_ends(greedy, sentence, first.start())]
@@ -246,6 +249,7 @@ def hits(phrase: Phrase, sentences_: list[str]) -> list[Hit]:
             after = sentence[first.end():clauses[_clause_at(clauses, first.end())][1]]
             out.append(Hit(sentence, first.start(), first.end(), all(negated), dismissed,
                            NEGATION.search(after) is not None))
+            pos = first.start() + 1 if all(negated) else max(first.end(), first.start() + 1)
     return out
 
 
