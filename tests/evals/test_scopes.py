@@ -135,3 +135,18 @@ def test_rather_than_the_cause_this_is_the_red_herring_fails():
     answer = ("**Root cause:** rather than the JVM heap, this is a DNS failure: the nameserver limits were exceeded "
               "and ledger-service is OOMKilled (exit 137) with -Xmx1536m as collateral.\n")
     assert "blamed_red_herring" in {c.reason for c in _score(JVM, answer).failed}
+
+
+def test_every_cause_names_its_culprit_and_ten_victims_fail_because_of_another_workload():
+    from evals.scenario import load_all, select
+
+    scenarios = load_all(select(None))
+    assert len(scenarios) >= 94
+    assert all(s.expect.culprit for s in scenarios if s.expect.expect == "cause")
+    victims = load_all(select(["victim-*"]))
+    assert len(victims) >= 10
+    for s in victims:
+        culprit = {n for c in s.expect.culprit for n in c.names}
+        assert s.expect.victim and not culprit & set(s.expect.victim.names), s.name
+        assert s.expect.forbidden, s.name  # the red herring that looks like the victim's own fault
+        assert _score(s.name, reference_answer(s)).outcome == "pass", s.name
