@@ -37,8 +37,9 @@ from .fixture_tools import ACTION_TOOLS
 from .fixtures import ActionCall, find_fixture
 from .runconfig import ACTION_SETTINGS
 from .samples import samples
-from .scenario import MEMORY_SERVER, Claim, Regex, Scenario
+from .scenario import MEMORY_SERVER, Claim, Regex, Scenario, alerted
 from .scoring import Call, Observation, Proposal, normalize
+from .scoring.components import POD_SUFFIX, shown
 
 ROOT_LABEL = re.compile(r"\*\*Root cause:\*\*\s*")
 SECTION = re.compile(r"^#{2,4} ", re.M)
@@ -51,6 +52,14 @@ ALTERNATIVES = (  # other causes a kitchen-sink answer lists beside the true one
     "an upstream cloud provider incident degraded the load balancer",
 )
 DOTTED = ("ghcr.io/acme/app:2.8.1", "10.42.3.17", "v1.29.4")
+REPLICA_POD = re.compile(r"-[a-z0-9]{8,10}-[a-z0-9]{5}$")  # a Deployment's pod: its workload is the name before
+DISMISSALS = (  # (kind, said after the red herring, said before it)
+    ("unrelated", "is unrelated", "Unrelated to this alert"),
+    ("plays_no_part", "plays no part in this alert", "No part of this incident"),
+    ("coincidence", "is a coincidence", "A coincidence"),
+    ("only_symptom", "is only a symptom", "Only a symptom"),
+    ("not_the_cause", "is not the cause", "Not the cause"),
+)
 
 
 @dataclass(frozen=True)
@@ -169,11 +178,7 @@ def _root_sentence(answer: str) -> str:
 
 
 def _workload(scenario: Scenario) -> str:
-    data = scenario.alert.data if isinstance(scenario.alert.data, dict) else {}
-    for key in ("deployment", "statefulset", "job_name", "cronjob", "service", "pod", "node", "namespace"):
-        if data.get(key):
-            return str(data[key])
-    return "the service"
+    return alerted(scenario.alert.data) or "the service"
 
 
 def _phrasings(claim: Claim) -> Iterator[str]:
@@ -250,11 +255,64 @@ def _wrong(scenario: Scenario) -> Iterator[tuple[str, str, list[Call] | None]]:
     herring = _herring(scenario)
     if herring:
         blame = _blame(herring, workload)
-        true = _root_sentence(answer).rstrip(".")
-        true = true[0].lower() + true[1:]
+        true = _lower(_root_sentence(answer).rstrip("."))
         yield "blame_although", _root(answer, f"{blame}, although {true}."), None
         yield "blame_despite", _root(answer, f"despite the signs that {true}, {blame}."), None
         yield "blame_rather_than", _root(answer, f"{blame}, rather than the fact that {true}."), None
+        if scenario.expect.expect == "cause":
+            for name, lead in (("scope_rather_than_wrong", f"rather than {true}, this is {blame}."),
+                               ("scope_instead_of_wrong", f"instead of {true}, {blame}."),
+                               ("scope_not_but_wrong", f"not that {true} but that {blame}.")):
+                yield name, _lead(answer, lead), None
+    yield from ((name, text, None) for name, text in _components(scenario))
+
+
+def _lower(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def _lead(answer: str, sentence: str) -> str:
+    """The answer with the first sentence of its root-cause statement replaced by `sentence`."""
+    before, root, rest = _split(answer)
+    first = _root_sentence(answer)
+    return f"{before}{root.replace(first, sentence, 1)}{rest}"
+
+
+def _swap(answer: str, names: list[str], other: str) -> str:
+    """Every name of the culprit in the answer replaced by `other`."""
+    pattern = re.compile("|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)), re.I)
+    return pattern.sub(other, answer)
+
+
+def other_components(scenario: Scenario) -> list[str]:
+    """Workloads, nodes and hosts the scenario's tool output shows that are neither its culprit nor its victim, the
+    ones named most often first (a workload behind a pod by its own name)."""
+    output = "\n".join(_quotes(scenario)).lower()
+    known = [n for c in [*scenario.expect.culprit, *([scenario.expect.victim] if scenario.expect.victim else [])]
+             for n in c.names]
+    names = [n for n in shown(output) if not any(n in k or k in n for k in known)]
+    workloads = {REPLICA_POD.sub("", n) for n in names if REPLICA_POD.search(n)}
+    return sorted((n for n in names if n in workloads or not POD_SUFFIX.search(n)),
+                  key=lambda n: (n not in workloads, "." in n, -output.count(n), n))
+
+
+def _components(scenario: Scenario) -> Iterator[tuple[str, str]]:
+    """The reference answer blaming another component the tools showed, or the victim, instead of the culprit."""
+    if scenario.expect.expect != "cause" or not scenario.expect.culprit:
+        return
+    answer = reference_answer(scenario)
+    culprit = [n for c in scenario.expect.culprit for n in c.names]
+    others = other_components(scenario)
+    if others:
+        yield "wrong_component", _swap(answer, culprit, others[0])
+        alerted = _workload(scenario)
+        if any(alerted.lower() in n or n in alerted.lower() for n in culprit) and others[1:]:
+            swapped = _swap(answer, culprit, others[1])
+            yield "wrong_component_alert_named", _lead(swapped, f"The {alerted} alert fires because "
+                                                                f"{_lower(_root_sentence(swapped))}")
+    victim = scenario.expect.victim
+    if victim and not any(v in c or c in v for v in victim.names for c in culprit):
+        yield "victim_blamed", _swap(answer, culprit, victim.name)
 
 
 def _root(answer: str, statement: str) -> str:
@@ -298,6 +356,20 @@ def _right(scenario: Scenario) -> Iterator[tuple[str, str]]:
                 ("dismiss_symptom", f"{subject} is a symptom, not the cause."),
                 ("dismiss_anaphora", f"{herring[0].upper()}{herring[1:]}, but that is unrelated to the alert.")):
             yield name, _with_conclusion(answer, sentence)
+        described = f"{subject}, seen in the events since before the alert fired,"
+        for name, predicate, preposed in DISMISSALS:
+            yield f"dismiss_post_{name}", _with_conclusion(answer, f"{described} {predicate}.")
+            yield f"dismiss_pre_{name}", _with_conclusion(answer, f"{preposed}: {_lower(subject)}.")
+        yield "dismiss_next_sentence", _with_conclusion(answer, f"{described} keeps repeating. It plays no part in "
+                                                                f"this alert.")
+        yield "dismiss_elsewhere", _with_conclusion(answer, f"{subject} is seen on a node where none of {workload}'s "
+                                                            f"pods runs.")
+        if scenario.expect.expect == "cause":
+            true = _lower(_root_sentence(answer).rstrip("."))
+            for name, lead in (("scope_rather_than_right", f"rather than {herring}, {true}."),
+                               ("scope_instead_of_right", f"instead of {herring}, {true}."),
+                               ("scope_not_but_right", f"not that {herring} but that {true}.")):
+                yield name, _lead(answer, lead)
         negative = (f"{herring.replace(' is ', ' is not ', 1)}." if " is " in herring else f"No pod is {herring}.")
         yield "negative_not", _with_conclusion(answer, negative[0].upper() + negative[1:])
         yield "negative_nothing", _with_conclusion(answer, f"Nothing in the events points to {herring}.")
@@ -405,21 +477,33 @@ def with_observation(case: Case, **changes: Any) -> Case:
 
 
 def _scorer_at(revision: str) -> Callable[[Any, Observation], Any]:
-    """`score` of `evals/scoring.py` as it was at a git revision, fed observations in its own types."""
+    """`score` of the scorer as it was at a git revision (the `evals/scoring/` package, or `evals/scoring.py` before
+    it), fed observations in its own types."""
     import dataclasses
     import importlib.util
     import subprocess
     import sys
+    import tempfile
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    source = subprocess.run(["git", "show", f"{revision}:evals/scoring.py"], cwd=root, check=True,
-                            capture_output=True, text=True).stdout
-    spec = importlib.util.spec_from_loader("evals.scoring_baseline", loader=None)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+    folder = Path(tempfile.mkdtemp(prefix="scoring-baseline-"))
+    files = git("ls-tree", "--name-only", f"{revision}:evals/scoring/").split() if subprocess.run(
+        ["git", "cat-file", "-e", f"{revision}:evals/scoring/__init__.py"], cwd=root).returncode == 0 else []
+    for name in files:
+        (folder / name).write_text(git("show", f"{revision}:evals/scoring/{name}"))
+    if not files:
+        (folder / "__init__.py").write_text(git("show", f"{revision}:evals/scoring.py"))
+    name = "evals.scoring_baseline"
+    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py",
+                                                  submodule_search_locations=[str(folder)])
     module = importlib.util.module_from_spec(spec)
-    module.__package__ = "evals"
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    exec(compile(source, f"{revision}:evals/scoring.py", "exec"), module.__dict__)  # noqa: S102 - our own file
+    sys.modules[name] = module  # dataclasses and relative imports look their module up there
+    spec.loader.exec_module(module)
 
     def convert(cls: type, value: Any, **overrides: Any) -> Any:
         names = {f.name for f in dataclasses.fields(cls)}
@@ -440,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description="Tally the adversarial answers against the scorer.")
     parser.add_argument("--scenario", action="append", metavar="GLOB", help="as for manage.py eval")
-    parser.add_argument("--baseline", metavar="REV", help="also score with evals/scoring.py at this git revision")
+    parser.add_argument("--baseline", metavar="REV", help="also score with the scorer at this git revision")
     args = parser.parse_args(argv)
     scenarios = {s.name: s for s in load_all(select(args.scenario))}
     all_cases = [c for s in scenarios.values() for c in cases(s)]

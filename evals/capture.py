@@ -35,6 +35,7 @@ from tarsy.services.sessions import session_get
 from .fixture_tools import TOOLS
 from .runconfig import REFERENCE_PREFIX
 from .runner import INVESTIGATION_CALLS
+from .scenario import alerted
 
 AUXILIARY = ("summarization", "executive_summary")
 
@@ -175,7 +176,9 @@ def _draft_expect(session: AlertSession, review: SessionReview | None = None) ->
     iterations = LLMInteraction.objects.filter(session=session, interaction_type__in=INVESTIGATION_CALLS,
                                                superseded=False).exclude(execution__stage__kind="chat").count()
     phrase = _root_cause_phrase(session.final_analysis)
+    subject = alerted(_alert(session)["data"])
     expect: dict[str, Any] = {
+        "culprit": [{"name": subject or "DRAFT", "aliases": []}],
         "findings": [{"name": "root cause (DRAFT: replace with the phrasings a correct analysis must contain)",
                       "any": [phrase or "DRAFT"]}],
         "forbidden": [],
@@ -185,6 +188,8 @@ def _draft_expect(session: AlertSession, review: SessionReview | None = None) ->
                     "max_tokens": max(1, session.total_tokens * 2)},
     }
     header = (f"DRAFT expectations from session {session.id} ({session.status}). Edit before committing:\n"
+              "culprit: the component(s) the root cause lies in, with their aliases (DRAFT: the alerted one) — add\n"
+              "victim: the alerted one, when the cause lies elsewhere;\n"
               "findings: phrasings (plain text or {regex: ...}) a correct analysis must contain;\n"
               "forbidden: red herrings it must not blame; tools: calls it must make; budgets: limits.\n"
               + _review_note(review) + "The session's final analysis, for reference:\n\n" + session.final_analysis)

@@ -7,29 +7,33 @@ It is the deployment's own configuration (TARSY_CONFIG_DIR, or the built-ins) pl
   `kubernetes-server`, or the Prometheus server). Each scenario's
   session selects its servers with the alert's `mcp` selection, so the rest of the configuration is untouched;
 - a scripted provider playing its reference run, and a copy of its alert type's chain bound to that provider
-  (TARSy picks providers per chain, so each reference run needs a chain of its own; its alert type is
-  `<alert type>@eval-reference-<scenario>`).
+  (TARSy picks providers per chain, so each reference run needs a chain of its own, `eval-reference-<scenario>`).
+
+Every session is submitted with the scenario's own alert type, as a real alert would be, and runs on a chain named
+by the runner (`session_submit(chain_id=...)`) where it needs its own: nothing of the scenario's name reaches the
+model, whose prompt says `Alert type: kubernetes` as in production.
 
 A scenario with `orchestrate: true` in its alert runs instead on a chain of its own whose one stage orchestrates:
 the built-in orchestrator dispatches one agent per kind of fixture server (`KubernetesAgent` with the Kubernetes
 server, `PrometheusAgent` with the Prometheus one), each configured with its servers in the stage, so the session
-makes no `mcp` selection. Its alert type is `<alert type>@eval-reference-<scenario>`, or
-`<alert type>@eval-orchestrated-<scenario>` in a `--provider` run.
+makes no `mcp` selection. Its chain is `eval-reference-<scenario>`, or `eval-orchestrated-<scenario>` in a
+`--provider` run.
 
 An action scenario (`actions:` in `expect.yaml`) also runs on a chain of its own: its alert type's investigation with
 the scenario's server read-only, then an action stage whose `Remediator` (`type: action`) gets the same fixtures
 from a second server in write mode (`actions: true`, the action tools allow-listed). Both share a state file of
 the action calls that ran (`state_file`), so reads after an approved action answer with the `after_action`
 fixtures. Actions are enabled for the run, with the runner's identity `APPROVER` as the approver; the session makes
-no `mcp` selection (it would replace the action agent's server). Its alert type is
-`<alert type>@eval-reference-<scenario>`, or `<alert type>@eval-action-<scenario>` in a `--provider` run.
+no `mcp` selection (it would replace the action agent's server). Its chain is `eval-reference-<scenario>`, or
+`eval-action-<scenario>` in a `--provider` run.
 
 A scenario with memory fixtures (`memories.yaml`) also selects the built-in `tarsy` MCP server, and memory is
 enabled for the run: no chain reflects, and only the reference chains of such scenarios inject memories.
 
-With `--provider NAME` every chain of the deployment is bound to NAME instead, and scenarios are submitted
-with their own alert type. The content depends only on the scenarios, the provider and the concurrency, so
-external workers started with `TARSY_CONFIG_DIR=<dir>` serve any later run with the same options.
+With `--provider NAME` every chain of the deployment is bound to NAME instead, and scenarios run on the chain
+of their alert type (orchestrated and action scenarios on their own). The content depends only on the scenarios,
+the provider and the concurrency, so external workers started with `TARSY_CONFIG_DIR=<dir>` serve any later run
+with the same options.
 """
 
 from __future__ import annotations
@@ -81,8 +85,9 @@ class ScenarioPlan:
     """How one scenario is submitted in this run."""
 
     scenario: Scenario
-    alert_type: str  # what this run submits
-    reference_alert_type: str  # what a reference run submits (the alias of its chain copy)
+    alert_type: str  # what this run submits: the scenario's own, as a real alert has
+    chain_id: str | None  # the chain it runs on; None: the chain of its alert type
+    reference_chain_id: str  # the chain of its reference run (a copy bound to its script)
     servers: dict[str, str]  # logical server name → this run's server name
     write_servers: dict[str, str] = field(default_factory=dict)  # logical → its write-mode twin (action scenarios)
 
@@ -104,7 +109,7 @@ class RunPlan:
 
     def as_reference(self) -> RunPlan:
         """The reference runs of the same scenarios: every configuration written here also holds them."""
-        plans = [replace(p, alert_type=p.reference_alert_type) for p in self.plans]
+        plans = [replace(p, chain_id=p.reference_chain_id) for p in self.plans]
         return RunPlan(config_dir=self.config_dir, provider=REFERENCE, plans=plans)
 
 
@@ -274,14 +279,13 @@ def write_run_config(directory: Path, scenarios: list[Scenario], *, provider: st
         script.write_text(yaml.safe_dump(_reference_script(scenario, names, write), sort_keys=False,
                                          allow_unicode=True, width=1000))
         providers[reference] = {"type": "scripted", "script_file": f"scripts/{script.name}"}
-        alias = f"{alert_type}@{reference}"
-        chains[reference] = bound_chain(chain, reference, [alias], memory=_memory(remembering, bool(scenario.memories)))
-        submitted = alias if provider == REFERENCE else alert_type
+        chains[reference] = bound_chain(chain, reference, [], memory=_memory(remembering, bool(scenario.memories)))
+        submitted: str | None = reference if provider == REFERENCE else None
         own = ORCHESTRATED_PREFIX if scenario.alert.orchestrate else ACTION_PREFIX if scenario.acts else ""
         if own and provider != REFERENCE:
-            submitted = f"{alert_type}@{own}{scenario.name}"
-            chains[own + scenario.name] = bound_chain(chain, provider, [submitted], memory=_memory(remembering, False))
-        plans.append(ScenarioPlan(scenario, submitted, alias, names, write))
+            submitted = own + scenario.name
+            chains[submitted] = bound_chain(chain, provider, [], memory=_memory(remembering, False))
+        plans.append(ScenarioPlan(scenario, alert_type, submitted, reference, names, write))
     if problems:
         raise ScenarioError(problems)
     if provider != REFERENCE:

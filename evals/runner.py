@@ -169,7 +169,8 @@ def run(plan: RunPlan, *, repeat: int = 1, concurrency: int = 4, run_timeout: fl
                 alert = scenario_plan.scenario.alert
                 try:
                     session = session_submit(data=alert.data, alert_type=scenario_plan.alert_type,
-                                             runbook=alert.runbook, mcp=scenario_plan.mcp_selection, author=AUTHOR)
+                                             chain_id=scenario_plan.chain_id, runbook=alert.runbook,
+                                             mcp=scenario_plan.mcp_selection, author=AUTHOR)
                 except ServiceError as exc:
                     finish(_rejected(scenario_plan, attempt, exc))
                     continue

@@ -125,6 +125,24 @@ class ActionsExpect(_Strict):
         return self
 
 
+class Component(_Strict):
+    """A workload, node, external dependency or resource, by the names an answer may call it: its `name` and
+    `aliases` (pod, deployment or host names, other spellings), matched case-insensitively inside longer names
+    (`ledger-service` in `ledger-service-66d8c9b7f-5wqpl`)."""
+
+    name: str = Field(min_length=2)
+    aliases: list[Annotated[str, StringConstraints(min_length=2)]] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
+
+    @property
+    def names(self) -> list[str]:
+        return [n.lower() for n in (self.name, *self.aliases)]
+
+
 class Budgets(_Strict):
     max_iterations: int | None = Field(default=None, gt=0)
     max_tokens: int | None = Field(default=None, gt=0)
@@ -136,6 +154,10 @@ class Expect(_Strict):
     abstain`: the evidence shows no cause and the answer must say so, so findings may be empty."""
 
     expect: Literal["cause", "abstain"] = "cause"
+    # where the root cause lies (one or more components), and the alerted subject when it is another one: the answer
+    # must attribute the findings to a culprit, not to the victim or to another component the tools showed
+    culprit: list[Component] = Field(default_factory=list)
+    victim: Component | None = None
     findings: list[Claim] = Field(default_factory=list)
     forbidden: list[Claim] = Field(default_factory=list)
     tools: list[ToolRequirement] = Field(default_factory=list)
@@ -146,6 +168,8 @@ class Expect(_Strict):
     def _findings_unless_abstaining(self) -> Expect:
         if self.expect == "cause" and not self.findings:
             raise ValueError("findings: at least one finding is needed unless `expect: abstain`")
+        if self.expect == "cause" and not self.culprit:
+            raise ValueError("culprit: name the component the root cause lies in unless `expect: abstain`")
         return self
 
 
@@ -198,6 +222,15 @@ class Scenario:
     def acts(self) -> bool:
         """An action scenario: an action stage follows the investigation (evals.runconfig)."""
         return self.expect.actions is not None
+
+
+SUBJECT_KEYS = ("deployment", "statefulset", "job_name", "cronjob", "service", "pod", "node", "namespace")
+
+
+def alerted(data: Any) -> str:
+    """The subject an alert names (its workload, else its node or namespace), or ''."""
+    data = data if isinstance(data, dict) else {}
+    return next((str(data[key]) for key in SUBJECT_KEYS if data.get(key)), "")
 
 
 def _read(path: Path, problems: list[str], where: str) -> Any:

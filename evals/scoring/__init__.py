@@ -1,17 +1,18 @@
 """Deterministic scoring of one run against its `expect.yaml`.
 
 The answer is split into its conclusion (summary and root-cause statement, in its own words) and what it quotes
-(`answer.py`); findings and red herrings are read in the conclusion, clause by clause (`claims.py`). A run
-fails for named reasons: `missing_finding`, `blamed_red_herring`, `uncommitted` (several candidate causes, no
-one committed to), `confabulated` (a cause where the scenario expects the answer to say the evidence shows
-none), `evidence_only` (no root-cause statement of its own, or a finding only in quoted output or evidence),
-`missing_tool`, `budget`; in an action scenario (`actions:` in expect.yaml) also `missing_action` (an expected
-proposal was not made), `wrong_action` (another tool, or the right tool on another target), `uncited_action` (its
-justification cites no evidence id of a read that shows it), `unexpected_action` (a proposal beyond those
-expected, a repeat, or any proposal where none is expected) and `action_outcome` (it did not end as expected:
-verified, not verified, rejected — a conclusion of "fixed" with the action never run fails here). A run with a
-fixture gap is reported as a gap, apart from failures: the scenario,
-not the investigation, is missing something.
+(`answer.py`); findings and red herrings are read in the conclusion, clause by clause (`claims.py`). A run fails
+for named reasons: `missing_finding`, `blamed_red_herring`, `uncommitted` (several candidate causes, no one
+committed to), `confabulated` (a cause where the scenario expects the answer to say the evidence shows none),
+`evidence_only` (no root-cause statement of its own, or a finding only in quoted output or evidence),
+`missing_tool`, `budget`, `wrong_component` (the cause attributed to the alerted victim or to another component the
+tools showed, not to the scenario's culprit: `components.py`); in an action scenario (`actions:` in expect.yaml)
+also `missing_action` (an expected proposal was not made), `wrong_action` (another tool, or the right tool on
+another target), `uncited_action` (its justification cites no evidence id of a read that shows it),
+`unexpected_action` (a proposal beyond those expected, a repeat, or any proposal where none is expected) and
+`action_outcome` (it did not end as expected: verified, not verified, rejected — a conclusion of "fixed" with the
+action never run fails here). A run with a fixture gap is reported as a gap, apart from failures: the scenario, not
+the investigation, is missing something.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any, Literal
 
 from ..fixtures import GAP_MARKER, arguments_match
 from ..scenario import ActionSpec, Claim, Expect, Regex
+from . import components
 from .answer import PASTED_MAX, Answer, normalize, parse
 from .claims import abstains, compile_phrase, hits, sentences, uncommitted
 
@@ -29,8 +31,8 @@ __all__ = ["Call", "Check", "Observation", "Proposal", "Score", "expected_next",
 
 Outcome = Literal["pass", "fail", "gap"]
 Reason = Literal["missing_finding", "blamed_red_herring", "uncommitted", "confabulated", "evidence_only",
-                 "missing_tool", "budget", "missing_action", "wrong_action", "uncited_action", "unexpected_action",
-                 "action_outcome"]
+                 "missing_tool", "budget", "wrong_component", "missing_action", "wrong_action", "uncited_action",
+                 "unexpected_action", "action_outcome"]
 EVIDENCE_ID = re.compile(r"\bE[1-9][0-9]*\b")
 
 
@@ -110,6 +112,15 @@ def _finding(claim: Claim, parts: list[str], quoted: list[str]) -> Check:
         return Check("finding", claim.name, False, "only in quoted output or evidence, not in the conclusion",
                      "evidence_only")
     return Check("finding", claim.name, False, "not in the conclusion", "missing_finding")
+
+
+def _component(expect: Expect, parts: list[str], calls: list[Call]) -> list[Check]:
+    if expect.expect == "abstain":
+        return []
+    found = [(claim.name, [h for p in claim.any for h in hits(_pattern(p), parts)]) for claim in expect.findings]
+    passed, why = components.check(expect, parts, found, "\n".join(c.result for c in calls))
+    return [Check("component", "attributes the cause to the culprit", passed, why,
+                  "" if passed else "wrong_component")]
 
 
 def _forbidden(claim: Claim, parts: list[str]) -> Check:
@@ -222,6 +233,8 @@ def score(expect: Expect, obs: Observation) -> Score:
     if obs.status == "completed":
         checks += _conclusion(expect, answer)
     checks += [_finding(c, parts, sentences(answer.quoted)) for c in expect.findings]
+    if obs.status == "completed":
+        checks += _component(expect, parts, obs.calls)
     checks += [_forbidden(c, parts) for c in expect.forbidden]
     checks += [_tool(r, obs.calls) for r in expect.tools]
     if not any(c.success for c in obs.calls):

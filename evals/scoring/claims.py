@@ -33,7 +33,24 @@ DISMISSAL = re.compile(
     r"cannot explain|separate (?:issue|problem|incident)|independent of|no (?:impact|effect|bearing|role|part)|"
     r"not caused by|(?:only|just|merely) (?:a )?(?:symptom|consequence|side effect|result)|"
     r"(?:a|the) (?:symptom|consequence|side effect|downstream effect)|only affects|affects only|"
-    r"can be ignored|ignore|(?:is|are|was|were) (?:fine|ok|healthy|working|expected))\b")
+    r"can be ignored|ignore|(?:is|are|was|were) (?:fine|ok|healthy|working|expected)|"
+    r"plays? no part|played no part|(?:a |an )?(?:coincidence|aside)|"
+    r"where (?:none|no one|neither) of\b[^.]{0,80}\b(?:runs?|ran|lives?|is scheduled|are scheduled|is|are)|"
+    r"where no (?:\S+ ){0,3}pods? (?:of [^.]{0,60})?(?:runs?|ran|is|are))\b")
+# a clause that only says "not this one", standing before what it dismisses: "Unrelated to this alert: X …"
+PREPOSED = re.compile(
+    r"^(?:(?:it is|it's|this is|that is|as an aside|by the way) )?(?:(?:completely|entirely|also) )?(?:unrelated|"
+    r"not related|a coincidence|coincidental(?:ly)?|a red herring|(?:only|just|merely) a (?:symptom|side effect)|"
+    r"a (?:symptom|side effect)|not the (?:root )?cause|irrelevant|not relevant|harmless|benign|"
+    r"no part of (?:it|this|the) ?[^,;:]{0,40}|"
+    r"(?:does not|doesn't) matter|(?:also )?seen(?:,)? but unrelated)(?: (?:to|of|for|with|in) [^,;:]{0,80}| here)?$")
+# a clause that opens a new statement: a preposed dismissal does not reach past it
+NEW_STATEMENT = re.compile(r"^(?:but|however|yet|so|whereas|while|instead|rather|the (?:root )?cause|"
+                           r"the (?:real|actual) (?:cause|problem|culprit))\b")
+# a clause that is only a predicate, its subject the clause before: "…, repeated every minute, is unrelated"
+PREDICATE = re.compile(r"^(?:(?:and|but|yet) )?(?:(?:which|that|it|this|they|these|those|both|all of (?:them|this)) )?"
+                       r"(?:is|are|was|were|has|have|had|plays?|played|does|do|did|seems?|appears?|looks?|only|just|"
+                       r"merely)\b")
 CONCESSIVE = re.compile(r"^(?:although|though|even though|despite|in spite of|rather than|instead of|unlike|"
                         r"other than|apart from|besides|whereas|not)\b")
 CONTINUATION = re.compile(r"^(?:(?:but|and|so|yet) )?(?:which|that|this|it|these|they|those|is|are|was|were|has|"
@@ -41,8 +58,9 @@ CONTINUATION = re.compile(r"^(?:(?:but|and|so|yet) )?(?:which|that|this|it|these
 CLAUSE_BREAK = re.compile(r"\s*[,;:\u2014\u2013]\s+|\s+-\s+|\s+(?=(?:although|though|even though|despite|in spite of|"
                           r"rather than|instead of|whereas|while|but|however|because|since|so|yet|which|unlike)\b)"
                           r"|\s+and\s+(?=(?:that|this|it|the|a|an|its|their)\b)")
-ANAPHORA = re.compile(r"^(?:which|(?:it|this|that|they|these|those) (?:is|was|are|were|has|had|have|does|did|do|"
-                      r"can|could|only|also|just)\b)")
+ANAPHORA = re.compile(r"^(?:which|(?:it|this|that|they|these|those) (?:(?:only|also|just|clearly|simply) )?"
+                      r"(?:is|was|are|were|has|had|have|does|did|do|can|could|only|also|just|plays?|played|"
+                      r"seems?|appears?|looks?)\b)")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
 WINDOW = re.compile(r"\[\^(?P<body>[^\]]*)\](?P<q>\{\d*,?\d*\}|[*+?])?|(?<!\\)\.(?P<dq>\{\d*,?\d*\}|[*+])")
 
@@ -127,6 +145,12 @@ def _clause_at(clauses: list[tuple[int, int]], position: int) -> int:
     return next((i for i, (s, e) in enumerate(clauses) if s <= position <= e), len(clauses) - 1)
 
 
+def clause_span(sentence: str, start: int, end: int) -> tuple[int, int]:
+    """The clauses of `sentence` that the span `start:end` touches, as one span."""
+    clauses = _clauses(sentence)
+    return clauses[_clause_at(clauses, start)][0], clauses[_clause_at(clauses, max(end - 1, start))][1]
+
+
 def _negated(sentence: str, match: re.Match, clauses: list[tuple[int, int]]) -> bool:
     """A negation before the match in its clause (after the last "and"/"or": "can no longer use an index and
     sequentially scans" does not deny the scan), or in its windows within the clause that ends it."""
@@ -140,22 +164,59 @@ def _negated(sentence: str, match: re.Match, clauses: list[tuple[int, int]]) -> 
 
 
 def _dismissed(sentences_: list[str], index: int, clauses: list[tuple[int, int]], at: int) -> bool:
+    """The clause at `at` dismisses what it names: by its own words, as a concessive clause ("rather than X"), as a
+    continuation of a dismissal ("X is unrelated: it only …"), by a dismissal preposed ("Unrelated: X …") or
+    postposed ("X, seen on node-7 since 02:00, is unrelated"), or by the next sentence ("It plays no part …")."""
     sentence = sentences_[index]
     text = sentence[clauses[at][0]:clauses[at][1]]
     if CONCESSIVE.match(text) or DISMISSAL.search(text):
         return True
-    if at and ANAPHORA.match(text) and _dismissed(sentences_, index, clauses[:at], at - 1):
-        return True  # "X is unrelated: it only affects the backup job" goes on about X
+    if at and ANAPHORA.match(text) and _dismissing(sentence, clauses, at - 1):
+        return True  # "X is unrelated: it only affects the backup job" goes on about X; "rather than X, this is Y" not
     for start, end in clauses[at + 1:]:
         following = sentence[start:end]
         if not CONTINUATION.match(following):
-            return False
+            break
         if DISMISSAL.search(following):
-            return True
-    if at == len(clauses) - 1 or all(CONTINUATION.match(sentence[s:e]) for s, e in clauses[at + 1:]):
+            return True  # "X, but that does not affect Y"
+    if _preposed(sentence, clauses, at) or _postposed(sentence, clauses, at):
+        return True
+    if all(CONTINUATION.match(t) or not (NEW_STATEMENT.match(t) or CONCESSIVE.match(t) or DISMISSAL.search(t))
+           for t in (sentence[s:e] for s, e in clauses[at + 1:])):
         nxt = sentences_[index + 1] if index + 1 < len(sentences_) else ""
         first = nxt[:_clauses(nxt)[0][1]] if nxt else ""
         return bool(ANAPHORA.match(first) and DISMISSAL.search(first))
+    return False
+
+
+def _dismissing(sentence: str, clauses: list[tuple[int, int]], at: int) -> bool:
+    """The clause at `at` says of its subject that it is not the cause (a concessive clause names no subject)."""
+    text = sentence[clauses[at][0]:clauses[at][1]]
+    if CONCESSIVE.match(text):
+        return False
+    return DISMISSAL.search(text) is not None or (at > 0 and ANAPHORA.match(text) is not None
+                                                  and _dismissing(sentence, clauses, at - 1))
+
+
+def _preposed(sentence: str, clauses: list[tuple[int, int]], at: int) -> bool:
+    """The clause before says "not this one" ("Unrelated to this alert: X …"), or the one before that when this
+    one goes on about X ("…: X, which …")."""
+    if at == 0 or NEW_STATEMENT.match(sentence[clauses[at][0]:clauses[at][1]]):
+        return False
+    before = sentence[clauses[at - 1][0]:clauses[at - 1][1]]
+    if PREPOSED.match(before):
+        return True
+    return bool(CONTINUATION.match(sentence[clauses[at][0]:clauses[at][1]])) and _preposed(sentence, clauses, at - 1)
+
+
+def _postposed(sentence: str, clauses: list[tuple[int, int]], at: int) -> bool:
+    """A later clause that is only a dismissing predicate, with nothing between that opens a new statement."""
+    for start, end in clauses[at + 1:]:
+        text = sentence[start:end]
+        if NEW_STATEMENT.match(text) or CONCESSIVE.match(text):
+            return False
+        if PREDICATE.match(text) or text.startswith(("on ", "in ", "at ")):
+            return DISMISSAL.search(text) is not None
     return False
 
 
@@ -172,12 +233,15 @@ def _ends(pattern: re.Pattern, sentence: str, start: int) -> Iterator[re.Match]:
 
 def hits(phrase: Phrase, sentences_: list[str]) -> list[Hit]:
     """Every place the phrasing matches, with what the clause around it does to it; of the matches from one
-    start, the first that is not negated."""
+    start, the first that is not negated. A match that is negated is tried again from each later start, so a
+    window that reaches back into a negated clause ("no route for docs-site, but docs-site's deploy is the cause")
+    does not hide the claim after it."""
     lazy, greedy = phrase
     out = []
     for index, sentence in enumerate(sentences_):
         clauses = _clauses(sentence)
-        for first in lazy.finditer(sentence):
+        pos = 0
+        while pos <= len(sentence) and (first := lazy.search(sentence, pos)):
             at_start = _clause_at(clauses, first.start())
             dismissed = _dismissed(sentences_, index, clauses, at_start)
             matches = [first, *_ends(greedy, sentence, first.start())]
@@ -185,6 +249,7 @@ def hits(phrase: Phrase, sentences_: list[str]) -> list[Hit]:
             after = sentence[first.end():clauses[_clause_at(clauses, first.end())][1]]
             out.append(Hit(sentence, first.start(), first.end(), all(negated), dismissed,
                            NEGATION.search(after) is not None))
+            pos = first.start() + 1 if all(negated) else max(first.end(), first.start() + 1)
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evals.adversaries import cases, misjudged
+from evals.adversaries import DISMISSALS, cases, misjudged, other_components
 from evals.scenario import load_all, select
 from evals.scoring import score
 
@@ -17,12 +17,30 @@ def _passes(case) -> bool:
 
 
 def test_there_are_enough_cases_of_every_kind_over_every_scenario():
-    assert len(CASES) >= 300
+    assert len(CASES) >= 4000
     assert {c.scenario for c in CASES} == set(SCENARIOS)
     generators = {c.generator for c in CASES}
     assert {"dump_raw", "dump_under_label", "kitchen_hedged", "kitchen_list", "blame_although", "blame_despite",
             "blame_rather_than", "negated", "no_tools", "dismiss_nothing_to_do", "dismiss_does_not_affect",
             "dismiss_symptom", "negative_not", "dotted"} <= generators
+
+
+def test_the_component_and_dismissal_kinds_are_generated_for_every_scenario_where_they_apply():
+    made = {(c.scenario, c.generator) for c in CASES}
+    causes = {n for n, s in SCENARIOS.items() if s.expect.expect == "cause"}
+    herrings = {n for n, s in SCENARIOS.items() if s.expect.forbidden}
+    victims = {n for n in causes if SCENARIOS[n].expect.victim and not any(
+        v in c or c in v for v in SCENARIOS[n].expect.victim.names for comp in SCENARIOS[n].expect.culprit
+        for c in comp.names)}
+    shown = {n for n in causes if other_components(SCENARIOS[n])}
+    assert len(victims) >= 50 and len(shown) >= 40
+    expected = ({(n, "victim_blamed") for n in victims} | {(n, "wrong_component") for n in shown}
+                | {(n, f"dismiss_{where}_{kind}") for n in herrings for kind, _, _ in DISMISSALS
+                   for where in ("post", "pre")}
+                | {(n, f"scope_{kind}_{side}") for n in herrings & causes for kind in ("rather_than", "not_but",
+                                                                                       "instead_of")
+                   for side in ("right", "wrong")})
+    assert expected <= made, sorted(expected - made)[:10]
 
 
 @pytest.mark.parametrize("right", [False, True], ids=["wrong answers fail", "right answers pass"])

@@ -180,9 +180,11 @@ def test_an_idle_fixture_server_exits_and_the_pool_starts_it_again(tmp_path):
 def test_an_abstention_may_list_no_findings_but_a_cause_must():
     abstain = Expect.model_validate({"expect": "abstain", "forbidden": [{"name": "x", "any": ["oomkilled"]}]})
     assert abstain.findings == []
-    assert Expect.model_validate({"findings": [{"name": "x", "any": ["y"]}]}).expect == "cause"
+    assert Expect.model_validate({"culprit": ["db"], "findings": [{"name": "x", "any": ["y"]}]}).expect == "cause"
     with pytest.raises(ValueError, match="at least one finding is needed"):
-        Expect.model_validate({"findings": []})
+        Expect.model_validate({"culprit": ["db"], "findings": []})
+    with pytest.raises(ValueError, match="culprit: name the component"):
+        Expect.model_validate({"findings": [{"name": "x", "any": ["y"]}]})
     with pytest.raises(ValueError, match="expect"):
         Expect.model_validate({"expect": "maybe", "findings": [{"name": "x", "any": ["y"]}]})
 

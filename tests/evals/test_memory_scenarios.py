@@ -65,7 +65,8 @@ def test_an_answer_that_ignores_the_memory_blames_the_look_alike_and_fails(name)
     result = score(scenario.expect, observation(scenario, IGNORES_MEMORY[name]))
     assert result.outcome == "fail"
     reasons = {(c.kind, c.reason) for c in result.failed}
-    assert reasons == {("forbidden", "blamed_red_herring"), ("finding", "missing_finding")}, result.failed
+    assert reasons == {("forbidden", "blamed_red_herring"), ("finding", "missing_finding"),
+                       ("component", "wrong_component")}, result.failed  # and the look-alike is not the culprit
 
 
 @pytest.mark.parametrize("name", RECURRENCES)
@@ -102,7 +103,7 @@ def test_bad_memory_fixtures_are_reported_with_their_place(tmp_path):
                   "0: confidence:", "0: session:", "0: evidence.0:"):
         assert where in problems, problems
     (tmp_path / "recurrence-copy" / "expect.yaml").write_text(
-        "findings: [{name: x, any: [x]}]\ntools: [tarsy.forget_everything]\n")
+        "culprit: [xy]\nfindings: [{name: x, any: [x]}]\ntools: [tarsy.forget_everything]\n")
     (tmp_path / "recurrence-copy" / "memories.yaml").unlink()
     with pytest.raises(ScenarioError, match="unknown tool 'forget_everything' of the tarsy server"):
         load_scenario(tmp_path / "recurrence-copy")
@@ -118,7 +119,7 @@ def test_a_recurrence_selects_the_memory_server_and_memory_is_on_without_reflect
     assert {"name": MEMORY_SERVER} in by_name[recurrence.name].mcp_selection["servers"]
     assert {"name": MEMORY_SERVER} not in by_name[prior.name].mcp_selection["servers"]
     for p in plan.plans:
-        memory = config.chain(config.chain_for_alert_type(p.alert_type)).memory
+        memory = config.chain(p.chain_id or config.chain_for_alert_type(p.alert_type)).memory
         assert (memory.recall, memory.reflect) == (p.scenario is recurrence, False)
     # the memory server reads the database the run names (evals.database sets TARSY_DATABASE_NAME)
     env = stdio_environment(config.mcp_servers[MEMORY_SERVER].transport, {"TARSY_DATABASE_NAME": "x_eval"})

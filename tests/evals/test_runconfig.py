@@ -15,6 +15,11 @@ from evals.scenario import SCENARIOS_DIR, load_scenario
 NAME = "crashloop-missing-dependency"
 
 
+def _chain(config, plan):
+    """The chain a planned session runs on: the one the runner names, else its alert type's."""
+    return config.chain(plan.chain_id or config.chain_for_alert_type(plan.alert_type))
+
+
 def test_reference_run_gets_a_fixture_server_and_a_chain_copy_bound_to_its_script(tmp_path):
     scenario = load_scenario(SCENARIOS_DIR / NAME)
     plan = write_run_config(tmp_path, [scenario], concurrency=3)
@@ -26,8 +31,9 @@ def test_reference_run_gets_a_fixture_server_and_a_chain_copy_bound_to_its_scrip
     # the deployment's settings for a server of that name: masking, instructions
     assert server.data_masking == config.mcp_servers["kubernetes-server"].data_masking
     assert server.instructions == config.mcp_servers["kubernetes-server"].instructions
-    assert p.alert_type == p.reference_alert_type == f"kubernetes@eval-reference-{NAME}"
-    chain = config.chain(config.chain_for_alert_type(p.alert_type))
+    assert p.alert_type == "kubernetes"  # as a real alert: nothing of the scenario's name reaches the model
+    assert p.chain_id == p.reference_chain_id == f"eval-reference-{NAME}"
+    chain = _chain(config, p)
     assert chain.llm_provider == chain.executive_summary_provider == f"eval-reference-{NAME}"
     assert [a.name for a in chain.stages[0].agents] == ["KubernetesAgent"]
     assert config.chain_for_alert_type("kubernetes") == "kubernetes"  # the real chain is untouched
@@ -40,12 +46,13 @@ def test_reference_run_gets_a_fixture_server_and_a_chain_copy_bound_to_its_scrip
 def test_a_named_provider_investigates_with_the_alerts_own_type_on_every_chain(tmp_path):
     plan = write_run_config(tmp_path, [load_scenario(SCENARIOS_DIR / NAME)], provider="openai-default")
     config = load_config(tmp_path, env={"OPENAI_API_KEY": "sk-test"})
-    assert plan.plans[0].alert_type == "kubernetes"
+    assert (plan.plans[0].alert_type, plan.plans[0].chain_id) == ("kubernetes", None)
     chain = config.chain("kubernetes")
     assert (chain.llm_provider, chain.chat.llm_provider, chain.stages[0].agents[0].llm_provider) == (
         "openai-default",) * 3
     assert config.default_provider == "openai-default"
-    assert plan.as_reference().plans[0].alert_type.endswith(f"@eval-reference-{NAME}")
+    assert plan.as_reference().plans[0].chain_id == f"eval-reference-{NAME}"
+    assert plan.as_reference().plans[0].alert_type == "kubernetes"
 
 
 def test_unknown_provider_and_alert_type_are_refused(tmp_path):
@@ -68,8 +75,8 @@ def test_a_metrics_scenario_gets_a_prometheus_fixture_server_and_the_metrics_cha
     assert server.instructions != config.mcp_servers["kubernetes-server"].instructions
     assert p.mcp_selection == {"servers": [{"name": p.servers["kubernetes-server"]},
                                            {"name": p.servers["prometheus-server"]}]}
-    chain = config.chain(config.chain_for_alert_type(p.alert_type))
-    assert p.alert_type == "metrics@eval-reference-slo-burn-slow-payment-provider"
+    chain = _chain(config, p)
+    assert (p.alert_type, p.chain_id) == ("metrics", "eval-reference-slo-burn-slow-payment-provider")
     assert [a.name for a in chain.stages[0].agents] == ["PrometheusAgent"]
 
 
@@ -83,10 +90,10 @@ def test_an_orchestrated_scenario_runs_on_an_orchestrate_stage_giving_each_agent
     config = load_config(tmp_path, env={"OPENAI_API_KEY": "sk-test"})
     (p,) = plan.plans
     bound = f"eval-reference-{ORCHESTRATED}" if provider == REFERENCE else provider
-    assert p.alert_type == (p.reference_alert_type if provider == REFERENCE
-                            else f"metrics@eval-orchestrated-{ORCHESTRATED}")
+    assert p.alert_type == "metrics"
+    assert p.chain_id == (p.reference_chain_id if provider == REFERENCE else f"eval-orchestrated-{ORCHESTRATED}")
     assert p.mcp_selection is None  # the stage gives each agent its servers
-    (stage,) = config.chain(config.chain_for_alert_type(p.alert_type)).stages
+    (stage,) = _chain(config, p).stages
     assert stage.orchestrate
     assert [(a.name, a.mcp_servers, a.llm_provider) for a in stage.agents] == [
         ("KubernetesAgent", [p.servers["kubernetes-server"]], bound),
@@ -104,8 +111,8 @@ def test_an_action_scenario_runs_its_investigation_read_only_then_an_action_stag
     assert config.mcp_servers[write].actions and "resources_scale" in config.mcp_servers[write].action_tools
     assert config.mcp_servers[write].transport.args[-3:] == ["--state", str(state_file(scenario)), "--write"]
     assert p.mcp_selection is None  # a selection would replace the action agent's server
-    for alert_type in (p.alert_type, p.reference_alert_type):
-        stages = config.chain(config.chain_for_alert_type(alert_type)).stages
+    for chain_id in (p.chain_id, p.reference_chain_id):
+        stages = config.chain(chain_id).stages
         assert [(s.type, [(a.name, a.mcp_servers) for a in s.agents]) for s in stages] == [
             ("investigation", [("KubernetesAgent", [read])]), ("action", [("Remediator", [write])])]
     assert config.agents["Remediator"].type == "action"

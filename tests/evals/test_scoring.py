@@ -9,6 +9,7 @@ from evals.scenario import Expect
 from evals.scoring import Call, Observation, Proposal, score
 
 EXPECT = Expect.model_validate({
+    "culprit": ["orders-db"], "victim": "web",
     "findings": [{"name": "root cause", "any": ["orders-db is OOMKilled", {"regex": r"memory limit of \d+Mi"}]},
                  {"name": "the crash loop", "any": ["CrashLoopBackOff"]}],
     "forbidden": [{"name": "blames disk pressure", "any": ["disk pressure"]}],
@@ -49,7 +50,8 @@ def test_missing_finding_tool_and_budget_each_fail():
     assert {(c.kind, c.name) for c in result.failed} == {
         ("finding", "root cause"), ("tool", "kubernetes-server.pods_log(previous=True)"),
         ("tool", "kubernetes-server.pods_get or kubernetes-server.resources_get"),
-        ("budget", "max_tokens"), ("budget", "max_tool_calls")}
+        ("budget", "max_tokens"), ("budget", "max_tool_calls"),
+        ("component", "attributes the cause to the culprit")}  # web is the victim: orders-db is not named
 
 
 def test_a_failed_call_does_not_satisfy_a_required_tool():
@@ -82,7 +84,8 @@ def test_each_failure_names_its_reason():
     assert set(_reasons(result)) == {
         ("missing_finding", "root cause"), ("missing_tool", "kubernetes-server.pods_log(previous=True)"),
         ("missing_tool", "kubernetes-server.pods_get or kubernetes-server.resources_get"),
-        ("missing_tool", "any successful call"), ("budget", "max_tokens")}
+        ("missing_tool", "any successful call"), ("budget", "max_tokens"),
+        ("wrong_component", "attributes the cause to the culprit")}
 
 
 def test_a_finding_stated_negatively_or_only_in_the_evidence_does_not_count():
@@ -90,7 +93,8 @@ def test_a_finding_stated_negatively_or_only_in_the_evidence_does_not_count():
     assert [r for r, _ in _reasons(score(EXPECT, _obs(final_analysis=negated)))] == ["missing_finding"]
     evidence = ("**Root cause:** web is in CrashLoopBackOff.\n\n### Evidence\n- orders-db is OOMKilled at its memory "
                 "limit of 512Mi.\n")
-    assert _reasons(score(EXPECT, _obs(final_analysis=evidence))) == [("evidence_only", "root cause")]
+    assert _reasons(score(EXPECT, _obs(final_analysis=evidence))) == [
+        ("evidence_only", "root cause"), ("wrong_component", "attributes the cause to the culprit")]
 
 
 def test_an_answer_without_a_root_cause_statement_fails_as_evidence_only():
@@ -120,7 +124,8 @@ def test_an_abstaining_scenario_needs_the_answer_to_say_the_evidence_shows_no_ca
 
 
 def test_a_dotted_name_does_not_end_a_regex_window():
-    expect = Expect.model_validate({"findings": [{"name": "bad tag", "any": [{"regex": "app[^.]{0,40}not found"}]}]})
+    expect = Expect.model_validate({"culprit": ["app"],
+                                    "findings": [{"name": "bad tag", "any": [{"regex": "app[^.]{0,40}not found"}]}]})
     answer = "**Root cause:** the image app ghcr.io/acme/app:2.8.1 is not found in the registry."
     assert score(expect, _obs(final_analysis=answer)).outcome == "pass"
 
@@ -143,6 +148,7 @@ def test_a_conclusion_made_of_pasted_tool_output_fails_as_evidence_only():
 
 
 ACTS = Expect.model_validate({
+    "culprit": ["deployment"],
     "findings": [{"name": "replicas 0", "any": ["replicas set to 0"]}],
     "actions": {"expect": "propose", "proposals": [{
         "tool": "k8s.resources_scale", "args": {"name": "api", "scale": 3}, "outcome": "verified",

@@ -110,7 +110,7 @@ def _assert_orchestrated(session_id: str) -> None:
     assert {c.id for c in children.values()} <= owners
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)  # 94 scenarios: 86 were done at 300 s on the shared 2-core machine (load average ~9)
 @pytest.mark.usefixtures("suite")
 def test_demo_investigator_is_scored_over_the_suite(tmp_path, record_property):
     report = tmp_path / "demo.jsonl"
