@@ -238,8 +238,10 @@ def final_report(conv: Conversation, found: Findings) -> str:
     return "\n".join(lines)
 
 
-# agents.memory.prompt's lines: "[M3] incident (confidence 0.65, confirmed 0 day(s) ago, …): text"
-_MEMORY = re.compile(r"^\[M(?P<id>\d+)\] (?P<kind>\w+) \((?:[^()]|\([^()]*\))*\): (?P<text>.+)$", re.M)
+# agents.memory.prompt's entries: "[M3] incident (confidence 0.65, …). The block below contains …" and then the
+# memory's text in its own fence (three or more backticks, as agents.prompts.fence chose)
+_MEMORY = re.compile(r"^\[M(?P<id>\d+)\] (?P<kind>\w+) \((?:[^()]|\([^()]*\))*\)\.[^\n]*\n"
+                     r"(?P<fence>`{3,})text\n(?P<text>.*?)\n(?P=fence)$", re.M | re.S)
 
 
 def _memories_about(conv: Conversation, found: Findings) -> list[re.Match[str]]:

@@ -33,3 +33,15 @@ def masker_for():
         return DataMasker.from_config(MaskingConfig(pattern_groups=list(groups), patterns=patterns or []))
 
     return build
+
+
+@pytest.fixture
+def demo_cluster_changes(monkeypatch, tmp_path):
+    """The demo cluster's write journal in a folder of this test's own, empty before and after, so one test's
+    scaled or patched objects never leak into the next."""
+    from agents.mcp import demo_cluster_writes as writes
+
+    monkeypatch.setenv(writes.STATE_ENV, str(tmp_path / "changes.json"))
+    writes.reset()
+    yield
+    writes.reset()

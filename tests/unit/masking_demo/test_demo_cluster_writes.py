@@ -10,13 +10,7 @@ from agents.mcp import demo_cluster_data as data
 from agents.mcp import demo_cluster_writes as writes
 from agents.mcp.demo_cluster import build_server
 
-
-@pytest.fixture(autouse=True)
-def _fresh_cluster(monkeypatch, tmp_path):
-    monkeypatch.setenv(writes.STATE_ENV, str(tmp_path / "changes.json"))
-    writes.reset()
-    yield
-    writes.reset()
+pytestmark = pytest.mark.usefixtures("demo_cluster_changes")
 
 
 async def _call(client, tool: str, **arguments) -> tuple[str, bool]:

@@ -24,12 +24,7 @@ from .test_demo_reads_the_alert import _investigate
 CONFIG = LLMProviderConfig(type="demo")
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cluster(monkeypatch, tmp_path):
-    monkeypatch.setenv(writes.STATE_ENV, str(tmp_path / "changes.json"))
-    writes.reset()
-    yield
-    writes.reset()
+pytestmark = pytest.mark.usefixtures("demo_cluster_changes")
 
 
 def _resolved() -> ResolvedAgentConfig:
@@ -159,7 +154,7 @@ async def test_a_recalled_memory_about_the_workload_is_checked_against_the_clust
     from .test_demo_provider import _definitions, _request, _tool_text
     from .test_demo_reads_the_alert import _config
 
-    memories = memories_block([
+    memories, _flagged = memories_block([
         Recalled(memory_id=4, kind="incident", text="cart in namespace shop: cart-5f6d8c9b7-qt9wz was OOMKilled at "
                  "128Mi. Fixed by resources_set_limits memory 256Mi, approved and verified.", confidence=0.6,
                  age_days=2, use_count=1, session_id="s1"),
