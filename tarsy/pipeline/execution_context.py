@@ -67,7 +67,7 @@ def build_execution_context(execution: AgentExecution, iteration: int, recorder:
     setup = agent_setup(execution)
     s_deadline = session_deadline(execution) if stage.kind != StageKind.CHAT else None
     liveness = Liveness(session_id=session.id, execution_id=execution.id, session_deadline=s_deadline,
-                        stop_checked=stop_checked)
+                        stop_checked=stop_checked, attempt=execution.attempt)
     deadline = time.time() + setup.resolved.iteration_timeout
     if s_deadline:
         deadline = min(deadline, s_deadline)

@@ -19,12 +19,15 @@ HEARTBEAT_INTERVAL_S = 5.0  # far below the sweeper's orphan threshold
 
 class Liveness:
     """`session_deadline`: epoch seconds after which the step stops as timed out (None: no limit, a chat).
-    `stop_checked`: the caller has just seen the session running, so the first check can wait an interval."""
+    `stop_checked`: the caller has just seen the session running, so the first check can wait an interval.
+    `attempt`: the fencing token of the claim the step runs under (AgentExecution.attempt): a heartbeat is an
+    attempt's write like any other, so once a later attempt holds the execution this one's beats land nowhere."""
 
     def __init__(self, *, session_id: Any, execution_id: Any, session_deadline: float | None = None,
-                 stop_checked: bool = False):
+                 stop_checked: bool = False, attempt: int | None = None):
         self.session_id = session_id
         self.execution_id = execution_id
+        self.attempt = attempt
         self.session_deadline = session_deadline
         self._last_stop_check = time.monotonic() if stop_checked else 0.0
         self._stop_reason: str | None = None
@@ -38,7 +41,11 @@ class Liveness:
         self._last_heartbeat = now
         stamp = timezone.now()
         if self.execution_id:
-            AgentExecution.objects.filter(id=self.execution_id).update(last_heartbeat_at=stamp)
+            held = AgentExecution.objects.filter(id=self.execution_id)
+            if self.attempt is not None:
+                held = held.filter(attempt=self.attempt)
+            if not held.update(last_heartbeat_at=stamp):
+                return  # superseded (or gone): the session's liveness is the current attempt's to stamp
         AlertSession.all_objects.filter(id=self.session_id).update(last_heartbeat_at=stamp)
 
     def stop_reason(self) -> str | None:

@@ -10,9 +10,11 @@ import re
 
 import pytest
 from django.db import connection
+from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 
 from tarsy import tasks
+from tarsy.models import AgentExecution, AlertSession
 from tarsy.outbox import OutboxRelay
 from tarsy.pipeline.iteration import iteration_run
 from tarsy.services.recorder.liveness import Liveness
@@ -190,3 +192,21 @@ def test_the_stop_check_reads_the_execution_and_its_session_only(configure):
         assert liveness.stop_reason() is None
     [read] = [q["sql"] for q in queries if q["sql"].startswith("SELECT")]
     assert "tarsy_stage" not in read and read.count("JOIN") == 1, read
+
+
+def test_a_superseded_attempt_never_stamps_a_heartbeat(configure):
+    """A worker woken after its lease ran out must not make the execution (or its session) look alive: a later
+    attempt owns them now, and the sweeper's judgement rests on those stamps."""
+    configure({"SreAgent": [UNSURE.format(n=1)]}, agents={"SreAgent": {"mcp_servers": []}})
+    execution = only_execution(start_session())
+    stale = Liveness(session_id=execution.session_id, execution_id=execution.id, attempt=execution.attempt)
+    taken = AgentExecution.objects.filter(id=execution.id).update(attempt=F("attempt") + 1, last_heartbeat_at=None)
+    AlertSession.all_objects.filter(id=execution.session_id).update(last_heartbeat_at=None)
+    assert taken == 1
+    stale.heartbeat(force=True)
+    assert AgentExecution.objects.get(id=execution.id).last_heartbeat_at is None
+    assert AlertSession.all_objects.get(id=execution.session_id).last_heartbeat_at is None
+    current = Liveness(session_id=execution.session_id, execution_id=execution.id, attempt=execution.attempt + 1)
+    current.heartbeat(force=True)
+    assert AgentExecution.objects.get(id=execution.id).last_heartbeat_at is not None
+    assert AlertSession.all_objects.get(id=execution.session_id).last_heartbeat_at is not None
