@@ -13,6 +13,9 @@ from agents.mcp.masking import boundary
 
 DEMO_FEATURES_ENV = "TARSY_DEMO_FEATURES"  # "1": `manage.py serve` runs the demo (set by it on the embedded default)
 DEMO_CLUSTER_JOURNAL = "demo-cluster-changes.json"  # under TARSY_DATA_DIR: what approved actions changed
+# Who a request naming no one is (auth mode none: a loopback client); here, not in tarsy.identity, which reads the
+# configuration: the demo's approvers name it while the configuration is being built.
+DEFAULT_AUTHOR = "api-client"
 
 _lock = threading.Lock()
 _config: TarsyConfig | None = None
@@ -35,7 +38,6 @@ def _with_demo(config: TarsyConfig) -> TarsyConfig:
     if not (settings.EMBEDDED and os.environ.get(DEMO_FEATURES_ENV) == "1"):
         return config
     from agents.config.demo import with_demo_features
-    from tarsy.identity import DEFAULT_AUTHOR  # it reads the configuration itself
 
     approvers = [DEFAULT_AUTHOR, "admin"] if config.system.auth.mode == "none" else []
     return with_demo_features(config, state_file=str(settings.DATA_DIR / DEMO_CLUSTER_JOURNAL), approvers=approvers)

@@ -10,9 +10,7 @@ import ipaddress
 
 from django.contrib.auth import get_user_model
 
-from tarsy.config import get_config
-
-DEFAULT_AUTHOR = "api-client"
+from tarsy.config import DEFAULT_AUTHOR, get_config  # DEFAULT_AUTHOR lives there: see its comment
 TOKEN_SCHEMES = ("token", "bearer")
 
 

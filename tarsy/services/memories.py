@@ -337,11 +337,11 @@ def memory_update(*, memory_id: Any, kind: str | None = None, text: str | None =
 
 
 def _approve(memory: Memory, *, actor: str) -> None:
-    """An engineer read a memory held for review and let it be recalled: the hold's reason goes with it."""
+    """An engineer read a memory held for review and let it be recalled; why it was held stays on the memory."""
     before = memory_snapshot(memory)
     reason = f"approved after review (it waited: {memory.review_reason})"
-    memory.state, memory.review_reason = MemoryState.ACTIVE, ""
-    memory.save(update_fields=["state", "review_reason", "updated_at"])
+    memory.state = MemoryState.ACTIVE
+    memory.save(update_fields=["state", "updated_at"])
     memory_change_record(memory=memory, action=MemoryChangeAction.REVIEWED, actor=actor, before=before, reason=reason)
 
 

@@ -91,7 +91,7 @@ def test_learning_confirming_and_reviews_are_recorded_under_their_actor(scripted
     first, second = _session(), _session()
     text = "The checkout service crash-loops when config map checkout-config is missing."
     [memory] = memories.memory_learn(session_id=first.id, learned=[memories.Learned(Candidate("fact", text))],
-                                     alert_type="kubernetes", chain_id="kubernetes", alert_labels={})
+                                     alert_type="kubernetes", chain_id="kubernetes", alert_labels={}).stored
     memories.memory_learn(session_id=second.id, learned=[memories.Learned(Candidate("fact", text))],
                           alert_type="kubernetes", chain_id="kubernetes", alert_labels={})
     quality.review_save(session_id=first.id, rating="inaccurate", author="bob")
@@ -114,7 +114,7 @@ def test_scope_labels_never_hold_an_unmasked_secret(api, scripted_config):
     session = _session()
     [learned] = memories.memory_learn(
         session_id=session.id, learned=[memories.Learned(Candidate("fact", "checkout pods restart on deploy"))],
-        alert_type="kubernetes", chain_id="kubernetes", alert_labels={"service": "checkout", "namespace": TOKEN})
+        alert_type="kubernetes", chain_id="kubernetes", alert_labels={"service": "checkout", "namespace": TOKEN}).stored
     made = memories.memory_create(kind="fact", text="checkout pods are slow", labels={"namespace": TOKEN})
     response = api.patch(f"/api/v1/memories/{made.id}", {"labels": {"cluster": f"token={TOKEN}"}}, format="json")
     assert response.status_code == 200, response.content

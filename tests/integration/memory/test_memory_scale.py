@@ -30,7 +30,7 @@ def _learn(text: str, alert_type: str = "kubernetes") -> Memory:
     session = AlertSession.objects.create(alert_data="{}", alert_type=alert_type, chain_id="kubernetes",
                                           status="completed", completed_at=timezone.now())
     [memory] = memories.memory_learn(session_id=session.id, learned=[memories.Learned(Candidate("fact", text))],
-                                     alert_type=alert_type, chain_id="kubernetes", alert_labels={})
+                                     alert_type=alert_type, chain_id="kubernetes", alert_labels={}).stored
     return memory
 
 

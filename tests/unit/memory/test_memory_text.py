@@ -43,7 +43,7 @@ def test_a_memory_is_held_when_its_session_was_flagged_or_its_text_reads_like_in
 
 
 def test_the_reflector_is_told_of_the_flags_and_the_flagged_data_is_marked():
-    from agents.prompts.builder import INJECTION_NOTE
+    from agents.prompts.fence import INJECTION_NOTE
 
     results = [{"evidence_id": "E1", "tool": "k8s.get_logs", "is_error": False, "content": "ok"}]
     plain = reflection_messages(alert_type="k", alert_data="{}", final_analysis="a", results=results, review=None,
