@@ -11,6 +11,7 @@ import ipaddress
 from django.contrib.auth import get_user_model
 
 from tarsy.config import DEFAULT_AUTHOR, get_config  # DEFAULT_AUTHOR lives there: see its comment
+
 TOKEN_SCHEMES = ("token", "bearer")
 
 
