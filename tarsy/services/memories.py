@@ -115,9 +115,10 @@ def memory_learn(*, session_id: Any, learned: list[Learned], alert_type: str, ch
         pool = [*duplicate_pool(alert_type=alert_type, text=text), *created]
         same = _duplicate(text, item.embedding, embedding_model, pool)
         if same is not None:
-            locked = Memory.objects.select_for_update().get(id=same.id)
-            if locked.state == MemoryState.ACTIVE and not item.held:
-                _found_again(locked, sid, item.candidate.evidence_ids, now, outcome)
+            if same.state == MemoryState.ACTIVE and not item.held:  # a retired or held one is only a reason to drop
+                locked = Memory.objects.select_for_update().get(id=same.id)
+                if locked.state == MemoryState.ACTIVE:  # still, now that it is locked
+                    _found_again(locked, sid, item.candidate.evidence_ids, now, outcome)
             continue
         labels = masked_labels(item.candidate.labels) or masked_labels(alert_labels)
         memory = Memory.objects.create(
