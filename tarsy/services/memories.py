@@ -75,12 +75,13 @@ class Learned:
 
 @dataclass
 class LearnOutcome:
-    """What `memory_learn` did: new memories (active or held), ones it confirmed, and the memories it found
-    again without counting it, with why (`confirmation_refused`)."""
+    """What `memory_learn` did: new memories (active or held), ones it confirmed, the memories it found again
+    without counting it (`confirmation_refused`), and the candidates it dropped as near-duplicates, each with why."""
 
     stored: list[Memory] = field(default_factory=list)
     confirmed: list[Memory] = field(default_factory=list)
     not_counted: list[tuple[Memory, str]] = field(default_factory=list)
+    dropped: list[tuple[Candidate, str]] = field(default_factory=list)
 
 
 def _duplicate(text: str, embedding: list[float] | None, model: str, pool: list[Memory]) -> Memory | None:
@@ -116,9 +117,11 @@ def memory_learn(*, session_id: Any, learned: list[Learned], alert_type: str, ch
         same = _duplicate(text, item.embedding, embedding_model, pool)
         if same is not None:
             if same.state == MemoryState.ACTIVE and not item.held:  # a retired or held one is only a reason to drop
-                locked = Memory.objects.select_for_update().get(id=same.id)
-                if locked.state == MemoryState.ACTIVE:  # still, now that it is locked
-                    _found_again(locked, sid, item.candidate.evidence_ids, now, outcome)
+                same = Memory.objects.select_for_update().get(id=same.id)
+                if same.state == MemoryState.ACTIVE:  # still, now that it is locked
+                    _found_again(same, sid, item.candidate.evidence_ids, now, outcome)
+                    continue
+            outcome.dropped.append((item.candidate, _duplicate_dropped(same, item.held)))
             continue
         labels = masked_labels(item.candidate.labels) or masked_labels(alert_labels)
         memory = Memory.objects.create(
@@ -135,6 +138,16 @@ def memory_learn(*, session_id: Any, learned: list[Learned], alert_type: str, ch
     if created:
         memory_quota_enforce(alert_type=alert_type, keep_ids=[m.id for m in created])
     return outcome
+
+
+def _duplicate_dropped(same: Memory, held: str) -> str:
+    """Why a near-duplicate of `same` is neither stored nor counted as a confirmation."""
+    if same.state == MemoryState.RETIRED:
+        return f"a near-duplicate of {cite_memory(same.id)}, which was retired: {same.retired_reason or 'no reason'}"
+    if same.state == MemoryState.PENDING:
+        return f"a near-duplicate of {cite_memory(same.id)}, which waits for review"
+    return (f"a near-duplicate of {cite_memory(same.id)}; it waits for review itself ({held}), so it cannot confirm "
+            f"an active memory")
 
 
 def _found_again(memory: Memory, session_id: str, evidence_ids: list[str], now, outcome: LearnOutcome) -> None:

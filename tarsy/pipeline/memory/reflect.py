@@ -89,7 +89,7 @@ def _learn(session: AlertSession, candidates: list[Candidate], known: set[str],
                for c, v in zip(kept, vectors, strict=True)]
     outcome = memories.memory_learn(session_id=session.id, learned=learned, alert_type=session.alert_type,
                                     chain_id=session.chain_id, alert_labels=scope, embedding_model=model)
-    return outcome, dropped
+    return outcome, [*dropped, *outcome.dropped]
 
 
 def session_flags(session: AlertSession) -> Flags:

@@ -255,3 +255,23 @@ def test_a_memory_sourced_outside_this_database_is_confirmed_by_an_independent_s
     session_reflect(session_id=session.id, trigger="completion")
     fixture.refresh_from_db()
     assert fixture.confidence == 0.6 and fixture.source_sessions == ["incident-2025-11-03", str(session.id)]
+
+
+@pytest.mark.parametrize("existing", ["active", "retired", "pending"])
+def test_a_near_duplicate_that_cannot_count_is_listed_as_dropped_with_why(scripted_config, existing):
+    """A flagged session's candidate repeating a stored memory neither confirms it nor vanishes: the reflection's
+    record lists it as dropped, with the reason (as for a near-duplicate of a retired or held memory)."""
+    _configure(scripted_config, [_obeys("E1", labels={"namespace": "shop"})])
+    stored = memories.memory_create(kind="fact", text=POISON, alert_type="kubernetes", labels={"namespace": "shop"},
+                                    source_sessions=["incident-2025-11-03"])
+    Memory.objects.filter(id=stored.id).update(state=existing)
+    session = _session(INJECTED_ALERT if existing == "active" else QUIET_ALERT, fingerprint="fp-new")
+    session_reflect(session_id=session.id, trigger="completion")
+
+    assert list(Memory.objects.values_list("id", "confidence")) == [(stored.id, 0.5)]
+    event = _reflected(session)
+    [dropped] = event.metadata["dropped"]
+    assert dropped["text"] == POISON and f"a near-duplicate of [M{stored.id}]" in dropped["reason"]
+    assert {"active": "waits for review", "retired": "retired", "pending": "waits for review"}[existing] in (
+        dropped["reason"])
+    assert "1 dropped" in event.content and f"M{stored.id}" in event.content
