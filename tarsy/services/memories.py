@@ -176,8 +176,7 @@ def confirmation_refused(*, memory: Memory, session_id: Any) -> str:
     memory (recalled into its prompt, or returned by `recall_past_investigations`) before concluding, or its
     alert repeats a source session's (same fingerprint) or belongs to the same correlation group (related)."""
     events = TimelineEvent.objects.filter(session_id=session_id)
-    recalls = events.filter(event_type=TimelineEventType.MEMORY_RECALLED).only("metadata")
-    if any(memory.id in (e.metadata or {}).get("memory_ids", []) for e in recalls) or events.filter(
+    if memory.id in recalled_in_session(session_id=session_id) or events.filter(
             event_type__in=TOOL_RESULT_EVENTS, content__contains=cite_memory(memory.id)).exists():
         return f"session {session_id} was shown M{memory.id}: it cannot confirm what it was told"
     this = AlertSession.all_objects.filter(id=session_id).values("fingerprint", "group_key").first()
@@ -256,9 +255,25 @@ def memory_review_adjust(*, session_id: Any, rating: str, previous: str | None =
     return changed
 
 
-def memory_mark_used(*, memory_ids: list[int]) -> None:
-    """The memories were injected into a prompt."""
-    Memory.objects.filter(id__in=memory_ids).update(use_count=F("use_count") + 1, last_used_at=timezone.now())
+@transaction.atomic
+def memory_mark_used(*, memory_ids: list[int], session_id: Any) -> None:
+    """The memories were injected into a prompt of the session: one use per session, however many of its stages,
+    agents or chats recall them again. Their rows stay locked (in id order) to the caller's commit, which must
+    carry the session's `memory.recalled` event: two executions of one session starting together count once."""
+    locked = list(Memory.objects.select_for_update().filter(id__in=memory_ids).order_by("id")
+                  .values_list("id", flat=True))
+    new = set(locked) - recalled_in_session(session_id=session_id)
+    Memory.objects.filter(id__in=new).update(use_count=F("use_count") + 1)
+    Memory.objects.filter(id__in=locked).update(last_used_at=timezone.now())
+
+
+def recalled_in_session(*, session_id: Any) -> set[int]:
+    """Ids of the memories any prompt of the session carried (its `memory.recalled` events, chat included)."""
+    recalled: set[int] = set()
+    for metadata in TimelineEvent.objects.filter(session_id=session_id, event_type=TimelineEventType.MEMORY_RECALLED
+                                                 ).values_list("metadata", flat=True):
+        recalled.update(i for i in (metadata or {}).get("memory_ids", []) if isinstance(i, int))
+    return recalled
 
 
 def memory_get(*, memory_id: Any) -> Memory:

@@ -3,7 +3,7 @@
 Hybrid ranking: keyword (tarsy.selectors.memories) and, when memory.embedding_provider is set, cosine similarity
 of stored embeddings to the query's (above memory.similarity_floor), fused by reciprocal rank and weighted by
 confidence and age decay (memory.half_life_days); at most memory.max_injected. What was injected is said on the
-timeline (`memory.recalled`, ids and scores) and counted on the memories.
+timeline (`memory.recalled`, ids and scores) and counted on the memories, once per session.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -93,7 +94,6 @@ def recalled_for_prompt(execution: AgentExecution, recorder: DbRecorder, questio
     if not hits:
         return ""
     ids = [h.memory.id for h in hits]
-    memories.memory_mark_used(memory_ids=ids)
     now = timezone.now()
     shown = [Recalled(memory_id=h.memory.id, kind=h.memory.kind, text=h.memory.text,
                       confidence=h.memory.confidence, age_days=(now - h.memory.confirmed_at).days,
@@ -101,8 +101,11 @@ def recalled_for_prompt(execution: AgentExecution, recorder: DbRecorder, questio
              for h in hits]
     section, flagged = memories_block(shown)
     summary = "\n".join(f"{cite_memory(h.memory.id)} score {h.ranked.score}: {h.memory.text[:200]}" for h in hits)
-    recorder.add_event(TimelineEventType.MEMORY_RECALLED, f"Recalled {len(hits)} memories ({mode}):\n{summary}",
-                       event_metadata(TimelineEventType.MEMORY_RECALLED, memory_ids=ids,
-                                      scores=[h.ranked.score for h in hits], mode=mode,
-                                      suspected_injection=bool(flagged) or None, flagged_memory_ids=flagged))
+    with transaction.atomic():  # the use and the event that says so commit together: one use per session
+        memories.memory_mark_used(memory_ids=ids, session_id=session.id)
+        recorder.add_event(TimelineEventType.MEMORY_RECALLED, f"Recalled {len(hits)} memories ({mode}):\n{summary}",
+                           event_metadata(TimelineEventType.MEMORY_RECALLED, memory_ids=ids,
+                                          scores=[h.ranked.score for h in hits], mode=mode,
+                                          suspected_injection=bool(flagged) or None, flagged_memory_ids=flagged))
+        recorder.flush()
     return section

@@ -11,10 +11,11 @@ import pytest
 from django.utils import timezone
 
 from agents.memory.reflection import Candidate
-from tarsy.models import AlertSession, LLMInteraction, Memory, TimelineEvent
-from tarsy.pipeline.memory.recall import recall
+from tarsy.models import AgentExecution, AlertSession, LLMInteraction, Memory, Stage, TimelineEvent
+from tarsy.pipeline.memory.recall import recall, recalled_for_prompt
 from tarsy.pipeline.memory.reflect import session_reflect
 from tarsy.services import memories, quality
+from tarsy.services.recorder import DbRecorder
 from tests.support.configdir import scripted_provider
 
 pytestmark = [pytest.mark.django_db]
@@ -161,3 +162,31 @@ def test_the_analysis_may_cite_only_the_memories_its_session_recalled(scripted_c
     result = citations_verify(session_id=session.id)
     assert [e["id"] for e in result["valid"]] == [f"M{memory.id}"]
     assert [(e["id"], e["reason"]) for e in result["invalid"]] == [(f"M{memory.id + 100}", "not_recalled")]
+
+
+def _first_prompt_memories(session: AlertSession, stage_index: int, stage_type: str = "investigation") -> str:
+    """What a new execution's first prompt recalls, in a stage of the session (an action stage recalls too)."""
+    stage = Stage.objects.create(session=session, name=f"stage-{stage_index}", index=stage_index, type=stage_type)
+    execution = AgentExecution.objects.create(stage=stage, session=session, agent_name="KubernetesAgent",
+                                              iteration_strategy="react")
+    recorder = DbRecorder(session_id=session.id, stage_id=stage.id, execution_id=execution.id, iteration=1)
+    section = recalled_for_prompt(execution, recorder)
+    recorder.flush()
+    return section
+
+
+def test_a_memory_recalled_by_several_stages_of_one_session_counts_one_use(scripted_config):
+    _configure(scripted_config, [])
+    memory = memories.memory_create(kind="fact", text="checkout crash loop: config map checkout-config missing",
+                                    alert_type="kubernetes", labels={"service": "checkout"})
+    first = _session('{"labels": {"service": "checkout"}, "message": "checkout crash loop, config map missing"}')
+    assert f"[M{memory.id}]" in _first_prompt_memories(first, 0)
+    assert f"[M{memory.id}]" in _first_prompt_memories(first, 1, stage_type="action")
+    memory.refresh_from_db()
+    assert memory.use_count == 1 and memory.last_used_at is not None
+    assert TimelineEvent.objects.filter(session=first, event_type="memory.recalled").count() == 2
+
+    second = _session('{"labels": {"service": "checkout"}, "message": "checkout crash loop again"}')
+    assert f"[M{memory.id}]" in _first_prompt_memories(second, 0)
+    memory.refresh_from_db()
+    assert memory.use_count == 2
