@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from agents.alert_labels import alert_labels
 
 LABEL_KEYS = ("cluster", "namespace", "service")  # what a memory may be scoped by besides alert type and chain
 
@@ -12,17 +13,10 @@ def _pick(source: dict[str, Any]) -> dict[str, str]:
     return {k: str(source[k]) for k in LABEL_KEYS if isinstance(source.get(k), (str, int)) and str(source[k])}
 
 
-def alert_labels(alert_data: str) -> dict[str, str]:
-    """Scope labels of an alert: its JSON data's `labels` (Alertmanager style), else its top-level keys."""
-    try:
-        data = json.loads(alert_data)
-    except (ValueError, TypeError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    labels = data.get("labels")
-    picked = _pick(labels) if isinstance(labels, dict) else {}
-    return {**_pick(data), **picked}
+def alert_scope(alert_data: str) -> dict[str, str]:
+    """Scope labels of an alert, read where its source keeps its labels (agents.alert_labels: a webhook alert's
+    `alert.labels`, a JSON alert's `labels` or top-level keys)."""
+    return clean_labels(alert_labels(alert_data))
 
 
 def clean_labels(labels: dict[str, Any]) -> dict[str, str]:

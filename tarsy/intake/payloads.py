@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agents.alert_labels import pagerduty_labels
+
 from .items import Batch, Firing, Resolved
 
 FINGERPRINT_MAX = 128  # AlertSession.fingerprint's length
@@ -131,19 +133,6 @@ def _read_whole_group(source: str, group: AlertGroup, context: dict[str, Any]) -
     labels = group.commonLabels or group.groupLabels
     return Batch(firing=[Firing(fingerprint=fingerprint, labels=labels, data=data,
                                 runbook_url=group.commonAnnotations.get("runbook_url", ""))])
-
-
-def _summary(value: Any) -> str:
-    return value.get("summary", "") if isinstance(value, dict) and isinstance(value.get("summary"), str) else ""
-
-
-def pagerduty_labels(incident: dict[str, Any]) -> dict[str, str]:
-    """What a PagerDuty rule can match: the incident's service, urgency, priority and first team."""
-    teams = incident.get("teams") if isinstance(incident.get("teams"), list) else []
-    labels = {"service": _summary(incident.get("service")), "priority": _summary(incident.get("priority")),
-              "team": _summary(teams[0]) if teams else "",
-              "urgency": incident.get("urgency") if isinstance(incident.get("urgency"), str) else ""}
-    return {key: value for key, value in labels.items() if value}
 
 
 def pagerduty_event(body: Any) -> PagerDutyEvent:

@@ -18,10 +18,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from agents.alert_labels import alert_labels
 from agents.config.schema import SCHEDULED_CHECK_ALERT_TYPE
 from agents.mcp.masking.boundary import mask_text
 from tarsy.config import get_config
-from tarsy.intake.labels import alert_labels
 from tarsy.models import SILENCE_MAX_MATCHERS, SILENCE_MAX_REASON_CHARS, Silence, SilenceMode
 
 from .errors import Conflict, NotFound, ValidationFailed
@@ -118,7 +118,7 @@ LABELS_PREFIX = "labels."
 
 def silence_matches(silence: Silence, *, alert_type: str, data: Any) -> bool:
     """Exact match of the type (when set) and of every matcher against the masked alert data: `labels.<name>`
-    against the alert's labels whatever its source (tarsy.intake.labels), any other path against the stored
+    against the alert's labels whatever its source (agents.alert_labels), any other path against the stored
     data."""
     if silence.alert_type and silence.alert_type != alert_type:
         return False

@@ -19,7 +19,7 @@ from agents.llm.embeddings import embed_texts
 from agents.llm.retry import ProviderError
 from agents.memory.prompt import Recalled, cite_memory, memories_block
 from agents.memory.ranking import Ranked, cosine, fuse, weight
-from agents.memory.scope import alert_labels
+from agents.memory.scope import alert_scope
 from agents.timeline_events import TimelineEventType, event_metadata
 from tarsy.config import get_config
 from tarsy.db_connections import connection_give_back
@@ -90,7 +90,7 @@ def recalled_for_prompt(execution: AgentExecution, recorder: DbRecorder, questio
     session = execution.session
     query = "\n".join(filter(None, [session.alert_type, session.title, session.alert_data, question]))
     hits, mode = recall(query=query, alert_type=session.alert_type, chain_id=session.chain_id,
-                        labels=alert_labels(session.alert_data))
+                        labels=alert_scope(session.alert_data))
     if not hits:
         return ""
     ids = [h.memory.id for h in hits]

@@ -26,7 +26,7 @@ from agents.mcp.masking.boundary import mask_text
 from agents.memory.prompt import cite_memory
 from agents.memory.provenance import Flags, evidence_problem, hold_reason
 from agents.memory.reflection import Candidate, parse_memories, reflection_messages
-from agents.memory.scope import alert_labels, clean_labels
+from agents.memory.scope import alert_scope, clean_labels
 from agents.prompts.injection import injection_signals
 from agents.timeline_events import TimelineEventType, event_metadata
 from tarsy.config import get_config
@@ -83,7 +83,7 @@ def _learn(session: AlertSession, candidates: list[Candidate], known: set[str],
     dropped = [(c, reason) for c, reason in checked if reason]
     kept = [c for c, reason in checked if not reason]
     vectors, model = embed_candidates(kept)
-    scope = alert_labels(session.alert_data)
+    scope = alert_scope(session.alert_data)
     learned = [memories.Learned(candidate=c, embedding=v,
                                 held=hold_reason(c.text, flags, scoped=bool(clean_labels(c.labels) or scope)))
                for c, v in zip(kept, vectors, strict=True)]

@@ -3,12 +3,15 @@ reflection (masking, merging, bad replies), review adjustments and recall rankin
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from agents.memory.reflection import Candidate
 from tarsy.models import AgentExecution, AlertSession, LLMInteraction, Memory, Stage, TimelineEvent
@@ -20,6 +23,7 @@ from tests.support.configdir import scripted_provider
 
 pytestmark = [pytest.mark.django_db]
 
+WEBHOOKS = Path(__file__).resolve().parents[2] / "fixtures" / "webhooks"
 PASSWORD = "hunter2xyz"
 TOKEN = "ghp_0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -190,3 +194,34 @@ def test_a_memory_recalled_by_several_stages_of_one_session_counts_one_use(scrip
     assert f"[M{memory.id}]" in _first_prompt_memories(second, 0)
     memory.refresh_from_db()
     assert memory.use_count == 2
+
+
+def _alertmanager_session(namespace: str, service: str) -> AlertSession:
+    """A session started by an Alertmanager webhook whose one firing alert carries these labels."""
+    body = json.loads((WEBHOOKS / "alertmanager_v4.json").read_text())
+    alert = copy.deepcopy(body["alerts"][0])
+    alert["labels"].update(namespace=namespace, service=service)
+    alert["fingerprint"] = f"{namespace}-{service}"
+    body.update(alerts=[alert], groupLabels={}, commonLabels={})
+    response = APIClient(REMOTE_ADDR="127.0.0.1").post("/api/v1/alerts/alertmanager", data=json.dumps(body),
+                                                       content_type="application/json")
+    assert response.status_code == 202, response.content
+    return AlertSession.objects.get(id=response.json()["sessions"][0]["session_id"])
+
+
+def test_a_memory_learned_from_a_webhook_alert_is_scoped_by_its_labels(scripted_config):
+    lesson = "checkout crash loops because config map checkout-config is missing; restore it from git"
+    _configure(scripted_config, [{"text": json.dumps({"memories": [
+        {"kind": "incident", "text": lesson, "evidence_ids": ["E1"]}]})}])
+    source = _alertmanager_session("shop", "checkout")
+    AlertSession.objects.filter(id=source.id).update(status="completed", completed_at=timezone.now(),
+                                                     final_analysis="checkout lacks its config map.")
+    TimelineEvent.objects.create(session=source, sequence_number=90, event_type="tool_result",
+                                 content='configmap "checkout-config" not found',
+                                 metadata={"server_name": "k8s", "tool_name": "get_events", "evidence_id": "E1"})
+    session_reflect(session_id=source.id, trigger="completion")
+
+    [memory] = Memory.objects.all()
+    assert (memory.state, memory.labels) == ("active", {"namespace": "shop", "service": "checkout"})
+    assert f"[M{memory.id}]" in _first_prompt_memories(_alertmanager_session("shop", "checkout"), 0)
+    assert _first_prompt_memories(_alertmanager_session("payments", "checkout"), 0) == ""

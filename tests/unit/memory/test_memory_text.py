@@ -5,7 +5,7 @@ from __future__ import annotations
 from agents.memory.provenance import UNSCOPED, Flags, evidence_problem, hold_reason
 from agents.memory.ranking import decay, fuse, tokens, weight
 from agents.memory.reflection import parse_memories, reflection_messages
-from agents.memory.scope import alert_labels, in_scope
+from agents.memory.scope import alert_scope, in_scope
 
 
 def test_the_reply_is_read_from_fenced_or_bare_json_and_capped():
@@ -78,9 +78,11 @@ def test_words_are_stemmed_lightly_and_hyphenated_names_split_too():
 
 
 def test_scope_labels_come_from_the_alert_and_only_a_contradiction_excludes():
-    labels = alert_labels('{"labels": {"service": "checkout", "pod": "x"}, "cluster": "eu"}')
+    labels = alert_scope('{"labels": {"service": "checkout", "pod": "x"}, "cluster": "eu"}')
     assert labels == {"service": "checkout", "cluster": "eu"}
-    assert alert_labels("not json") == {}
+    assert alert_scope("not json") == {}
+    webhook = '{"source": "alertmanager", "alert": {"labels": {"namespace": "shop", "service": "checkout"}}}'
+    assert alert_scope(webhook) == {"namespace": "shop", "service": "checkout"}
     assert in_scope({"service": "checkout"}, labels) and in_scope({"namespace": "shop"}, labels)
     assert not in_scope({"service": "payments"}, labels)
 

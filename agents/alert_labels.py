@@ -1,4 +1,5 @@
-"""An alert's labels, read the same way whatever sent it, so a matcher on `labels.<name>` means one thing.
+"""An alert's labels, read the same way whatever sent it, so a silence's `labels.<name>` matcher and a memory's
+scope mean one thing.
 
 Each source keeps its labels in its own place in the stored data: an Alertmanager or Grafana alert under
 `alert.labels`, a whole group's under `commonLabels` (else `groupLabels`), a PagerDuty incident as its service,
@@ -11,8 +12,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .payloads import pagerduty_labels
-
 WEBHOOK_SOURCES = ("alertmanager", "grafana")
 
 
@@ -22,6 +21,19 @@ def _scalars(value: Any) -> dict[str, str]:
         return {}
     return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in value.items()
             if isinstance(v, (str, int, float, bool))}
+
+
+def _summary(value: Any) -> str:
+    return value.get("summary", "") if isinstance(value, dict) and isinstance(value.get("summary"), str) else ""
+
+
+def pagerduty_labels(incident: dict[str, Any]) -> dict[str, str]:
+    """What a PagerDuty rule can match: the incident's service, urgency, priority and first team."""
+    teams = incident.get("teams") if isinstance(incident.get("teams"), list) else []
+    labels = {"service": _summary(incident.get("service")), "priority": _summary(incident.get("priority")),
+              "team": _summary(teams[0]) if teams else "",
+              "urgency": incident.get("urgency") if isinstance(incident.get("urgency"), str) else ""}
+    return {key: value for key, value in labels.items() if value}
 
 
 def alert_labels(data: Any) -> dict[str, str]:
