@@ -44,12 +44,10 @@ def from_trusted_proxy(request) -> bool:
 
 
 def proxy_identity(request) -> str:
-    """X-Forwarded-User > X-Forwarded-Email: in `proxy` mode from a trusted proxy only; in mode none (loopback
-    clients only, nobody authenticated) as the local user's own name. Never in token mode: there the token says who
-    asks, and a token holder's own headers, passed through by a trusted load balancer, must not name or group them
-    (an approver's name or group would decide actions)."""
-    mode = get_config().system.auth.mode
-    if mode == "token" or (mode == "proxy" and not from_trusted_proxy(request)):
+    """X-Forwarded-User > X-Forwarded-Email, honoured only in `proxy` mode and only from a trusted proxy. In mode
+    none any local program can write them, and in token mode the token says who asks: there a header would let
+    anyone name themselves an approver (an approver's name or group decides actions)."""
+    if get_config().system.auth.mode != "proxy" or not from_trusted_proxy(request):
         return ""
     return (request.META.get("HTTP_X_FORWARDED_USER") or request.META.get("HTTP_X_FORWARDED_EMAIL") or "").strip()
 

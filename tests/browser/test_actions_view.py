@@ -14,11 +14,13 @@ import pytest
 from tests.browser.conftest import open_page, wait_until
 from tests.fakes.mcp_servers.deployments_file_server import read_state, write_state
 from tests.integration.test_actions import SERVER
+from tests.support.configdir import PROXY_ON_LOOPBACK
 
 pytestmark = [pytest.mark.services, pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 SHOTS = Path("/work/wt/shots")
 TARGET = {"namespace": "shop", "name": "api"}
+SENDER = {"X-Forwarded-User": "alertmanager"}  # a program behind the proxy
 SCRIPT = {
     "Fixer": [
         {"tool_calls": [{"name": "cluster.resources_get", "arguments": TARGET}]},
@@ -34,6 +36,7 @@ SCRIPT = {
 
 def _config(state: Path) -> dict:
     return {
+        "system": PROXY_ON_LOOPBACK,  # the approver and the onlooker are people the proxy names and groups
         "actions": {"enabled": True, "approvers": ["sre-oncall"], "verify_attempts": 3, "verify_interval": "1s"},
         "mcp_servers": {"cluster": {
             "transport": {"type": "stdio", "command": sys.executable, "args": [SERVER, str(state)]},
@@ -60,7 +63,7 @@ def test_an_approver_approves_a_proposal_with_its_dry_run_and_sees_it_verified_l
     proc = worker(concurrency=2)
     base = web()
     created = httpx.post(f"{base}/api/v1/alerts", json={"alert_type": "repair", "data": {"deployment": "shop/api"}},
-                         timeout=10)
+                         headers=SENDER, timeout=10)
     session_id = created.json()["session_id"]
 
     # A non-approver watches the session from the start: the proposal appears live, without buttons.
@@ -120,6 +123,6 @@ def test_an_approver_approves_a_proposal_with_its_dry_run_and_sees_it_verified_l
     alice.screenshot(path=str(SHOTS / "actions-after-outcome.png"), full_page=True)
     mallory.screenshot(path=str(SHOTS / "actions-non-approver-after-outcome.png"), full_page=True)
 
-    action = httpx.get(f"{base}/api/v1/actions?status=executed", timeout=10).json()[0]
+    action = httpx.get(f"{base}/api/v1/actions?status=executed", headers=SENDER, timeout=10).json()[0]
     assert (action["decided_by"], action["outcome"], action["dry_run_status"]) == ("alice", "verified", "ran")
     assert alice.problems == [] and mallory.problems == []

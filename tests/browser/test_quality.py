@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.browser.conftest import open_page, shot, tools_server_config
-from tests.support.configdir import scripted_provider
+from tests.support.configdir import PROXY_ON_LOOPBACK, scripted_provider
 from tests.support.processes import wait_for
 
 pytestmark = [pytest.mark.services, pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -27,14 +27,15 @@ SCRIPT = {
 }
 VERDICT = {"support": "supported", "score": 78, "rationale": "The probe output shows the missing config map; the "
            "analysis does not say why it disappeared.", "tags": ["incomplete_investigation"]}
-TARSY = {"mcp_servers": {"test-tools": tools_server_config()},
+TARSY = {"system": PROXY_ON_LOOPBACK,  # reviewers are people the proxy names
+         "mcp_servers": {"test-tools": tools_server_config()},
          "agents": {"KubernetesAgent": {"mcp_servers": ["test-tools"]}},
          "scoring": {"llm_provider": "scorer"}}
 
 
-def _api(base: str, method: str, path: str, **kwargs) -> httpx.Response:
+def _api(base: str, method: str, path: str, user: str = "alice", **kwargs) -> httpx.Response:
     """State is read through the API: ORM calls from inside Playwright's event loop would leak a connection."""
-    return httpx.request(method, f"{base}/api/v1/{path}", timeout=10, **kwargs)
+    return httpx.request(method, f"{base}/api/v1/{path}", timeout=10, headers={"X-Forwarded-User": user}, **kwargs)
 
 
 def _submit(base: str, pod: str) -> str:
@@ -95,8 +96,7 @@ def test_review_round_trip_and_the_quality_page(scripted_config, worker, web, br
     other = _submit(base, "api-2")
     assert other != session_id
     assert _scored(base, other)["score"] == 78
-    saved = _api(base, "POST", f"sessions/{other}/review", json={"rating": "accurate"},
-                 headers={"X-Forwarded-User": "bob"})
+    saved = _api(base, "POST", f"sessions/{other}/review", user="bob", json={"rating": "accurate"})
     assert saved.status_code == 200 and saved.json()["review"]["author"] == "bob"
 
     # The list filters by review state and rating.

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tests.browser.conftest import open_page, shot, wait_until
+from tests.support.configdir import PROXY_ON_LOOPBACK
 
 pytestmark = [pytest.mark.services, pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -38,6 +39,9 @@ def waiting():
     return ids
 
 
+BOB = {"X-Forwarded-User": "bob"}
+
+
 def _card(state: str, session_id: str) -> str:
     return f'#column-{state} li[data-session-id="{session_id}"]'
 
@@ -45,7 +49,7 @@ def _card(state: str, session_id: str) -> str:
 @pytest.mark.timeout(120)
 def test_the_triage_view_follows_another_persons_claim_live(waiting, scripted_config, web, browser):
     first, second, third = waiting
-    scripted_config({"KubernetesAgent": ["Final Answer: x"]})
+    scripted_config({"KubernetesAgent": ["Final Answer: x"]}, tarsy={"system": PROXY_ON_LOOPBACK})
     base = web()
 
     bob = open_page(browser, width=1400, height=900)
@@ -108,15 +112,15 @@ def test_the_triage_view_follows_another_persons_claim_live(waiting, scripted_co
 
     # Bob reopens it over the API: alice's panel follows live, with his entry in the log.
     reopened = httpx.post(f"{base}/api/v1/sessions/{first}/triage", json={"action": "reopen", "note": "back again"},
-                          headers={"X-Forwarded-User": "bob"}, timeout=10)
+                          headers=BOB, timeout=10)
     assert reopened.status_code == 200, reopened.text
     alice.wait_for_selector("#triage-status:has-text('Needs review')")
     assert "back again" in alice.inner_text("#triage-log") and alice.is_visible("#triage-claim")
 
-    body = httpx.get(f"{base}/api/v1/sessions/{first}/triage", timeout=10).json()
+    body = httpx.get(f"{base}/api/v1/sessions/{first}/triage", headers=BOB, timeout=10).json()
     assert [(a["actor"], a["action"]) for a in body["activity"]] == [("alice", "claim"), ("alice", "resolve"),
                                                                      ("bob", "reopen")]
-    review = httpx.get(f"{base}/api/v1/sessions/{first}/review", timeout=10).json()["review"]
+    review = httpx.get(f"{base}/api/v1/sessions/{first}/review", headers=BOB, timeout=10).json()["review"]
     assert (review["rating"], review["author"]) == ("accurate", "alice")
     assert bob.problems == [] and alice.problems == []
 
@@ -124,7 +128,7 @@ def test_the_triage_view_follows_another_persons_claim_live(waiting, scripted_co
 @pytest.mark.timeout(120)
 def test_a_claim_from_a_stale_session_page_says_who_was_first(waiting, scripted_config, web, browser):
     session_id = waiting[0]
-    scripted_config({"KubernetesAgent": ["Final Answer: x"]})
+    scripted_config({"KubernetesAgent": ["Final Answer: x"]}, tarsy={"system": PROXY_ON_LOOPBACK})
     base = web()
     bob = open_page(browser)
     bob.set_extra_http_headers({"X-Forwarded-User": "bob"})

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
+from tarsy.config import DEFAULT_AUTHOR
 from tarsy.models import ActionProposal, AgentExecution, AlertSession, Event, LLMInteraction, Stage, TimelineEvent
 from tarsy.pipeline.sweeper import sweep_once
 from tarsy.services.sessions import session_submit
@@ -45,8 +46,8 @@ def _setup(scripted_config, tmp_path, script: dict, *, actions: dict | None = No
     script.setdefault("executive_summary", ["summary"])
     scripted_config(script, latency_ms=latency_ms, tarsy={
         "defaults": {"session_timeout": timeout},
-        "actions": {"enabled": True, "approvers": ["sre-oncall"], "verify_attempts": 2, "verify_interval": "1s",
-                    **(actions or {})},
+        "actions": {"enabled": True, "approvers": ["sre-oncall", DEFAULT_AUTHOR], "verify_attempts": 2,
+                    "verify_interval": "1s", **(actions or {})},
         "mcp_servers": {"cluster": {
             "transport": {"type": "stdio", "command": sys.executable, "args": [SERVER, str(state)]},
             "actions": True, "action_tools": ["resources_scale"], "target_arguments": ["namespace", "name"]}},
@@ -87,7 +88,8 @@ def _parked_on(session, count: int) -> tuple[AgentExecution, ActionProposal]:
 
 
 def _decide(proposal: ActionProposal, verb: str = "approve"):
-    client = APIClient(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_USER="alice", HTTP_X_FORWARDED_GROUPS="sre-oncall")
+    """The local user (auth mode none), an approver here, decides."""
+    client = APIClient(REMOTE_ADDR="127.0.0.1")
     return client.post(f"/api/v1/actions/{proposal.id}/{verb}", {"comment": ""}, format="json")
 
 
@@ -162,7 +164,7 @@ def test_an_approved_action_is_not_run_once_the_alert_resolved(scripted_config, 
     assert _decide(proposal).status_code == 200
     _resolve()
     proposal.refresh_from_db()
-    assert (proposal.status, proposal.decided_by, proposal.reason) == ("withdrawn", "alice",
+    assert (proposal.status, proposal.decided_by, proposal.reason) == ("withdrawn", DEFAULT_AUTHOR,
                                                                         "the alert resolved meanwhile")
 
     second = worker(concurrency=2)

@@ -18,6 +18,7 @@ from tarsy.pipeline.actions import expired_wake
 from tarsy.pipeline.sweeper import sweep_once
 from tarsy.services.sessions import session_submit
 from tests.fakes.mcp_servers.deployments_file_server import read_state, write_state
+from tests.support.configdir import PROXY_ON_LOOPBACK
 from tests.support.processes import wait_for
 from tests.support.sessions import assert_no_duplicates, wait_terminal
 
@@ -44,6 +45,7 @@ def _setup(scripted_config, tmp_path, script: dict, *, max_ready: int | None = N
     write_state(state, {"shop/api": {"replicas": 1, "max_ready": max_ready}})
     script.setdefault("executive_summary", ["summary"])
     scripted_config(script, tarsy={
+        "system": PROXY_ON_LOOPBACK,  # approvers are people the proxy names and groups
         "actions": {"enabled": enabled, "approvers": ["sre-oncall"], "verify_attempts": 2, "verify_interval": "1s",
                     "approval_ttl": ttl},
         "mcp_servers": {"cluster": {
@@ -110,7 +112,8 @@ def test_a_proposal_parks_survives_a_restart_is_approved_runs_and_is_verified(sc
     proposal.refresh_from_db()
     assert (execution.status, proposal.status) == ("waiting", "pending")
 
-    listed = APIClient(REMOTE_ADDR="127.0.0.1").get("/api/v1/actions?status=pending").json()
+    listed = APIClient(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_USER="mallory").get(
+        "/api/v1/actions?status=pending").json()
     assert [p["id"] for p in listed] == [str(proposal.id)]
     refused = _decide(proposal, "approve", "mallory", "dev")
     assert refused.status_code == 403, refused.content
@@ -197,7 +200,7 @@ def test_an_expired_proposal_cannot_be_approved_and_the_agent_concludes_without_
 
 def test_an_alert_selecting_an_action_server_is_refused(scripted_config, tmp_path):
     _setup(scripted_config, tmp_path, {"Fixer": [{"text": "never runs"}]})
-    response = APIClient(REMOTE_ADDR="127.0.0.1").post("/api/v1/alerts", {
+    response = APIClient(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_USER="alice").post("/api/v1/alerts", {
         "alert_type": "repair", "data": {"deployment": "shop/api"}, "mcp": {"servers": [{"name": "cluster"}]}},
         format="json")
     assert response.status_code == 400, response.content

@@ -25,3 +25,8 @@ def write_config(directory: Path, *, tarsy: dict[str, Any] | None = None,
 
 def scripted_provider(script: Any, latency_ms: int = 0, chunk_size: int = 0) -> dict[str, Any]:
     return {"type": "scripted", "script": script, "latency_ms": latency_ms, "chunk_size": chunk_size}
+
+
+# `system` of a test whose people are named by an authenticating proxy on this machine: X-Forwarded-User and
+# X-Forwarded-Groups from a loopback client (the test client) are believed, and a request without them is refused.
+PROXY_ON_LOOPBACK = {"auth": {"mode": "proxy"}, "trusted_proxies": ["127.0.0.1/32"]}

@@ -64,3 +64,25 @@ def test_in_token_mode_proxy_headers_never_make_a_token_holder_an_approver(tmp_p
     assert created.status_code in (200, 201, 202), created.content
     from tarsy.models import AlertSession
     assert AlertSession.objects.get(id=created.json()["session_id"]).author == "dave"
+
+
+@pytest.mark.parametrize("mode", ["none", "token"])
+def test_outside_proxy_mode_identity_headers_name_no_one_and_grant_nothing(tmp_path, mode):
+    """Proxy headers are honoured only in `proxy` mode: a loopback client in mode none, or a token holder behind a
+    trusted load balancer, sending X-Forwarded-User: alice and X-Forwarded-Groups: sre-oncall is not alice and is
+    no approver."""
+    from tarsy.config import DEFAULT_AUTHOR
+    from tarsy.models import AlertSession
+
+    write_config(tmp_path / "cfg", tarsy={
+        "system": {"auth": {"mode": mode}, "trusted_proxies": ["127.0.0.1/32", "10.0.0.0/24"]},
+        "actions": {"enabled": True, "approvers": ["sre-oncall", "alice"]}})
+    forged = {"HTTP_X_FORWARDED_USER": "alice", "HTTP_X_FORWARDED_GROUPS": "sre-oncall"}
+    if mode == "token":
+        client, who = APIClient(REMOTE_ADDR="10.0.0.5", HTTP_AUTHORIZATION=f"Token {_token('dave')}", **forged), "dave"
+    else:
+        client, who = APIClient(REMOTE_ADDR="127.0.0.1", **forged), DEFAULT_AUTHOR
+    assert _approve(client) == 403
+    created = client.post("/api/v1/alerts", {"alert_type": "kubernetes", "data": {"m": "x"}}, format="json")
+    assert created.status_code == 202, created.content
+    assert AlertSession.objects.get(id=created.json()["session_id"]).author == who

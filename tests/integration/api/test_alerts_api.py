@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tarsy.models import AlertSession
+from tests.support.configdir import PROXY_ON_LOOPBACK, write_config
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(30)]
 
@@ -28,11 +29,17 @@ def test_json_alert_data_is_stored_as_text(api):
 @pytest.mark.parametrize("headers, author", [
     ({"HTTP_X_FORWARDED_USER": "alice", "HTTP_X_FORWARDED_EMAIL": "bob@example.com"}, "alice"),
     ({"HTTP_X_FORWARDED_EMAIL": "bob@example.com"}, "bob@example.com"),
-    ({}, "api-client"),
 ])
-def test_author_comes_from_forwarded_user_then_email_then_default(api, headers, author):
+def test_behind_the_proxy_the_author_is_its_forwarded_user_then_email(tmp_path, api, headers, author):
+    write_config(tmp_path, tarsy={"system": PROXY_ON_LOOPBACK})
     response = api.post("/api/v1/alerts", {"data": "x alert"}, format="json", **headers)
     assert AlertSession.objects.get(id=response.json()["session_id"]).author == author
+
+
+@pytest.mark.parametrize("headers", [{}, {"HTTP_X_FORWARDED_USER": "alice", "HTTP_X_FORWARDED_EMAIL": "b@x.io"}])
+def test_in_mode_none_the_author_is_the_local_user_whatever_the_headers(api, headers):
+    response = api.post("/api/v1/alerts", {"data": "x alert"}, format="json", **headers)
+    assert AlertSession.objects.get(id=response.json()["session_id"]).author == "api-client"
 
 
 def test_alert_data_over_one_megabyte_is_refused_with_413(api):

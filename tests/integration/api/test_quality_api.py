@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from rest_framework.test import APIClient
 
 from tarsy.models import Event, SessionScore
-from tests.support.configdir import scripted_provider, write_config
+from tests.support.configdir import PROXY_ON_LOOPBACK, scripted_provider, write_config
 
 pytestmark = [pytest.mark.django_db]
 
@@ -15,7 +16,9 @@ def score(session, value, support, tags=(), status="scored"):
                                        scorer_score=value, rationale="r", tags=list(tags))
 
 
-def test_a_review_round_trip_records_its_author(api, investigated):
+def test_a_review_round_trip_records_its_author(tmp_path, investigated):
+    write_config(tmp_path, tarsy={"system": PROXY_ON_LOOPBACK})  # people named by the proxy
+    api = APIClient(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_USER="reader")
     session = investigated()
     url = f"/api/v1/sessions/{session.id}/review"
     assert api.get(url).json() == {"session_id": str(session.id), "review": None}

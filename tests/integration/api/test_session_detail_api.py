@@ -89,8 +89,7 @@ def test_delete_is_soft_and_refused_while_running(api, make_session):
 
 def test_chat_question_reply_and_one_at_a_time(api, investigated):
     session = investigated()
-    asked = api.post(f"/api/v1/sessions/{session.id}/chat/messages", {"content": "Which config map?"}, format="json",
-                     HTTP_X_FORWARDED_USER="alice")
+    asked = api.post(f"/api/v1/sessions/{session.id}/chat/messages", {"content": "Which config map?"}, format="json")
     assert asked.status_code == 202, asked.content
     stage_id = asked.json()["stage_id"]
     busy = api.post(f"/api/v1/sessions/{session.id}/chat/messages", {"content": "And why?"}, format="json")
@@ -103,7 +102,7 @@ def test_chat_question_reply_and_one_at_a_time(api, investigated):
     done = api.get(f"/api/v1/sessions/{session.id}/chat/messages").json()
     assert done["reply_running"] is False
     assert [(m["role"], m["content"], m["author"]) for m in done["messages"]] == [
-        ("user", "Which config map?", "alice"), ("assistant", "The one named web-cfg.", "")]
+        ("user", "Which config map?", "api-client"), ("assistant", "The one named web-cfg.", "")]
 
 
 def test_chat_refusals(api, make_session, investigated):

@@ -12,13 +12,23 @@ from rest_framework.test import APIClient
 
 from tarsy.models import AlertSession, Event, TriageActivity
 from tarsy.services import sessions as session_service
+from tests.support.configdir import PROXY_ON_LOOPBACK, write_config
 
 pytestmark = [pytest.mark.django_db]
 GITHUB_TOKEN = "ghp_0123456789abcdefghijklmnopqrstuvwxyz"
 
 
-def act(api, session, user="alice", **body):
-    return api.post(f"/api/v1/sessions/{session.id}/triage", body, format="json", HTTP_X_FORWARDED_USER=user)
+@pytest.fixture
+def proxied(tmp_path):
+    """For a test about who does what: people named by the authenticating proxy, alice unless `act` names another."""
+    write_config(tmp_path / "cfg", tarsy={"system": PROXY_ON_LOOPBACK})
+    return APIClient(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_USER="alice")
+
+
+def act(api, session, user: str | None = None, **body):
+    """A triage action by `user` (named by the proxy), else by whoever the client is."""
+    named = {"HTTP_X_FORWARDED_USER": user} if user else {}
+    return api.post(f"/api/v1/sessions/{session.id}/triage", body, format="json", **named)
 
 
 def test_a_session_enters_needs_review_in_the_transaction_that_finishes_it(api, make_session):
@@ -35,7 +45,8 @@ def test_a_session_enters_needs_review_in_the_transaction_that_finishes_it(api, 
     assert (event.payload["triage_status"], event.payload["action"]) == ("needs_review", "finish")
 
 
-def test_claim_assign_resolve_reopen_are_logged_and_published(api, make_session):
+def test_claim_assign_resolve_reopen_are_logged_and_published(proxied, make_session):
+    api = proxied
     get_user_model().objects.create_user("bob")
     session = make_session(status="in_progress")
     session_service.session_set_status(session_id=session.id, status="failed", from_statuses=("in_progress",))
@@ -61,9 +72,9 @@ def test_claim_assign_resolve_reopen_are_logged_and_published(api, make_session)
         "finish", "claim", "assign", "resolve", "reopen"]
 
 
-def test_acknowledge_resolves_as_dismissed_by_the_caller(api, make_session):
+def test_acknowledge_resolves_as_dismissed_by_the_caller(proxied, make_session):
     session = make_session(status="completed", triage_status="needs_review")
-    body = act(api, session, user="carol", action="acknowledge").json()
+    body = act(proxied, session, user="carol", action="acknowledge").json()
     assert (body["triage_status"], body["resolution"], body["assignee"]) == ("resolved", "dismissed", "carol")
 
 
@@ -83,7 +94,8 @@ def test_bad_triage_input_is_a_clear_4xx(api, make_session, body, status, field)
     assert not TriageActivity.objects.exists()
 
 
-def test_a_claim_on_a_claimed_session_names_the_owner(api, make_session):
+def test_a_claim_on_a_claimed_session_names_the_owner(proxied, make_session):
+    api = proxied
     session = make_session(status="completed", triage_status="needs_review")
     act(api, session, action="claim")
     response = act(api, session, user="bob", action="claim")
@@ -120,7 +132,7 @@ def test_bulk_resolve_of_fifty_sessions_reports_each(api, make_session):
 @pytest.mark.services
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.timeout(60)
-def test_two_users_claiming_at_once_one_wins_the_other_gets_409(make_session):
+def test_two_users_claiming_at_once_one_wins_the_other_gets_409(proxied, make_session):
     assert connection.vendor == "postgresql"
     session = make_session(status="completed", triage_status="needs_review")
     statuses: dict[str, int] = {}

@@ -11,7 +11,7 @@ from django.test import Client
 from django.utils import timezone
 
 from tarsy.models import ActionProposal, AgentExecution, AlertSession, Stage, TimelineEvent
-from tests.support.configdir import write_config
+from tests.support.configdir import PROXY_ON_LOOPBACK, write_config
 
 pytestmark = [pytest.mark.django_db]
 
@@ -22,7 +22,9 @@ DIFF = "--- deployment.apps/api (live)\n+++ deployment.apps/api (dry run: server
 
 @pytest.fixture
 def approvers(tmp_path):
-    write_config(tmp_path / "cfg", tarsy={"actions": {"enabled": True, "approvers": ["sre-oncall", "alice"]}})
+    """Approvers by group and by name, people named by the authenticating proxy."""
+    write_config(tmp_path / "cfg", tarsy={"system": PROXY_ON_LOOPBACK,
+                                          "actions": {"enabled": True, "approvers": ["sre-oncall", "alice"]}})
 
 
 def _execution(title: str) -> AgentExecution:
