@@ -8,6 +8,7 @@ store.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterable
 from typing import Protocol
@@ -52,6 +53,7 @@ class MemoryStore:
             return list(book.values())
 
 
+FOUND_CACHED = 4096  # messages whose identifiers are kept: a few conversations' worth per worker process
 _policy = PrivacyConfig()
 _store: PseudonymStore = MemoryStore()
 
@@ -59,6 +61,7 @@ _store: PseudonymStore = MemoryStore()
 def configure(privacy: PrivacyConfig) -> None:
     global _policy
     _policy = privacy
+    _identifiers_in.cache_clear()
 
 
 def install(store: PseudonymStore) -> None:
@@ -71,6 +74,12 @@ def applies(provider: LLMProviderConfig) -> bool:
     return _policy.pseudonymise if provider.pseudonymise is None else provider.pseudonymise
 
 
+@functools.lru_cache(maxsize=FOUND_CACHED)
+def _identifiers_in(text: str) -> tuple[tuple[str, str], ...]:
+    """Each call resends the conversation so far: its messages are searched once per process, not once per call."""
+    return tuple(dict.fromkeys((kind, value) for kind, value in find(text, _policy.patterns) if is_identifier(value)))
+
+
 def session_pseudonyms(session_id: str, texts: Iterable[str]) -> Pseudonyms:
     """The session's mapping, extended by the identifiers `texts` carry that it did not know yet. A call without a
     session (nothing to share a mapping with) gets a mapping of its own."""
@@ -79,8 +88,8 @@ def session_pseudonyms(session_id: str, texts: Iterable[str]) -> Pseudonyms:
     known = {e.value for e in entries}
     new: dict[str, str] = {}
     for text in texts:
-        for kind, value in find(text, _policy.patterns):
-            if value not in known and value not in new and is_identifier(value):
+        for kind, value in _identifiers_in(text):
+            if value not in known and value not in new:
                 new[value] = kind
     if new:
         entries = store.add(session_id, [(kind, value) for value, kind in new.items()])
