@@ -10,11 +10,15 @@ class TarsyConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from agents.privacy.policy import install as install_pseudonym_store
+
         from . import checks  # noqa: F401  (registers the config system check)
         from .celery import install_enactor
         from .pipeline.action_guards import connect as connect_action_guards
+        from .services.pseudonyms import DatabaseStore
         from .slack.receivers import connect as connect_slack
 
         install_enactor()
+        install_pseudonym_store(DatabaseStore())
         connect_slack()
         connect_action_guards()

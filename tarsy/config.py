@@ -8,8 +8,9 @@ import threading
 from django.conf import settings
 
 from agents.config import ConfigError, TarsyConfig, load_config
-from agents.config.schema import AlertMaskingConfig
+from agents.config.schema import AlertMaskingConfig, PrivacyConfig
 from agents.mcp.masking import boundary
+from agents.privacy import policy as privacy
 
 DEMO_FEATURES_ENV = "TARSY_DEMO_FEATURES"  # "1": `manage.py serve` runs the demo (set by it on the embedded default)
 DEMO_CLUSTER_JOURNAL = "demo-cluster-changes.json"  # under TARSY_DATA_DIR: what approved actions changed
@@ -29,6 +30,7 @@ def get_config() -> TarsyConfig:
             if _config is None:
                 _config = _with_demo(load_config(settings.TARSY_CONFIG_DIR or None))
                 boundary.configure(_config.defaults.alert_masking)
+                privacy.configure(_config.privacy)
     return _config
 
 
@@ -49,6 +51,7 @@ def set_config(config: TarsyConfig | None) -> None:
     with _lock:
         _config = config
         boundary.configure(config.defaults.alert_masking if config else AlertMaskingConfig())
+        privacy.configure(config.privacy if config else PrivacyConfig())
 
 
 __all__ = ["ConfigError", "get_config", "set_config"]

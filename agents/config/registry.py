@@ -18,6 +18,7 @@ from .schema import (
     LLMProviderConfig,
     MCPServerConfig,
     MemoryConfig,
+    PrivacyConfig,
     QueueConfig,
     ScoringConfig,
     SlackConfig,
@@ -49,6 +50,7 @@ class TarsyConfig:
     scoring: ScoringConfig = field(default_factory=ScoringConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     actions: ActionsConfig = field(default_factory=ActionsConfig)
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
     slack: SlackConfig | None = None
     checks: list[CheckConfig] = field(default_factory=list)
     skills: dict[str, Skill] = field(default_factory=dict)  # the catalog of the directory's skills/, by name

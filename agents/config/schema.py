@@ -87,6 +87,9 @@ class LLMProviderConfig(_Strict):
     script: list[dict[str, Any]] | dict[str, Any] | None = None
     latency_ms: int = Field(default=0, ge=0)  # scripted and demo: how long one reply takes to stream
     chunk_size: int = Field(default=0, ge=0)
+    # Identifiers replaced by placeholders before this provider sees any text; None: `privacy.pseudonymise`.
+    # False lets a self-hosted model see real names while cloud providers do not.
+    pseudonymise: bool | None = None
 
     @property
     def self_hosted(self) -> bool:
@@ -177,6 +180,23 @@ class AlertMaskingConfig(_Strict):
     @classmethod
     def _known_group(cls, value: str) -> str:
         return _check_masking_names([value], "group")[0]
+
+
+PseudonymKind = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,15}$")]
+
+
+class PseudonymPattern(_Strict):
+    """Text matching `pattern` (e.g. a customer id) becomes a `<kind:n>` placeholder like any found identifier."""
+
+    kind: PseudonymKind
+    pattern: RegexText
+
+
+class PrivacyConfig(_Strict):
+    """Reversible pseudonymisation of identifiers before a model sees them (docs/security.md, Pseudonymisation)."""
+
+    pseudonymise: bool = False  # every provider's default; `llm_providers.<name>.pseudonymise` overrides it
+    patterns: list[PseudonymPattern] = Field(default_factory=list)
 
 
 class SummarizationConfig(_Strict):
@@ -724,6 +744,7 @@ class TarsyFile(_Strict):
     scoring: ScoringConfig = Field(default_factory=ScoringConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     actions: ActionsConfig = Field(default_factory=ActionsConfig)
+    privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
     mcp_servers: dict[str, MCPServerConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     agent_chains: dict[str, ChainConfig] = Field(default_factory=dict)

@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from agents.config.schema import LLMProviderConfig
+from agents.privacy.policy import applies, session_pseudonyms
 
 from .langchain_provider import DEFAULT_API_KEY_ENV, SELF_HOSTED_API_KEY
 from .retry import ProviderError
@@ -32,10 +33,15 @@ def _api_key(name: str, cfg: LLMProviderConfig) -> str:
     return key
 
 
-def embed_texts(name: str, cfg: LLMProviderConfig, texts: list[str]) -> list[list[float]]:
-    """One vector per text, in order; a ProviderError when the provider cannot give them."""
+def embed_texts(name: str, cfg: LLMProviderConfig, texts: list[str], *, session_id: str) -> list[list[float]]:
+    """One vector per text, in order; a ProviderError when the provider cannot give them. A provider that
+    pseudonymises embeds the texts with the identifiers of `session_id` replaced by their kind (`<pod>`): the same
+    in every session, so memories of one session still match queries of another."""
     if not texts:
         return []
+    if applies(cfg):
+        pseudonyms = session_pseudonyms(session_id, texts)
+        texts = [pseudonyms.redact(t) for t in texts]
     try:
         if cfg.type == "google":
             return _google(name, cfg, texts)

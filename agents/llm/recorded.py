@@ -11,7 +11,10 @@ Like an instrumented model, it wraps a provider adapter and turns one request in
   never raise; an exception (a bug, or the worker's time limit interrupting the call) is recorded as a failed
   call and propagates;
 - the usage of each call is recorded in `interaction_record`, the one place that turns a finished call into
-  its record.
+  its record;
+- a provider that pseudonymises (agents.privacy) is sent the request with identifiers replaced, and that is what
+  the record keeps, with the reply as the model wrote it; the caller, the observer and everything they store or
+  show get the reply restored to real values.
 
 Streaming callers (the controllers) pass an observer that sees each chunk as it arrives and may stop the call.
 """
@@ -21,12 +24,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agents.context import LLMInteractionRecord
 from agents.mcp.masking.boundary import mask_text
+from agents.privacy.veil import veil
 
 from .registry import LLMTarget
 from .retry import DEADLINE_EXCEEDED, EMPTY_RESPONSE, MIN_ATTEMPT_S, RATE_LIMIT
@@ -47,6 +51,7 @@ class RecordedCall:
     target: LLMTarget  # the provider that answered (or failed)
     stopped: str | None = None  # why the observer stopped the call mid-stream
     record: LLMInteractionRecord | None = None
+    seen: LLMResponse | None = None  # the reply as the model wrote it, when that differs (pseudonymised)
 
     @property
     def error(self) -> ErrorChunk | None:
@@ -70,7 +75,7 @@ def without_provider_state(messages: list[ConversationMessage]) -> list[Conversa
 
 def interaction_record(request: LLMRequest, call: RecordedCall, *, duration_ms: int) -> LLMInteractionRecord:
     """What is stored for one finished call, its usage included (the place per-call accounting belongs)."""
-    response, error = call.response, call.response.error
+    response, error = call.seen or call.response, call.response.error
     reply: ConversationMessage | None
     if call.succeeded:
         reply = response.as_assistant_message()
@@ -99,14 +104,17 @@ def recorded_call(
     call = RecordedCall(response=LLMResponse(), target=target)
     response = call.response
     started = time.monotonic()
+    pseudonyms = veil(request, target.config)
+    if pseudonyms is not None:
+        request, call.seen = pseudonyms.request(request), LLMResponse()
     stream = target.adapter.generate(request)
     try:
         for chunk in stream:
-            response.add(chunk)
-            if observer is not None:
-                call.stopped = observer.chunk(chunk)
-                if call.stopped:
-                    break
+            if call.seen is not None:
+                call.seen.add(chunk)
+            call.stopped = _take(call, pseudonyms.restore(chunk) if pseudonyms else (chunk,), observer)
+            if call.stopped:
+                break
             if request.deadline is not None and time.time() > request.deadline and response.error is None:
                 response.error = ErrorChunk(message="LLM call exceeded its deadline", code=DEADLINE_EXCEEDED,
                                             retryable=True)
@@ -120,8 +128,21 @@ def recorded_call(
         close = getattr(stream, "close", None)
         if close:
             close()
+    if pseudonyms is not None and not call.stopped:
+        call.stopped = _take(call, pseudonyms.flush(), observer)
     _finish(request, call, started, record)
     return call
+
+
+def _take(call: RecordedCall, chunks: Iterable[Chunk], observer: CallObserver | None) -> str | None:
+    """Fold chunks into the caller's response and show them to the observer; why it stopped the call, if it did."""
+    for chunk in chunks:
+        call.response.add(chunk)
+        if observer is not None:
+            stopped = observer.chunk(chunk)
+            if stopped:
+                return stopped
+    return None
 
 
 def _finish(request: LLMRequest, call: RecordedCall, started: float,

@@ -24,6 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.citations import cite, evidence_shown
 from agents.config.schema import LLMProviderConfig
+from agents.privacy.identifiers import PLACEHOLDER_RE
+from agents.privacy.policy import applies, session_pseudonyms
+from agents.privacy.pseudonyms import Pseudonyms
 
 from .retry import DEADLINE_EXCEEDED
 from .types import (
@@ -207,12 +210,13 @@ class ScriptedProvider:
 
     def _chunks(self, turn: ScriptTurn, request: LLMRequest) -> list[Chunk]:
         size = self._cfg.chunk_size
-        chunks: list[Chunk] = [ThinkingChunk(text=p) for p in _pieces(turn.thinking, size)]
+        speak = _placeholders_shown(request).replace_value if applies(self._cfg) else _as_is
+        chunks: list[Chunk] = [ThinkingChunk(text=p) for p in _pieces(speak(turn.thinking), size)]
         text = (_injected_order(request) if turn.obeys_injected_text else "") or turn.text
-        chunks += [TextChunk(text=p) for p in _pieces(_with_evidence(text, request), size)]
+        chunks += [TextChunk(text=p) for p in _pieces(speak(_with_evidence(text, request)), size)]
         for index, call in enumerate(turn.tool_calls):
             call_id = call.id or _call_id(request, index)
-            arguments = _with_sub_agents(call.arguments, request)
+            arguments = speak(_with_sub_agents(call.arguments, request))
             chunks.append(ToolCallChunk(call=ToolCall(id=call_id, name=call.name, arguments=arguments)))
         if turn.error is not None:
             chunks.append(ErrorChunk(**turn.error.model_dump()))
@@ -244,6 +248,18 @@ class ScriptedProvider:
             total_tokens=total,
             cached_tokens=u.cached_tokens,
         )
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
+def _placeholders_shown(request: LLMRequest) -> Pseudonyms:
+    """A provider that pseudonymises was shown placeholders: the script answers in those, as a model would; a name
+    the script knows but this call did not show stays as written (another agent's conversation may have shown it)."""
+    sent = json.dumps([m.model_dump(mode="json", include={"content", "tool_calls"}) for m in request.messages])
+    shown = {m.group(0) for m in PLACEHOLDER_RE.finditer(sent)}
+    return Pseudonyms([e for e in session_pseudonyms(request.session_id, []).entries if e.placeholder in shown])
 
 
 def _with_sub_agents(arguments: dict[str, Any], request: LLMRequest) -> dict[str, Any]:

@@ -8,7 +8,8 @@ sees, under a new evidence id the analysis cites, marked `suspected_injection`
 when the output reads like instructions to the model. No failure raises: unknown
 tools, dead servers and timeouts become error results the controller turns into
 observations. The server gets the arguments
-the model wrote; what is stored and shown of them is masked, like error text.
+the model wrote (with pseudonyms restored by the LLM call; an argument still holding a placeholder is refused, never
+sent); what is stored and shown of them is masked, like error text.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from agents.config.registry import TarsyConfig
 from agents.config.schema import MCPServerConfig
 from agents.context import MCPInteractionRecord, Recorder, ResolvedAgentConfig, ToolResult
 from agents.llm.types import ToolCall, ToolDefinition
+from agents.privacy.pseudonyms import placeholders_in
 from agents.prompts.injection import injection_signals
 from agents.timeline_events import TimelineEventType, event_metadata
 
@@ -220,6 +222,11 @@ class MCPToolExecutor:
 
     def _run(self, call: ToolCall, server: str, tool: str, cfg: MCPServerConfig, arguments: dict[str, Any],
              names: list[str]) -> ToolResult:
+        invented = placeholders_in(arguments)
+        if invented:  # restored already where the model was given them: these stand for nothing it was given
+            return self._rejected(call, server, tool, f"the arguments hold {', '.join(invented)}, which stand for no "
+                                  "name you were given, so the call was not made. Use only the placeholders that "
+                                  "appear in your input.", names, error_kind="unknown_placeholder")
         shown_arguments = mask_arguments(arguments)
         event_id = self._recorder.start_event(TimelineEventType.MCP_TOOL_CALL,
                                               metadata=_call_metadata(server, tool, arguments=shown_arguments))

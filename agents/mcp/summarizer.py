@@ -23,7 +23,7 @@ class ResultSummarizer:
     """Summarizes one tool result with the execution's LLM provider, through the one recorded call."""
 
     def __init__(self, *, target: LLMTarget, recorder: Recorder, investigation_so_far: Callable[[], str],
-                 agent_name: str = "", execution_id: str = "", iteration: int = 0,
+                 agent_name: str = "", execution_id: str = "", session_id: str = "", iteration: int = 0,
                  deadline: float | None = None, fallbacks: tuple[LLMTarget, ...] = ()) -> None:
         self._target = target
         self._fallbacks = fallbacks
@@ -31,6 +31,7 @@ class ResultSummarizer:
         self._investigation_so_far = investigation_so_far
         self._agent_name = agent_name
         self._execution_id = execution_id
+        self._session_id = session_id  # the session whose pseudonyms the summarized result is sent under
         self._iteration = iteration
         self._deadline = deadline
 
@@ -40,7 +41,8 @@ class ResultSummarizer:
                                           investigation_so_far=self._investigation_so_far(), max_tokens=max_tokens)
         request = LLMRequest(
             messages=messages, tools=[], provider=self._target.config, provider_name=self._target.name,
-            agent_name=self._agent_name, execution_id=self._execution_id, interaction_type="summarization",
+            agent_name=self._agent_name, execution_id=self._execution_id, session_id=self._session_id,
+            interaction_type="summarization",
             iteration=self._iteration, max_output_tokens=max_tokens, deadline=self._deadline,
         )
         self._recorder.flush()  # the tool's result shows while it is summarized

@@ -36,6 +36,7 @@ from tarsy.models import (
     TimelineEvent,
 )
 from tarsy.selectors.conversations import llm_conversations
+from tarsy.services.pseudonyms import pseudonyms_load
 
 from .citations import evidence_in, link_answer, memories_in
 from .markdown import pretty_data, render_markdown
@@ -392,4 +393,5 @@ def session_trace(session: AlertSession) -> dict[str, Any]:
     for stage in Stage.objects.filter(session=session).prefetch_related(executions).order_by("index"):
         stages.append({"stage": stage, "executions": [TraceExecution(e, entries.get(str(e.id), []))
                                                       for e in stage.executions.all()]})
-    return {"stages": stages, "session_level": TraceExecution(None, entries.get("", []))}
+    return {"stages": stages, "session_level": TraceExecution(None, entries.get("", [])),
+            "pseudonyms": sorted(pseudonyms_load(str(session.id)), key=lambda p: (p.kind, p.number))}

@@ -12,6 +12,7 @@ from .actions import (
 from .events import Chat, ChatUserMessage, Event
 from .memory import Memory, MemoryChange, MemoryChangeAction, MemoryKind, MemoryState
 from .outbox import OutboxTask
+from .privacy import Pseudonym
 from .quality import FAILURE_TAGS, SUPPORT_BANDS, Rating, ScoreStatus, SessionReview, SessionScore, Support
 from .records import (
     InteractionText,
@@ -55,6 +56,7 @@ from .triage import (
 )
 
 __all__ = [
+    "Pseudonym",
     "ACTION_MAX_COMMENT_CHARS", "DECIDED_STATUSES", "RATE_LIMITED_STATUSES", "ActionOutcome", "ActionProposal",
     "DryRunStatus",
     "ProposalStatus",

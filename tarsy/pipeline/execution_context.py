@@ -145,7 +145,8 @@ def _tools(execution: AgentExecution, iteration: int, setup: AgentSetup, recorde
     summarizer = ResultSummarizer(
         target=setup.target, fallbacks=setup.fallbacks, recorder=recorder,
         investigation_so_far=lambda: "\n\n".join(m.content for m in recorder.conversation()[1:] if m.content),
-        agent_name=execution.agent_name, execution_id=str(execution.id), iteration=iteration, deadline=deadline,
+        agent_name=execution.agent_name, execution_id=str(execution.id), session_id=str(execution.session_id),
+        iteration=iteration, deadline=deadline,
     )
     tools: Any = MCPToolExecutor(config=get_config(), resolved=resolved, recorder=recorder, summarizer=summarizer,
                                  deadline=deadline, actions=resolved.is_action)

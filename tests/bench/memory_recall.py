@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> dict:
     embed = None
     if fake is not None:
         config = get_config()
-        embed = lambda texts: embed_texts("embedder", config.provider("embedder"), texts)  # noqa: E731
+        embed = lambda texts: embed_texts("embedder", config.provider("embedder"), texts, session_id="")  # noqa: E731
     labelled = _corpus(services)
     rows = labelled + _filler(max(args.memories - len(labelled), 0))
     ids = _fill(rows, embed)

@@ -26,6 +26,7 @@ from tarsy.db_connections import connection_give_back
 from tarsy.models import AgentExecution, Memory, StageKind
 from tarsy.selectors.memories import keyword_ranking, memories_in_scope, semantic_candidates
 from tarsy.services import memories
+from tarsy.services.pseudonyms import pseudonyms_adopt
 from tarsy.services.recorder import DbRecorder
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ class Hit:
 
 
 def recall(*, query: str, alert_type: str | None, chain_id: str | None, labels: dict[str, str],
-           limit: int | None = None) -> tuple[list[Hit], str]:
+           limit: int | None = None, session_id: str = "") -> tuple[list[Hit], str]:
     """The memories to inject, best first (at most `limit`, default memory.max_injected), and the mode ("hybrid"
     with embeddings, else "keyword"). None for alert type or chain: any."""
     config = get_config().memory
@@ -47,7 +48,7 @@ def recall(*, query: str, alert_type: str | None, chain_id: str | None, labels: 
     if not scope.exists():
         return [], "keyword"
     keyword = keyword_ranking(scope=scope, query=query)
-    semantic, mode = _semantic(scope, keyword, query[:MAX_QUERY_CHARS])
+    semantic, mode = _semantic(scope, keyword, query[:MAX_QUERY_CHARS], session_id)
     now = timezone.now()
     matched = Memory.objects.filter(id__in={*keyword, *(i for i, _ in semantic)})
     weights = {i: weight(confidence, (now - confirmed_at).total_seconds() / 86400, config.half_life_days)
@@ -57,7 +58,7 @@ def recall(*, query: str, alert_type: str | None, chain_id: str | None, labels: 
     return [Hit(memory=by_id[r.memory_id], ranked=r) for r in ranked], mode
 
 
-def _semantic(scope: QuerySet, keyword: list[int], query: str) -> tuple[list[tuple[int, float]], str]:
+def _semantic(scope: QuerySet, keyword: list[int], query: str, session_id: str) -> tuple[list[tuple[int, float]], str]:
     config = get_config()
     name = config.memory.embedding_provider
     if not name:
@@ -65,7 +66,7 @@ def _semantic(scope: QuerySet, keyword: list[int], query: str) -> tuple[list[tup
     provider = config.provider(name)
     connection_give_back()  # the embedding call is a wait
     try:
-        [vector] = embed_texts(name, provider, [query])
+        [vector] = embed_texts(name, provider, [query], session_id=session_id)
     except ProviderError as exc:
         log.warning("memory recall by keyword only: %s", exc.message)
         return [], "keyword"
@@ -90,9 +91,11 @@ def recalled_for_prompt(execution: AgentExecution, recorder: DbRecorder, questio
     session = execution.session
     query = "\n".join(filter(None, [session.alert_type, session.title, session.alert_data, question]))
     hits, mode = recall(query=query, alert_type=session.alert_type, chain_id=session.chain_id,
-                        labels=alert_scope(session.alert_data))
+                        labels=alert_scope(session.alert_data), session_id=str(session.id))
     if not hits:
         return ""
+    pseudonyms_adopt(session_id=str(session.id), texts=[h.memory.text for h in hits],
+                     from_sessions=[s for h in hits for s in h.memory.source_sessions])
     ids = [h.memory.id for h in hits]
     now = timezone.now()
     shown = [Recalled(memory_id=h.memory.id, kind=h.memory.kind, text=h.memory.text,

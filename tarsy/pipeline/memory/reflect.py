@@ -82,7 +82,7 @@ def _learn(session: AlertSession, candidates: list[Candidate], known: set[str],
     checked = [(c, evidence_problem(c.evidence_ids, known)) for c in candidates]
     dropped = [(c, reason) for c, reason in checked if reason]
     kept = [c for c, reason in checked if not reason]
-    vectors, model = embed_candidates(kept)
+    vectors, model = embed_candidates(kept, session_id=str(session.id))
     scope = alert_scope(session.alert_data)
     learned = [memories.Learned(candidate=c, embedding=v,
                                 held=hold_reason(c.text, flags, scoped=bool(clean_labels(c.labels) or scope)))
@@ -156,7 +156,7 @@ def ask_reflector(session: AlertSession, messages, number: int) -> str | None:
     return call.response.text
 
 
-def embed_candidates(candidates: list[Candidate]) -> tuple[list[list[float] | None], str]:
+def embed_candidates(candidates: list[Candidate], *, session_id: str) -> tuple[list[list[float] | None], str]:
     """Embeddings of the candidates' texts with memory.embedding_provider (none without one, or when it fails:
     the memories are then found by keyword)."""
     config = get_config()
@@ -166,7 +166,8 @@ def embed_candidates(candidates: list[Candidate]) -> tuple[list[list[float] | No
     provider = config.provider(name)
     connection_give_back()
     try:
-        vectors: list[list[float] | None] = list(embed_texts(name, provider, [c.text for c in candidates]))
+        vectors: list[list[float] | None] = list(embed_texts(name, provider, [c.text for c in candidates],
+                                                                      session_id=session_id))
     except ProviderError as exc:
         log.warning("memories stored without embeddings: %s", exc.message)
         return [None] * len(candidates), ""

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.test import Client
 
-from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, Stage, TimelineEvent
+from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, Pseudonym, Stage, TimelineEvent
 from tests.support.configdir import write_config
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -102,6 +102,14 @@ def test_trace_lists_llm_conversations_and_mcp_calls():
     html = Client().get(f"/sessions/{session.id}/trace").content.decode()
     _no_live_markup(html)
     assert "You are X" in html and "k8s.pods_list" in html and "1.2 s" in html and "&quot;items&quot;: []" in html
+
+
+def test_trace_shows_what_the_model_saw_only_when_identifiers_were_pseudonymised():
+    session = _session()
+    assert "What the model saw" not in Client().get(f"/sessions/{session.id}/trace").content.decode()
+    Pseudonym.objects.create(session=session, kind="pod", number=1, value="checkout-7d9f-x2kq")
+    html = Client().get(f"/sessions/{session.id}/trace").content.decode()
+    assert "What the model saw" in html and "&lt;pod:1&gt;" in html and "checkout-7d9f-x2kq" in html
 
 
 def test_submit_and_system_pages_render(tmp_path):

@@ -27,7 +27,7 @@ def provider(request, monkeypatch):
 
 def test_each_text_gets_its_vector_from_the_provider(provider):
     server, cfg = provider
-    vectors = embed_texts("embedder", cfg, TEXTS)
+    vectors = embed_texts("embedder", cfg, TEXTS, session_id="")
     assert [len(v) for v in vectors] == [256, 256, 256]
     assert vectors[0] == pytest.approx(fake_embedding(TEXTS[0]), abs=1e-6)  # float32 on the wire
     assert cosine(vectors[0], vectors[1]) > 0.3 > cosine(vectors[0], vectors[2])
@@ -38,6 +38,6 @@ def test_an_unreachable_provider_is_a_provider_error(monkeypatch):
     monkeypatch.setenv("FAKE_EMBED_KEY", "k")
     cfg = LLMProviderConfig(type="openai", model="m", base_url="http://127.0.0.1:9/v1", api_key_env="FAKE_EMBED_KEY")
     with pytest.raises(ProviderError, match="embedding provider 'embedder' failed"):
-        embed_texts("embedder", cfg, ["x"])
+        embed_texts("embedder", cfg, ["x"], session_id="")
     with pytest.raises(ProviderError, match="cannot embed"):
-        embed_texts("embedder", LLMProviderConfig(type="anthropic", model="m"), ["x"])
+        embed_texts("embedder", LLMProviderConfig(type="anthropic", model="m"), ["x"], session_id="")

@@ -48,3 +48,25 @@ def test_an_error_chunk_or_an_empty_reply_raises_and_is_recorded(llm: ScriptedLL
         summarizer(recorder, llm).summarize("k8s", "logs", "lots of logs", max_tokens=100)
 
     assert recorder.llm[0].success is False and reason in recorder.llm[0].error_message
+
+
+def test_a_result_summarised_for_a_pseudonymising_provider_is_sent_under_the_sessions_placeholders() -> None:
+    from agents.config.schema import PrivacyConfig
+    from agents.privacy import policy
+
+    policy.install(policy.MemoryStore())
+    policy.configure(PrivacyConfig(pseudonymise=True))
+    try:
+        policy.session_pseudonyms("session-3", ["pod: web-7f9c"])  # known from the alert before the tool ran
+        recorder, llm = InMemoryRecorder(), ScriptedLLM(text="<pod:1> restarts on <node:1>.")
+        cfg = PROVIDER.model_copy(update={"pseudonymise": True})
+        summary = ResultSummarizer(target=LLMTarget(name="test", config=cfg, adapter=llm), recorder=recorder,
+                                   investigation_so_far=lambda: "node: ip-10-0-1-5", session_id="session-3",
+                                   execution_id="exec-9").summarize("k8s", "logs", "web-7f9c OOMKilled", 250)
+    finally:
+        policy.configure(PrivacyConfig())
+        policy.install(policy.MemoryStore())
+    (request,) = llm.requests
+    sent = "\n".join(m.content for m in request.messages)
+    assert "web-7f9c" not in sent and "ip-10-0-1-5" not in sent and "<pod:1> OOMKilled" in sent
+    assert summary == "web-7f9c restarts on ip-10-0-1-5."
