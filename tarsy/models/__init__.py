@@ -14,6 +14,7 @@ from .memory import Memory, MemoryChange, MemoryChangeAction, MemoryKind, Memory
 from .outbox import OutboxTask
 from .quality import FAILURE_TAGS, SUPPORT_BANDS, Rating, ScoreStatus, SessionReview, SessionScore, Support
 from .records import (
+    CallStatus,
     InteractionText,
     InteractionType,
     LLMInteraction,
@@ -61,7 +62,7 @@ __all__ = [
     "FAILURE_TAGS", "SUPPORT_BANDS",
     "ACTIVE_SESSION_STATUSES", "TERMINAL_EXEC_STATUSES", "TERMINAL_SESSION_STATUSES", "AgentExecution", "APIToken",
     "AlertOccurrence", "AlertSession", "Chat", "CheckResult", "ChatUserMessage", "Event", "ExecStatus",
-    "InteractionText",
+    "CallStatus", "InteractionText",
     "InteractionType",
     "LLMInteraction", "MCPInteraction",
     "Memory", "MemoryChange", "MemoryChangeAction", "MemoryKind", "MemoryState",

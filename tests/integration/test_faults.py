@@ -109,7 +109,8 @@ def test_tasks_decided_while_the_broker_is_down_wait_in_the_outbox_until_a_relay
     assert decide.popen.wait(60) == 0, decide.log()
     decide.stop()
     assert "could not queue 2 task(s), left to the outbox relay" in decide.log()
-    assert list(OutboxTask.objects.order_by("id").values_list("kind", flat=True)) == ["RunIteration", "FinishSession"]
+    # The finish was written with its decision; the next iteration, sent first, is written once the send failed.
+    assert list(OutboxTask.objects.order_by("id").values_list("kind", flat=True)) == ["FinishSession", "RunIteration"]
 
     server, _ = start_server(tmp_path, config_dir, **broker)  # the web process's relay keeps trying, backing off
     redis_proc = None
@@ -119,7 +120,7 @@ def test_tasks_decided_while_the_broker_is_down_wait_in_the_outbox_until_a_relay
         assert OutboxTask.objects.count() == 2
         redis_proc = start_redis(tmp_path, port)
         wait_for(lambda: not OutboxTask.objects.exists(), timeout=15, message="the outbox to drain")
-        assert _queued(port) == [("tarsy.tasks.run_iteration", ["e-1", 2]), ("tarsy.tasks.finish_session", ["s-1"])]
+        assert _queued(port) == [("tarsy.tasks.finish_session", ["s-1"]), ("tarsy.tasks.run_iteration", ["e-1", 2])]
         log = server.log()
         assert log.count("outbox relay cannot send yet") == 1, log  # one line per outage, no traceback per try
         assert log.count("outbox relay sent 2 task(s) left behind") == 1, log
