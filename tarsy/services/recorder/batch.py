@@ -149,8 +149,8 @@ class WriteBatch:
     # ---- conversation ---------------------------------------------------------
     def conversation(self) -> list[ConversationMessage]:
         if self._conversation is None:
-            self._conversation, self._next_message_sequence = messages.messages_with_next_sequence(
-                execution_id=self.execution_id)
+            self._conversation, self._next_message_sequence = reconnecting(
+                lambda: messages.messages_with_next_sequence(execution_id=self.execution_id))
         return list(self._conversation)
 
     def add_messages(self, msgs: list[ConversationMessage]) -> None:
