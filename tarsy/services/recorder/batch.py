@@ -131,7 +131,9 @@ class WriteBatch:
         for row, observe in self._rows:
             if observe is not None:
                 observe(row)
-        self.discard()  # only once written: a failed write leaves the batch for the error path
+        # Forgotten once the transaction commits: a write that fails, or whose caller's transaction rolls back
+        # (the iteration's completion, retried after a lost connection), leaves the batch to be written again.
+        transaction.on_commit(self.discard)
 
     def discard(self) -> None:
         """Forget what is pending (a batch that cannot be written); the usage tally stays with its calls' rows."""

@@ -108,3 +108,31 @@ def test_a_connection_ended_while_the_model_thinks_costs_no_rerun(configure):
     after = AgentExecution.objects.get(id=execution.id)
     assert (after.iterations_completed, after.attempt) == (2, 2)  # one attempt per iteration: nothing re-ran
     assert _calls(execution.id) == [(1, CallStatus.COMPLETED, False), (2, CallStatus.COMPLETED, False)]
+
+
+class _Lost(Exception):
+    """The completing transaction's connection went away after the batch was written."""
+
+
+def test_a_completion_rolled_back_after_its_batch_was_written_writes_it_again(configure):
+    """The completion is retried after a lost connection (tarsy.db_connections.reconnecting): the batch a
+    rolled-back transaction had written must still be there for the retry, or the iteration completes empty."""
+    from django.db import transaction
+
+    from tarsy.models import Message
+    from tarsy.pipeline.iteration import _step, iteration_finish, iteration_recorder
+    from tarsy.pipeline.sub_agents import IterationCalls
+
+    configure(SCRIPT, agents=NO_TOOLS)
+    execution = only_execution(start_session())
+    claimed = iteration_begin(execution.id, 1)
+    recorder = iteration_recorder(claimed, 1)
+    outcome = _step(claimed, 1, recorder, IterationCalls())
+    with pytest.raises(_Lost), transaction.atomic():
+        iteration_finish(execution.id, 1, outcome, 0, recorder)
+        raise _Lost
+    assert not Message.objects.filter(execution_id=execution.id, iteration=1, role="assistant").exists()
+    iteration_finish(execution.id, 1, outcome, 0, recorder)
+    assert Message.objects.filter(execution_id=execution.id, iteration=1, role="assistant").count() == 1
+    assert _calls(execution.id) == [(1, CallStatus.COMPLETED, False)]
+    assert AgentExecution.objects.get(id=execution.id).iterations_completed == 1
