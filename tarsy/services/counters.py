@@ -57,12 +57,12 @@ def session_counter_raise(*, session_id: Any, counter: str, by: int = 1) -> int:
     if rider is not None and not rider.applied and rider.session_id == str(session_id):
         rider.applied = True
         for name, value in rider.add.items():
-            other = meta.get_field(name)
-            sets.append(f"{quote(other.column)} = {quote(other.column)} + %s")
+            other, column_of = _column(name)
+            sets.append(f"{quote(column_of)} = {quote(column_of)} + %s")
             params.append(other.get_db_prep_save(value, connection))
         for name, value in rider.assign.items():
-            other = meta.get_field(name)
-            sets.append(f"{quote(other.column)} = %s")
+            other, column_of = _column(name)
+            sets.append(f"{quote(column_of)} = %s")
             params.append(other.get_db_prep_save(value, connection))
     with connection.cursor() as cursor:
         cursor.execute(f"UPDATE {table} SET {', '.join(sets)} WHERE {key} = %s RETURNING {column}",
@@ -71,3 +71,11 @@ def session_counter_raise(*, session_id: Any, counter: str, by: int = 1) -> int:
     if row is None:
         raise AlertSession.DoesNotExist(f"session {session_id} is gone: its {counter} cannot be raised")
     return row[0]
+
+
+def _column(name: str) -> tuple[models.Field, str]:
+    """A concrete field of the session row and its column."""
+    field = AlertSession._meta.get_field(name)
+    if not isinstance(field, models.Field) or not field.column:
+        raise ValueError(f"{name!r} is no column of a session")
+    return field, field.column
