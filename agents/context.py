@@ -228,6 +228,11 @@ class Recorder(Protocol):
         """Make everything recorded so far visible; called before anything slow (an LLM or tool call)."""
         ...
 
+    def llm_call_started(self, interaction_type: str, provider: str, model: str) -> None:
+        """An LLM call is about to start: its row is written with the next `flush` (before the call), so a call
+        whose process dies still leaves one. The next `record_llm_interaction` completes it."""
+        ...
+
     def record_llm_interaction(self, record: LLMInteractionRecord) -> None: ...
 
     def evidence_id(self) -> str:

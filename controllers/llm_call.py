@@ -97,6 +97,9 @@ class _TimelineStream:
         if self.text_event_id is not None:
             self._recorder.complete_event(self.text_event_id, failed.response.text, status=status)
         self.thinking_event_id = self.text_event_id = None
+        self._recorder.llm_call_started(failed.record.interaction_type if failed.record else "iteration", to.name,
+                                        to.config.model)
+        self._recorder.flush()  # the next attempt's row, before it starts
         self._recorder.add_event(TimelineEventType.ERROR, *fallback_warning(failed, to), status="failed")
         self._ctx.fallback_provider = to.name if to.name != self._ctx.config.configured_provider_name else None
         if self._ctx.provider_switched is not None:
@@ -140,7 +143,8 @@ def call_llm(
         native_tools=cfg.native_tools if native_tools else NO_NATIVE_TOOLS,
         max_output_tokens=max_output_tokens, deadline=ctx.deadline,
     )
-    ctx.recorder.flush()  # what the step recorded so far shows while the model works
+    ctx.recorder.llm_call_started(interaction_type, target.name, target.config.model)
+    ctx.recorder.flush()  # what the step recorded so far shows while the model works, and the call's row
     stream = _TimelineStream(ctx, text_event_type, text_source)
     call = call_with_fallback(request, (target, *ctx.fallbacks), record=ctx.recorder.record_llm_interaction,
                               observer=stream)

@@ -8,8 +8,14 @@ after each task: connections then follow the queries in flight, not the iteratio
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from django.conf import settings
-from django.db import connection, connections, transaction
+from django.db import InterfaceError, OperationalError, connection, connections, transaction
+
+T = TypeVar("T")
+LOST_CONNECTION = (OperationalError, InterfaceError)
 
 
 def pooled() -> bool:
@@ -27,3 +33,17 @@ def connections_give_back() -> None:
     """After a task: every connection this thread holds goes back to the pool (nothing without a pool)."""
     if pooled():
         connections.close_all()
+
+
+def reconnecting(work: Callable[[], T]) -> T:
+    """Run `work` (statements in their own transaction, or none); when the connection turns out lost (the server
+    restarted, an operator ended the backend), reconnect and run it once more. A dropped connection then costs
+    one statement's retry, not the step around it; a second failure is the caller's. Inside a caller's
+    transaction it runs once: the transaction is lost with the connection, and only its owner can redo it."""
+    if connection.in_atomic_block:
+        return work()
+    try:
+        return work()
+    except LOST_CONNECTION:
+        connection.close()  # public API: the next query opens (or borrows) a fresh connection
+        return work()

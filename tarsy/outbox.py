@@ -1,9 +1,10 @@
 """The transactional outbox: decided tasks are written with the decision and relayed to the broker.
 
 `enqueue_on_commit` runs inside the deciding transaction (tarsy.tasks.enact is the enactor): it writes a row per
-task there, and after the commit sends the tasks in order and deletes the rows of those sent — a rollback leaves
-neither row nor task. A row left behind means the send failed (the broker was down) or the process died between
-commit and send. Every web process and every worker runs one relay, a daemon thread: rows older than RELAY_AGE_S
+task there (the next iteration excepted: see SENT_FIRST), and after the commit sends the tasks in order and
+deletes the rows of those sent — a rollback leaves neither row nor task. A row left behind means the send failed
+(the broker was down) or the process died between commit and send. Every web process and every worker runs one
+relay, a daemon thread: rows older than RELAY_AGE_S
 (younger ones are still on their way through the commit path) are sent in order every RELAY_INTERVAL_S, backing
 off to RELAY_MAX_BACKOFF_S while the broker is away, so the outbox drains within seconds of its return. Relays
 claim rows under SKIP LOCKED and never send one twice; a task sent twice anyway (a sender died after its send,
@@ -41,8 +42,14 @@ Send = Callable[[Enqueued], None]  # queues one decision's task (tarsy.tasks.sen
 
 # Kept in the outbox until the broker takes them. Not a dispatch: the pending session row is its record, and every
 # sweep dispatches what is pending (an alert burst would otherwise write and delete a row per alert).
-OUTBOXED: tuple[type, ...] = (RunIteration, FinishSession, ReapSession, ScoreSession, SlackDeliver, ReflectSession)
-_KINDS = {cls.__name__: cls for cls in OUTBOXED}
+OUTBOXED: tuple[type, ...] = (FinishSession, ReapSession, ScoreSession, SlackDeliver, ReflectSession)
+# Sent first, written to the outbox only when the send fails: the next iteration, decided by every iteration that
+# continues, where a row written and deleted each time would cost the hot path a statement. Its record is the
+# execution row itself (an iteration completed, no lease held): were the process to die between the commit and
+# the send, the executions that should have a task queued and have none are re-driven from that row
+# (tarsy.pipeline.sweeper), as they are when the broker loses a task it had taken.
+SENT_FIRST: tuple[type, ...] = (RunIteration,)
+_KINDS = {cls.__name__: cls for cls in (*OUTBOXED, *SENT_FIRST)}
 
 RELAY_AGE_S = 5.0  # the commit path sends within milliseconds and its relay deletes within a pass: older is left behind
 RELAY_INTERVAL_S = 1.0  # a left-behind row goes out within a second or two once the broker takes tasks again
@@ -77,6 +84,7 @@ def _send_committed(rows: list[tuple[Enqueued, int | None]], send: Send) -> None
         except Exception as exc:  # any failure to send: nothing is lost, the relay retries the rows
             log.warning("could not queue %d task(s), left to the outbox relay: %s: %s", len(rows) - position,
                         type(exc).__name__, exc)
+            _outbox_unsent([d for d, row_id in rows[position:] if row_id is None and isinstance(d, SENT_FIRST)])
             break
         if row_id is not None:
             sent.append(row_id)
@@ -85,6 +93,14 @@ def _send_committed(rows: list[tuple[Enqueued, int | None]], send: Send) -> None
         relay.remove_later(sent)
     else:  # a process without a relay (a management command, a test): at once, in a transaction of its own
         outbox.outbox_remove(ids=sent)
+
+
+def _outbox_unsent(decisions: list[Enqueued]) -> None:
+    """Tasks sent first that the broker did not take: written now (a transaction of their own) for the relay."""
+    try:
+        outbox.outbox_add(entries=[decision_encode(d) for d in decisions])
+    except Exception:  # the database is away too: the sweeper re-drives the executions from their rows
+        log.exception("could not keep %d unsent task(s) in the outbox", len(decisions))
 
 
 def relay_pending(send: Send, *, age: float = RELAY_AGE_S, limit: int = RELAY_BATCH) -> int:

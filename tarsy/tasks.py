@@ -13,11 +13,10 @@ are ready.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from celery import shared_task
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connections
+from django.db import InterfaceError, OperationalError
 
 from tarsy.config import get_config
 from tarsy.decisions import (
@@ -33,12 +32,15 @@ from tarsy.decisions import (
 
 log = logging.getLogger(__name__)
 
-_RELIABLE = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True, "bind": True}
-# A dropped or restarted database connection is transient: retry the task (it is idempotent) rather than
-# lose the step. Anything else is a recorded failure, never retried blindly.
+_RELIABLE = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
+# A dropped or restarted database connection is transient: Celery retries the task (it is idempotent) with
+# exponential backoff rather than lose the step; its Django fixup closes the task's connections after every run,
+# so the retry reconnects. Anything else is a recorded failure, never retried blindly.
 TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
 MAX_DB_RETRIES = 8
 MAX_DB_RETRY_DELAY_S = 30
+_RETRIED = {**_RELIABLE, "autoretry_for": TRANSIENT_DB_ERRORS, "retry_backoff": True,
+            "retry_backoff_max": MAX_DB_RETRY_DELAY_S, "retry_kwargs": {"max_retries": MAX_DB_RETRIES}}
 
 
 def enact(decisions: list[Enqueued]) -> None:
@@ -71,36 +73,18 @@ def send(decision: Enqueued) -> None:
         raise TypeError(f"cannot enqueue {decision!r}")
 
 
-def _retry_after_db_error(task, exc: Exception, cleanup: Callable[[], object] | None = None):
-    for conn in connections.all(initialized_only=True):
-        conn.close()  # the next query reconnects
-    if cleanup is not None:
-        try:
-            cleanup()
-        except TRANSIENT_DB_ERRORS:
-            pass  # still down: the sweeper releases the work once its lease expires
-    delay = min(2 ** task.request.retries, MAX_DB_RETRY_DELAY_S)
-    raise task.retry(exc=exc, countdown=delay, max_retries=MAX_DB_RETRIES)
-
-
-@shared_task(name="tarsy.tasks.dispatch_sessions", **_RELIABLE)
-def dispatch_sessions(self) -> None:
+@shared_task(name="tarsy.tasks.dispatch_sessions", **_RETRIED)
+def dispatch_sessions() -> None:
     from tarsy.pipeline.dispatch import dispatch_pending
 
-    try:
-        dispatch_pending()
-    except TRANSIENT_DB_ERRORS as exc:
-        _retry_after_db_error(self, exc)
+    dispatch_pending()
 
 
-@shared_task(name="tarsy.tasks.run_iteration", **_RELIABLE)
-def run_iteration(self, execution_id: str, iteration: int) -> None:
-    from tarsy.pipeline.iteration import iteration_release, iteration_run
+@shared_task(name="tarsy.tasks.run_iteration", **_RETRIED)
+def run_iteration(execution_id: str, iteration: int) -> None:
+    from tarsy.pipeline.iteration import iteration_run
 
-    try:
-        iteration_run(execution_id, iteration)
-    except TRANSIENT_DB_ERRORS as exc:
-        _retry_after_db_error(self, exc, cleanup=lambda: iteration_release(execution_id, iteration))
+    iteration_run(execution_id, iteration)
 
 
 def enqueue_iteration(execution_id: str, iteration: int, timeout: float) -> None:
@@ -110,20 +94,17 @@ def enqueue_iteration(execution_id: str, iteration: int, timeout: float) -> None
                               time_limit=soft + settings.ITERATION_HARD_LIMIT_GRACE_S)
 
 
-@shared_task(name="tarsy.tasks.finish_session", **_RELIABLE)
-def finish_session(self, session_id: str) -> None:
+@shared_task(name="tarsy.tasks.finish_session", **_RETRIED)
+def finish_session(session_id: str) -> None:
     from tarsy.pipeline.dispatch import dispatch_pending
     from tarsy.pipeline.finish import session_finish
 
-    try:
-        session_finish(session_id=session_id)
-        dispatch_pending()  # a slot may have freed
-    except TRANSIENT_DB_ERRORS as exc:
-        _retry_after_db_error(self, exc)
+    session_finish(session_id=session_id)
+    dispatch_pending()  # a slot may have freed
 
 
 @shared_task(name="tarsy.tasks.reap_session", **_RELIABLE)
-def reap_session(self, session_id: str) -> None:
+def reap_session(session_id: str) -> None:
     """After a cancel: close the session once nothing of it is running any more."""
     from tarsy.pipeline.sweeper import reap_cancelled
 
@@ -140,15 +121,12 @@ def enqueue_scoring(session_id: str) -> None:
                               time_limit=soft + settings.ITERATION_HARD_LIMIT_GRACE_S)
 
 
-@shared_task(name="tarsy.tasks.score_session", **_RELIABLE)
-def score_session(self, session_id: str) -> None:
+@shared_task(name="tarsy.tasks.score_session", **_RETRIED)
+def score_session(session_id: str) -> None:
     """Background scoring of a completed session; its outcome (or error) is stored, the session is untouched."""
     from tarsy.pipeline.scoring import session_score
 
-    try:
-        session_score(session_id=session_id)
-    except TRANSIENT_DB_ERRORS as exc:
-        _retry_after_db_error(self, exc)
+    session_score(session_id=session_id)
 
 
 def enqueue_reflection(session_id: str, trigger: str) -> None:
@@ -158,47 +136,41 @@ def enqueue_reflection(session_id: str, trigger: str) -> None:
                                 time_limit=soft + settings.ITERATION_HARD_LIMIT_GRACE_S)
 
 
-@shared_task(name="tarsy.tasks.reflect_session", **_RELIABLE)
-def reflect_session(self, session_id: str, trigger: str) -> None:
+@shared_task(name="tarsy.tasks.reflect_session", **_RETRIED)
+def reflect_session(session_id: str, trigger: str) -> None:
     """Learn memories from a session (investigation memory); the session itself is untouched."""
     from tarsy.pipeline.memory.reflect import session_reflect
 
-    try:
-        session_reflect(session_id=session_id, trigger=trigger)
-    except TRANSIENT_DB_ERRORS as exc:
-        _retry_after_db_error(self, exc)
+    session_reflect(session_id=session_id, trigger=trigger)
 
 
-@shared_task(name="tarsy.tasks.slack_deliver", **_RELIABLE)
-def slack_deliver(self, session_id: str) -> None:
+@shared_task(name="tarsy.tasks.slack_deliver", **_RETRIED)
+def slack_deliver(session_id: str) -> None:
     """Post or update the session's Slack message and thread; run again when delivery asks to (backoff,
     Retry-After, the update throttle). Never touches the investigation."""
     from tarsy.slack.delivery import deliver
 
-    try:
-        again_in = deliver(session_id=session_id)
-    except TRANSIENT_DB_ERRORS as exc:
-        _retry_after_db_error(self, exc)
+    again_in = deliver(session_id=session_id)
     if again_in is not None:
         slack_deliver.apply_async((session_id,), countdown=again_in)
 
 
 @shared_task(name="tarsy.tasks.sweep", **_RELIABLE)
-def sweep(self) -> None:
+def sweep() -> None:
     from tarsy.pipeline.sweeper import sweep_once
 
     sweep_once()
 
 
 @shared_task(name="tarsy.tasks.apply_retention", **_RELIABLE)
-def apply_retention(self) -> None:
+def apply_retention() -> None:
     from tarsy.pipeline.retention import retention_apply
 
     retention_apply()
 
 
-@shared_task(name="tarsy.tasks.run_check", **_RELIABLE)
-def run_check(self, name: str) -> None:
+@shared_task(name="tarsy.tasks.run_check", **_RETRIED)
+def run_check(name: str) -> None:
     """Beat's entry for a proactive check (tarsy.celery.schedule_checks): queue a run through intake. A run
     still in flight or a check gone from the configuration since beat started is logged, not retried."""
     from tarsy.services.checks import check_run
@@ -209,6 +181,4 @@ def run_check(self, name: str) -> None:
     except (Conflict, NotFound) as exc:
         log.warning("check %s not run: %s", name, exc.message)
         return
-    except TRANSIENT_DB_ERRORS as exc:
-        _retry_after_db_error(self, exc)
     log.info("check %s: session %s", name, session.id)

@@ -45,7 +45,8 @@ class ResultSummarizer:
             interaction_type="summarization",
             iteration=self._iteration, max_output_tokens=max_tokens, deadline=self._deadline,
         )
-        self._recorder.flush()  # the tool's result shows while it is summarized
+        self._recorder.llm_call_started("summarization", self._target.name, self._target.config.model)
+        self._recorder.flush()  # the tool's result shows while it is summarized, and the call's row
         call = call_with_fallback(request, (self._target, *self._fallbacks),
                                   record=self._recorder.record_llm_interaction)
         if call.error is not None:

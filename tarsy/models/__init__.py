@@ -15,6 +15,7 @@ from .outbox import OutboxTask
 from .privacy import Pseudonym
 from .quality import FAILURE_TAGS, SUPPORT_BANDS, Rating, ScoreStatus, SessionReview, SessionScore, Support
 from .records import (
+    CallStatus,
     InteractionText,
     InteractionType,
     LLMInteraction,
@@ -63,7 +64,7 @@ __all__ = [
     "FAILURE_TAGS", "SUPPORT_BANDS",
     "ACTIVE_SESSION_STATUSES", "TERMINAL_EXEC_STATUSES", "TERMINAL_SESSION_STATUSES", "AgentExecution", "APIToken",
     "AlertOccurrence", "AlertSession", "Chat", "CheckResult", "ChatUserMessage", "Event", "ExecStatus",
-    "InteractionText",
+    "CallStatus", "InteractionText",
     "InteractionType",
     "LLMInteraction", "MCPInteraction",
     "Memory", "MemoryChange", "MemoryChangeAction", "MemoryKind", "MemoryState",

@@ -107,6 +107,15 @@ class InteractionType(models.TextChoices):
     MEMORY_REFLECTION = "memory_reflection"
 
 
+class CallStatus(models.TextChoices):
+    """Where an LLM call's row stands: written when the call starts, completed when it ends; a call its process
+    never finished (killed, or its attempt was re-run) is closed as interrupted with what it had stored."""
+
+    STARTED = "started"
+    COMPLETED = "completed"
+    INTERRUPTED = "interrupted"
+
+
 class LLMInteraction(models.Model):
     """One LLM call, with the full structured conversation sent plus the reply (debug view)."""
 
@@ -133,11 +142,14 @@ class LLMInteraction(models.Model):
     superseded = models.BooleanField(
         default=False, help_text="Made by an interrupted attempt that ran again: kept and counted in spend, "
                                  "left out of the analysis")
+    status = models.CharField(max_length=12, choices=CallStatus.choices, default=CallStatus.COMPLETED)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["created_at", "id"]
         indexes = [
+            # The sweeper's look for calls left open by a process that died: a handful of rows at any time.
+            models.Index(fields=["execution"], condition=models.Q(status="started"), name="llm_open_calls"),
             models.Index(fields=["session", "created_at"], name="llm_session_created"),
             models.Index(fields=["execution", "iteration"], name="llm_exec_iteration"),
             models.Index(fields=["created_at"], name="llm_created"),  # spend per day, the daily limit

@@ -9,6 +9,7 @@ iteration is a decision handed to the enactor on commit.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from typing import Any
@@ -20,10 +21,11 @@ from django.utils import timezone
 from agents.mcp.masking.boundary import mask_text
 from controllers.base import StepOutcome, StepStatus, timeout_outcome
 from controllers.registry import controller_for
+from tarsy.db_connections import reconnecting
 from tarsy.decisions import EndExecution, RunIteration, enact_on_commit
 from tarsy.metrics import ITERATION_SECONDS
 from tarsy.models import AgentExecution, ExecStatus, SessionStatus, StageKind
-from tarsy.services import executions
+from tarsy.services import executions, interactions
 from tarsy.services.recorder import AttemptSuperseded, DbRecorder
 
 from . import actions, sub_agents
@@ -98,6 +100,7 @@ def _claim(execution: AgentExecution, iteration: int) -> None:
         executions.iteration_discard(execution_id=execution.id, iteration=iteration)
         execution.last_event_sequence = None  # the discarded events' numbers are free again: looked up anew
     executions.execution_claim_iteration(execution=execution, iteration=iteration, now=timezone.now())
+    execution.claimed_call = interactions.llm_call_open(execution=execution, iteration=iteration)
 
 
 def _next_event_sequence(execution: AgentExecution) -> int | None:
@@ -106,27 +109,33 @@ def _next_event_sequence(execution: AgentExecution) -> int | None:
     return None if last is None else last + 1
 
 
-def iteration_release(execution_id: Any, iteration: int) -> None:
-    """Give up the lease of an unfinished iteration so a retried task can claim it at once."""
-    executions.execution_lease_release(execution_id=execution_id, iteration=iteration)
-
-
 def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
-    execution = iteration_begin(execution_id, iteration)
+    execution = reconnecting(lambda: iteration_begin(execution_id, iteration))
     if execution is None:
         return None
     recorder = iteration_recorder(execution, iteration)
     calls = IterationCalls()
     try:
         outcome = _step(execution, iteration, recorder, calls)
-        iteration_finish(execution_id, iteration, outcome, execution.iteration_timeout_s, recorder, calls)
+        reconnecting(lambda: iteration_finish(execution_id, iteration, outcome, execution.iteration_timeout_s,
+                                              recorder, calls))
     except AttemptSuperseded:
         # This task outlived its lease and another attempt took the iteration over: the fence kept every write
         # of this one out (services.recorder.batch); the other attempt carries on.
         log.warning("execution %s iteration %s: attempt %s was taken over; its writes are dropped", execution_id,
                     iteration, execution.attempt)
         return None
+    except (OperationalError, InterfaceError):
+        _release(execution, iteration)
+        raise  # the database stayed away past a reconnect: Celery retries the task (tarsy.tasks)
     return outcome
+
+
+def _release(execution: AgentExecution, iteration: int) -> None:
+    """Give up this attempt's lease so the retried task can claim the iteration at once; a database still away
+    leaves it to the lease's expiry (the sweeper)."""
+    with contextlib.suppress(OperationalError, InterfaceError):
+        executions.execution_lease_release(execution_id=execution.id, iteration=iteration, attempt=execution.attempt)
 
 
 def iteration_recorder(execution: AgentExecution, iteration: int) -> DbRecorder:
@@ -136,7 +145,8 @@ def iteration_recorder(execution: AgentExecution, iteration: int) -> DbRecorder:
     return DbRecorder(session_id=execution.session_id, stage_id=execution.stage_id, execution_id=execution.id,
                       iteration=iteration, attempt=execution.attempt,
                       unfenced_until=time.monotonic() + executions.lease_seconds(execution) / 2,
-                      next_event_sequence=_next_event_sequence(execution))
+                      next_event_sequence=_next_event_sequence(execution),
+                      claimed_call=getattr(execution, "claimed_call", None))
 
 
 def _step(execution: AgentExecution, iteration: int, recorder: DbRecorder, calls: IterationCalls) -> StepOutcome:

@@ -25,7 +25,7 @@ from tarsy.config import get_config
 from tarsy.decisions import EndExecution, FinishSession, RunIteration, SlackDeliver, enact_on_commit
 from tarsy.models import AgentExecution, ExecStatus, SessionStatus
 from tarsy.services import actions as action_rows
-from tarsy.services import executions, sessions, slack, stages, timeline
+from tarsy.services import executions, interactions, sessions, slack, stages, timeline
 from tarsy.services import sub_agents as sub_agent_rows
 
 from . import actions, sub_agents
@@ -45,6 +45,7 @@ def sweep_once() -> dict[str, int]:
     counts["orchestrators_woken"] = sub_agents.stranded_wake()
     counts["actions_expired"] = actions.expired_wake()
     counts["resumed"] = _resume_orphans()
+    counts["calls_interrupted"] = interactions.llm_calls_close_interrupted(now=timezone.now())
     counts["finished"] = _finish_stalled_sessions()
     counts["slack"] = _redeliver_slack()
     return counts

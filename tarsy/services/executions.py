@@ -29,6 +29,7 @@ from tarsy.models import (
 from tarsy.streaming.publisher import publish
 
 from . import actions, interactions, messages, timeline
+from .counters import session_changes_ride
 from .recorder import HEARTBEAT_INTERVAL_S, WriteBatch
 
 # Read with the claim: the execution's last timeline sequence number. The iteration's recorder numbers its events
@@ -140,8 +141,11 @@ def iteration_complete(*, execution_id: Any, iteration: int, consecutive_timeout
         last_interaction_failed=last_interaction_failed, last_heartbeat_at=timezone.now(), lease_expires_at=None,
         **usage.changes()))
     if done and recorded is not None:
-        interactions.usage_apply_session(session_id=recorded.session_id, usage=usage)
-        recorded.write(fenced=True)  # the compare-and-set above holds the row for this attempt
+        recorded.calls_close()
+        # The session's totals go with the UPDATE that numbers the batch's events (services.counters).
+        with session_changes_ride(session_id=recorded.session_id, add=usage.additions(),
+                                  assign={"last_interaction_at": timezone.now()} if usage.interacted else {}):
+            recorded.write(fenced=True)  # the compare-and-set above holds the row for this attempt
     return done
 
 

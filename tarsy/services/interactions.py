@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Case, Count, F, Q, Sum, Value, When
 from django.utils import timezone
 
 from agents.context import LLMInteractionRecord, MCPInteractionRecord
@@ -16,7 +16,14 @@ from agents.llm.pricing import call_cost, price_for
 from agents.llm.types import Usage
 from tarsy.config import get_config
 from tarsy.metrics import observe_llm_call, observe_mcp_call
-from tarsy.models import AgentExecution, AlertSession, InteractionText, LLMInteraction, MCPInteraction
+from tarsy.models import (
+    AgentExecution,
+    AlertSession,
+    CallStatus,
+    InteractionText,
+    LLMInteraction,
+    MCPInteraction,
+)
 
 MCP_RESULT_STORE_CAP = 512 * 1024  # chars of masked result kept for the debug view
 SHARED_TEXT_OVER = 4096  # longer message texts of LLM records are stored once per session (InteractionText)
@@ -53,6 +60,10 @@ class UsageTally:
         for name, value in totals.items():
             self.totals[name] += value
         self.interacted = True
+
+    def additions(self) -> dict[str, Any]:
+        """The tally as plain amounts to add, by field (none when there is nothing to add)."""
+        return dict(self.totals) if any(self.totals.values()) else {}
 
     def changes(self) -> dict[str, Any]:
         """UPDATE arguments adding the tally to a row's totals (none when there is nothing to add)."""
@@ -116,6 +127,44 @@ def llm_interaction_row(*, session_id: Any, execution_id: Any, iteration: int,
         success=record.success,
         error_message=record.error_message,
     )
+
+
+# What a call's completion writes over its started row.
+CALL_RESULT_FIELDS = ("interaction_type", "provider", "model", "conversation", "thinking_content", *TOKEN_FIELDS,
+                      "cost_usd", "duration_ms", "success", "error_message", "status")
+INTERRUPTED_MESSAGE = "interrupted: the process making the call stopped before it ended"
+
+
+def llm_call_started_row(*, session_id: Any, execution_id: Any, iteration: int, interaction_type: str,
+                         provider: str, model: str) -> LLMInteraction:
+    """The unsaved row of an LLM call that is starting: no reply and no tokens yet (its cost is zero so far)."""
+    return LLMInteraction(session_id=session_id, execution_id=execution_id, iteration=iteration,
+                          interaction_type=interaction_type, provider=provider, model=model, cost_usd=Decimal(0),
+                          success=False, status=CallStatus.STARTED)
+
+
+def llm_call_open(*, execution: AgentExecution, iteration: int) -> LLMInteraction:
+    """Written with the iteration's claim: the row of its first LLM call, in the claim's transaction, so the call
+    leaves a row even if its process dies (the recorder completes it, or the sweeper closes it as interrupted)."""
+    row = llm_call_started_row(session_id=execution.session_id, execution_id=execution.id, iteration=iteration,
+                               interaction_type="iteration", provider=execution.llm_provider, model="")
+    row.save(force_insert=True)
+    return row
+
+
+def llm_call_completed(started: LLMInteraction, done: LLMInteraction) -> None:
+    """Carry a finished call's record (`done`, unsaved) over to the row written when it started."""
+    for name in CALL_RESULT_FIELDS:
+        setattr(started, name, getattr(done, name))
+
+
+def llm_calls_close_interrupted(*, now: Any) -> int:
+    """Close the rows of calls whose process died mid-call (the sweeper): a started call of an execution whose
+    lease ran out, that moved on to another iteration, or that ended, is interrupted; its tokens so far stay
+    (a re-run of the iteration counts them in spend when it supersedes the attempt). Returns how many."""
+    live = Q(execution__lease_expires_at__gt=now, execution__current_iteration=F("iteration"))
+    return LLMInteraction.objects.filter(status=CallStatus.STARTED, execution__isnull=False).exclude(live).update(
+        status=CallStatus.INTERRUPTED, success=False, error_message=INTERRUPTED_MESSAGE)
 
 
 def llm_texts_share(row: LLMInteraction) -> dict[str, str]:
@@ -191,7 +240,9 @@ def interactions_keep_superseded(*, session_id: Any, execution_id: Any, rows: li
     for tool_call in mcp:
         tool_call.superseded = True
     interaction_texts_store(session_id=session_id, texts=texts)
-    LLMInteraction.objects.bulk_create(llm)
+    LLMInteraction.objects.bulk_create([call for call in llm if call.pk is None])
+    for started in [call for call in llm if call.pk is not None]:  # written when it started: completed here
+        started.save(update_fields=[*CALL_RESULT_FIELDS, "superseded"])
     MCPInteraction.objects.bulk_create(mcp)
     usage = UsageTally()
     for call in llm:
@@ -218,7 +269,8 @@ def interactions_supersede_iteration(*, execution_id: Any, iteration: int) -> No
     calls = LLMInteraction.objects.filter(execution_id=execution_id, iteration=iteration, superseded=False)
     sums = calls.aggregate(**{f"sum_{f}": Sum(f) for f in (*TOKEN_FIELDS, "cost_usd")},
                            unpriced=Count("id", filter=Q(cost_usd__isnull=True)))
-    calls.update(superseded=True)
+    calls.update(superseded=True, status=Case(When(status=CallStatus.STARTED, then=Value(CallStatus.INTERRUPTED)),
+                                              default=F("status")))
     MCPInteraction.objects.filter(execution_id=execution_id, iteration=iteration, superseded=False).update(
         superseded=True)
     usage = UsageTally(totals={**{f: sums[f"sum_{f}"] or 0 for f in (*TOKEN_FIELDS, "cost_usd")},

@@ -103,26 +103,35 @@ def _outbox() -> list[tuple[str, dict]]:
 
 def test_decided_tasks_are_written_in_their_transaction_and_deleted_once_queued(queue):
     with CaptureQueriesContext(connection) as queries, transaction.atomic():
-        enact_on_commit([RunIteration("e-1", 3, 0), FinishSession("s-1")])
-        assert _outbox() == [("RunIteration", {"execution_id": "e-1", "iteration": 3, "timeout": 0}),
-                             ("FinishSession", {"session_id": "s-1"})]
+        enact_on_commit([ReapSession("s-2"), FinishSession("s-1")])
+        assert _outbox() == [("ReapSession", {"session_id": "s-2"}), ("FinishSession", {"session_id": "s-1"})]
         assert queue() == []
-    assert queue() == [("tarsy.tasks.run_iteration", ["e-1", 3]), ("tarsy.tasks.finish_session", ["s-1"])]
+    assert queue() == [("tarsy.tasks.reap_session", ["s-2"]), ("tarsy.tasks.finish_session", ["s-1"])]
     assert _outbox() == []
     writes = [q["sql"].split()[0] for q in queries if "tarsy_outboxtask" in q["sql"]]
     assert writes.count("INSERT") == 1 and writes.count("DELETE") == 1  # one statement each, whatever the count
 
 
+def test_the_next_iteration_is_sent_without_an_outbox_row(queue):
+    """Every continuing iteration decides one: its record is the execution row (a broker that refuses it gets
+    it kept in the outbox after all: tests/integration/test_faults.py)."""
+    with CaptureQueriesContext(connection) as queries, transaction.atomic():
+        enact_on_commit([RunIteration("e-1", 3, 0)])
+        assert queue() == []
+    assert queue() == [("tarsy.tasks.run_iteration", ["e-1", 3])]
+    assert [q["sql"] for q in queries if "tarsy_outboxtask" in q["sql"]] == []
+
+
 def test_in_a_process_with_a_relay_sent_rows_are_deleted_on_its_next_pass_in_one_statement(queue):
-    """The commit path then costs an iteration no DELETE transaction of its own."""
+    """The commit path then costs a decision no DELETE transaction of its own."""
     relay = OutboxRelay(tasks.send, interval=0.2).start()
     try:
         with CaptureQueriesContext(connection) as queries:
             for n in range(3):
                 with transaction.atomic():
-                    enact_on_commit([RunIteration("e-1", n + 1, 0)])
+                    enact_on_commit([FinishSession(f"s-{n}")])
         assert [q["sql"].split()[0] for q in queries if "tarsy_outboxtask" in q["sql"]] == ["INSERT"] * 3
-        assert [task for task, _ in queue()] == ["tarsy.tasks.run_iteration"] * 3
+        assert [task for task, _ in queue()] == ["tarsy.tasks.finish_session"] * 3
         wait_for(lambda: not _outbox(), 5, message="the relay's pass to delete the sent rows")
         assert len(queue()) == 3  # deleted, not sent again
     finally:
@@ -130,15 +139,15 @@ def test_in_a_process_with_a_relay_sent_rows_are_deleted_on_its_next_pass_in_one
 
 
 def test_a_prefork_child_leaves_the_deletes_of_its_sent_rows_to_a_relay_of_its_own(queue):
-    """What a forked child receives first starts its relay, so its iterations commit no DELETE of their own."""
+    """What a forked child receives first starts its relay, so its decisions commit no DELETE of their own."""
     assert not relay_running()
     worker_process_init.send(sender=None)
     try:
         assert relay_running()
         with CaptureQueriesContext(connection) as queries, transaction.atomic():
-            enact_on_commit([RunIteration("e-1", 1, 0)])
+            enact_on_commit([FinishSession("s-1")])
         assert [q["sql"].split()[0] for q in queries if "tarsy_outboxtask" in q["sql"]] == ["INSERT"]
-        assert queue() == [("tarsy.tasks.run_iteration", ["e-1", 1])]
+        assert queue() == [("tarsy.tasks.finish_session", ["s-1"])]
         wait_for(lambda: not _outbox(), 5, message="the child's relay to delete the sent row")
     finally:
         stop_relay()

@@ -22,6 +22,7 @@ from tarsy.models import (
     TERMINAL_SESSION_STATUSES,
     AgentExecution,
     AlertSession,
+    CallStatus,
     LLMInteraction,
     MCPInteraction,
     Message,
@@ -109,7 +110,8 @@ def test_tasks_decided_while_the_broker_is_down_wait_in_the_outbox_until_a_relay
     assert decide.popen.wait(60) == 0, decide.log()
     decide.stop()
     assert "could not queue 2 task(s), left to the outbox relay" in decide.log()
-    assert list(OutboxTask.objects.order_by("id").values_list("kind", flat=True)) == ["RunIteration", "FinishSession"]
+    # The finish was written with its decision; the next iteration, sent first, is written once the send failed.
+    assert list(OutboxTask.objects.order_by("id").values_list("kind", flat=True)) == ["FinishSession", "RunIteration"]
 
     server, _ = start_server(tmp_path, config_dir, **broker)  # the web process's relay keeps trying, backing off
     redis_proc = None
@@ -119,7 +121,7 @@ def test_tasks_decided_while_the_broker_is_down_wait_in_the_outbox_until_a_relay
         assert OutboxTask.objects.count() == 2
         redis_proc = start_redis(tmp_path, port)
         wait_for(lambda: not OutboxTask.objects.exists(), timeout=15, message="the outbox to drain")
-        assert _queued(port) == [("tarsy.tasks.run_iteration", ["e-1", 2]), ("tarsy.tasks.finish_session", ["s-1"])]
+        assert _queued(port) == [("tarsy.tasks.finish_session", ["s-1"]), ("tarsy.tasks.run_iteration", ["e-1", 2])]
         log = server.log()
         assert log.count("outbox relay cannot send yet") == 1, log  # one line per outage, no traceback per try
         assert log.count("outbox relay sent 2 task(s) left behind") == 1, log
@@ -273,10 +275,10 @@ def test_database_connections_terminated_mid_run(scripted_config, worker, beat, 
 
 
 @pytest.mark.timeout(150)
-def test_calls_of_an_attempt_cut_off_by_the_database_stay_superseded_and_count_in_spend(config_dir, worker, beat):
+def test_a_call_made_while_the_database_drops_its_connections_is_recorded_once_and_counted(config_dir, worker, beat):
     """The attempt's streamed LLM call is written when its tool call starts; the database connections die while
-    the tool runs, so the attempt cannot complete and the iteration runs again. The first call stays on the
-    record, marked superseded, and its tokens count in the session's spend."""
+    the tool runs. The attempt reconnects when it writes next and completes: the call is recorded once, on the
+    iteration that ran once, and its tokens count in the session's spend."""
     write_config(config_dir, tarsy=_tools_config({"defaults": {"llm_provider": "scripted", "iteration_timeout": "20s"},
                                                   "queue": {"orphan_threshold": "5s"}}),
                  providers={"scripted": {**scripted_provider({
@@ -300,17 +302,61 @@ def test_calls_of_an_attempt_cut_off_by_the_database_stay_superseded_and_count_i
     assert done.final_analysis == "the database blinked."
     calls = APIClient(REMOTE_ADDR="127.0.0.1").get(f"/api/v1/sessions/{done.id}/interactions").json()
     first = [c for c in calls["llm_interactions"] if c["iteration"] == 1 and c["interaction_type"] == "iteration"]
-    assert [c["superseded"] for c in first] == [True, False], first
-    assert first[0]["total_tokens"] == first[1]["total_tokens"] == 750
-    assert first[0]["conversation"][-1]["content"].startswith("Thought: use tools.hang.")
+    assert [(c["superseded"], c["total_tokens"], c["status"]) for c in first] == [(False, 750, "completed")], first
     stored = LLMInteraction.objects.filter(session=done)
+    assert set(stored.values_list("status", flat=True)) == {CallStatus.COMPLETED}
     assert done.total_tokens == sum(stored.values_list("total_tokens", flat=True))
     assert done.cost_usd == sum(c.cost_usd for c in stored) > 0
     execution = AgentExecution.objects.get(session=done, agent_name="KubernetesAgent")
+    assert execution.attempt == execution.iterations_completed  # no iteration ran twice
     assert execution.total_tokens == sum(stored.filter(execution=execution).values_list("total_tokens", flat=True))
     replies = Message.objects.filter(execution=execution, role="assistant", iteration=1)
-    assert replies.count() == 1  # the conversation holds the attempt that completed, once
+    assert replies.count() == 1
     assert_no_duplicates(done.id)
+
+
+@pytest.mark.timeout(240)
+def test_workers_database_connections_terminated_twice_lose_no_llm_call_and_rerun_no_iteration(scripted_config,
+                                                                                               worker, beat):
+    """Twelve investigations thinking on a threads worker; the worker's database connections are ended twice
+    (this test database's backends only). Every LLM call that started has its row, completed, with its tokens in
+    the spend, and every iteration ran once."""
+    step = {"text": "Thought: looking.\nAction: none.none\nAction Input: {}", "latency_ms": 1200,
+            "usage": {"input_tokens": 300, "output_tokens": 20}}
+    scripted_config({"KubernetesAgent": [step, step, step, _final("all good.")], "executive_summary": ["all good"]},
+                    tarsy={"queue": {"orphan_threshold": "30s", "max_concurrent_sessions": 12},
+                           "defaults": {"iteration_timeout": "30s"}},
+                    chunk_size=10)
+    proc = worker(concurrency=16, pool="threads")
+    beat(interval=1.0)
+    ids = [session_submit(alert_type="kubernetes", data=f"alert {i}").id for i in range(12)]
+    wait_for(lambda: AgentExecution.objects.filter(session_id__in=ids, iterations_completed__gte=1).count() >= 10,
+             timeout=90, message="investigations under way")
+    terminated = 0
+    with connection.cursor() as cursor:
+        for _ in range(2):
+            cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+            terminated += cursor.fetchone()[0]
+            time.sleep(2.0)
+    assert terminated >= 2
+    rows = wait_terminal(ids, 150, proc)
+    assert [r.status for r in rows] == ["completed"] * len(ids), [r.error_message for r in rows]
+    assert proc.popen.poll() is None  # the worker carried on
+    executions = list(AgentExecution.objects.filter(session_id__in=ids, stage__kind="investigation"))
+    log = "\n".join(line for line in proc.log().splitlines()
+                    if any(w in line for w in ("Error", "Retry", "retry", "resuming", "Traceback", "File ")))
+    assert [e.attempt for e in executions] == [e.iterations_completed for e in executions], log[:12000]
+    calls = LLMInteraction.objects.filter(session_id__in=ids)
+    assert not calls.exclude(status=CallStatus.COMPLETED).exists(), [
+        (c.execution_id, c.iteration, c.status, c.interaction_type, c.created_at.isoformat(), c.error_message,
+         list(calls.filter(execution_id=c.execution_id).values_list("iteration", "status", "model", "created_at")))
+        for c in calls.exclude(status=CallStatus.COMPLETED)]
+    assert not calls.filter(superseded=True).exists()
+    assert calls.filter(interaction_type="iteration").count() == sum(e.iterations_completed for e in executions)
+    for row in rows:
+        assert row.total_tokens == sum(calls.filter(session=row).values_list("total_tokens", flat=True)) > 0
+        assert_no_duplicates(row.id)
 
 
 @pytest.mark.timeout(120)

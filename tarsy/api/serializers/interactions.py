@@ -27,6 +27,10 @@ class LLMInteractionSerializer(serializers.Serializer):
     error_message = serializers.CharField(allow_blank=True)
     superseded = serializers.BooleanField(
         help_text="Made by an interrupted attempt that ran again: kept, counted in spend, not in the analysis")
+    status = serializers.ChoiceField(
+        choices=["started", "completed", "interrupted"],
+        help_text="started: the call is in flight (its row is written when it starts); interrupted: its process "
+                  "stopped before it ended")
     created_at = serializers.DateTimeField()
 
 

@@ -22,8 +22,8 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 
 from agents.context import LLMInteractionRecord, MCPInteractionRecord
 from agents.llm.types import ConversationMessage
-from tarsy.db_connections import connection_give_back
-from tarsy.models import TimelineStatus
+from tarsy.db_connections import connection_give_back, reconnecting
+from tarsy.models import LLMInteraction, TimelineStatus
 
 from .. import citations
 from .batch import AttemptSuperseded, WriteBatch
@@ -37,10 +37,11 @@ log = logging.getLogger(__name__)
 
 class DbRecorder:
     def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int,
-                 attempt: int | None = None, unfenced_until: float = 0.0, next_event_sequence: int | None = None):
+                 attempt: int | None = None, unfenced_until: float = 0.0, next_event_sequence: int | None = None,
+                 claimed_call: LLMInteraction | None = None):
         self.batch = WriteBatch(session_id=session_id, stage_id=stage_id, execution_id=execution_id,
                                 iteration=iteration, attempt=attempt, unfenced_until=unfenced_until,
-                                next_event_sequence=next_event_sequence)
+                                next_event_sequence=next_event_sequence, claimed_call=claimed_call)
         self.stream = LiveStream(session_id=session_id)
 
     def flush(self) -> None:
@@ -86,6 +87,9 @@ class DbRecorder:
                   status: str = "completed") -> None:
         self.batch.add_event(event_type, content, metadata, status)
 
+    def llm_call_started(self, interaction_type: str, provider: str, model: str) -> None:
+        self.batch.llm_call_started(interaction_type, provider, model)
+
     def record_llm_interaction(self, record: LLMInteractionRecord) -> None:
         self.batch.add_llm_interaction(record)
 
@@ -94,4 +98,4 @@ class DbRecorder:
 
     def evidence_id(self) -> str:
         """Issued now (one UPDATE), not batched: the model sees the id with the result in this same step."""
-        return citations.evidence_id_issue(session_id=self.batch.session_id)
+        return reconnecting(lambda: citations.evidence_id_issue(session_id=self.batch.session_id))

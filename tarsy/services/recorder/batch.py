@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, NoReturn
 
 from django.db import transaction
@@ -26,7 +27,8 @@ from django.utils import timezone
 
 from agents.context import LLMInteractionRecord, MCPInteractionRecord
 from agents.llm.types import ConversationMessage
-from tarsy.models import AgentExecution, TimelineEvent
+from tarsy.db_connections import reconnecting
+from tarsy.models import AgentExecution, CallStatus, LLMInteraction, TimelineEvent
 from tarsy.streaming.publisher import batched_events
 
 from .. import interactions, messages, timeline
@@ -52,9 +54,11 @@ class WriteBatch:
     nothing. None: no claim to check."""
 
     def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int,
-                 attempt: int | None = None, unfenced_until: float = 0.0, next_event_sequence: int | None = None):
+                 attempt: int | None = None, unfenced_until: float = 0.0, next_event_sequence: int | None = None,
+                 claimed_call: LLMInteraction | None = None):
         """`next_event_sequence`: the number the execution's next timeline event takes, when the caller read it
-        with the claim; None: looked up at the first event."""
+        with the claim; None: looked up at the first event. `claimed_call`: the started row the claim wrote for
+        the iteration's first LLM call (no statement of its own when that call starts)."""
         self.session_id = session_id
         self.stage_id = stage_id
         self.execution_id = execution_id
@@ -70,19 +74,26 @@ class WriteBatch:
         self._texts: dict[str, str] = {}  # long texts of the LLM records in _rows, by digest (InteractionText)
         self._messages: list[ConversationMessage] = []
         self._messages_start = 1
+        self._claimed_call = claimed_call
+        self._open_calls: list[LLMInteraction] = []  # rows of calls started and not yet recorded, in order
+        self._completed_calls: list[LLMInteraction] = []  # written when they started, completed since
 
     # ---- the flush rule ---------------------------------------------------------
     def write(self, *, fenced: bool = False) -> None:
         """Write what is pending in one transaction (joins the caller's when there is one). `fenced`: the caller
         has already checked the attempt in this transaction (the iteration's completion)."""
-        if not self._writes and not self._messages and not self._rows:
+        if not self._writes and not self._messages and not self._rows and not self._completed_calls:
             return
+        held = reconnecting(lambda: self._write_fenced(fenced))
+        if not held:
+            self._superseded()
+
+    def _write_fenced(self, fenced: bool) -> bool:
         with transaction.atomic(savepoint=False):
             held = fenced or self._attempt_holds()
             if held:
                 self._write_pending()
-        if not held:
-            self._superseded()
+        return held
 
     def _attempt_holds(self) -> bool:
         """The fence: an UPDATE of the execution row while this attempt is the current one. Its row lock, held to
@@ -95,7 +106,8 @@ class WriteBatch:
                 last_heartbeat_at=timezone.now()):
             return True
         interactions.interactions_keep_superseded(session_id=self.session_id, execution_id=self.execution_id,
-                                                  rows=[row for row, _ in self._rows], texts=self._texts)
+                                                  rows=[row for row, _ in self._rows] + self._completed_calls,
+                                                  texts=self._texts)
         return False
 
     def _superseded(self) -> NoReturn:
@@ -111,17 +123,22 @@ class WriteBatch:
                                              start=self._messages_start)
         interactions.interaction_texts_store(session_id=self.session_id, texts=self._texts)
         _rows_create(rows)
+        for call in self._completed_calls:
+            call.save(update_fields=list(interactions.CALL_RESULT_FIELDS))
         with batched_events():
             for write in self._writes:
                 write()
         for row, observe in self._rows:
             if observe is not None:
                 observe(row)
-        self.discard()  # only once written: a failed write leaves the batch for the error path
+        # Forgotten once the transaction commits: a write that fails, or whose caller's transaction rolls back
+        # (the iteration's completion, retried after a lost connection), leaves the batch to be written again.
+        transaction.on_commit(self.discard)
 
     def discard(self) -> None:
         """Forget what is pending (a batch that cannot be written); the usage tally stays with its calls' rows."""
         self._messages, self._writes, self._rows, self._texts = [], [], [], {}
+        self._completed_calls = []
 
     def write_with_event(self, event_type: str, content: str, metadata: dict[str, Any] | None,
                          status: str) -> TimelineEvent:
@@ -134,8 +151,8 @@ class WriteBatch:
     # ---- conversation ---------------------------------------------------------
     def conversation(self) -> list[ConversationMessage]:
         if self._conversation is None:
-            self._conversation, self._next_message_sequence = messages.messages_with_next_sequence(
-                execution_id=self.execution_id)
+            self._conversation, self._next_message_sequence = reconnecting(
+                lambda: messages.messages_with_next_sequence(execution_id=self.execution_id))
         return list(self._conversation)
 
     def add_messages(self, msgs: list[ConversationMessage]) -> None:
@@ -183,12 +200,48 @@ class WriteBatch:
             event, content=content, status=status, metadata=metadata, event_type=event_type))
 
     # ---- debug records ----------------------------------------------------------
+    def llm_call_started(self, interaction_type: str, provider: str, model: str) -> None:
+        """The call's row goes with the next write (before the call); the claim's row serves the first call."""
+        if self._claimed_call is not None:
+            row, self._claimed_call = self._claimed_call, None
+        else:
+            row = interactions.llm_call_started_row(
+                session_id=self.session_id, execution_id=self.execution_id, iteration=self.iteration,
+                interaction_type=interaction_type, provider=provider, model=model)
+            self._rows.append((row, None))
+        self._open_calls.append(row)
+
     def add_llm_interaction(self, record: LLMInteractionRecord) -> None:
         row = interactions.llm_interaction_row(session_id=self.session_id, execution_id=self.execution_id,
                                                iteration=self.iteration, record=record)
-        self._texts.update(interactions.llm_texts_share(row))
-        self._rows.append((row, lambda row: interactions.llm_interaction_observe(record, row)))
         self.usage.add(interactions.call_totals(record))
+        if self._open_calls:  # the call's row, written when it started (or still on its way with this batch)
+            started = self._open_calls.pop(0)
+            interactions.llm_call_completed(started, row)
+            row = started
+            if row.pk is not None:
+                self._completed_calls.append(row)
+        self._texts.update(interactions.llm_texts_share(row))
+        observe = partial(interactions.llm_interaction_observe, record)
+        pending = [i for i, (pending_row, _) in enumerate(self._rows) if pending_row is row]
+        if pending:
+            self._rows[pending[0]] = (row, observe)
+        elif row.pk is None:
+            self._rows.append((row, observe))
+        else:
+            self._writes.append(lambda: observe(row))
+
+    def calls_close(self) -> None:
+        """At the iteration's completion: the claim's row no call took is not a call (deleted); a call started
+        and never recorded (its record could not be made) is interrupted."""
+        if self._claimed_call is not None:
+            unused, self._claimed_call = self._claimed_call, None
+            self._writes.append(lambda: LLMInteraction.objects.filter(pk=unused.pk).delete())
+        for row in self._open_calls:
+            row.status, row.error_message = CallStatus.INTERRUPTED, interactions.INTERRUPTED_MESSAGE
+            if row.pk is not None:
+                self._completed_calls.append(row)
+        self._open_calls = []
 
     def add_mcp_interaction(self, record: MCPInteractionRecord) -> None:
         row = interactions.mcp_interaction_row(session_id=self.session_id, execution_id=self.execution_id,

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from tarsy.db_connections import reconnecting
 from tarsy.models import AgentExecution, AlertSession, SessionStatus
 
 STOP_CHECK_INTERVAL_S = 0.5  # cancellation must be seen within a couple of seconds
@@ -39,6 +40,9 @@ class Liveness:
         if not force and now - self._last_heartbeat < HEARTBEAT_INTERVAL_S:
             return
         self._last_heartbeat = now
+        reconnecting(self._beat)
+
+    def _beat(self) -> None:
         stamp = timezone.now()
         if self.execution_id:
             held = AgentExecution.objects.filter(id=self.execution_id)
@@ -57,16 +61,7 @@ class Liveness:
         if now - self._last_stop_check < STOP_CHECK_INTERVAL_S:
             return None
         self._last_stop_check = now
-        # One query for both statuses; `order_by()`: a one-row read needs none of the model's ordering, whose
-        # joins (the stage, the session) first() would add.
-        if self.execution_id:
-            row = (AgentExecution.objects.filter(id=self.execution_id).order_by()
-                   .values_list("session__status", "status").first())
-            status, execution_status = row or (None, None)
-        else:
-            status = (AlertSession.all_objects.filter(id=self.session_id).order_by()
-                      .values_list("status", flat=True).first())
-            execution_status = None
+        status, execution_status = reconnecting(self._statuses)
         if status in (SessionStatus.CANCELLING, SessionStatus.CANCELLED):
             self._stop_reason = "cancelled"
         elif status == SessionStatus.TIMED_OUT or (self.session_deadline and time.time() > self.session_deadline):
@@ -74,3 +69,14 @@ class Liveness:
         elif execution_status in ("cancelled", "timed_out"):
             self._stop_reason = "cancelled"
         return self._stop_reason
+
+    def _statuses(self) -> tuple[str | None, str | None]:
+        """The session's and the execution's status in one query; `order_by()`: a one-row read needs none of the
+        model's ordering, whose joins (the stage, the session) first() would add."""
+        if self.execution_id:
+            row = (AgentExecution.objects.filter(id=self.execution_id).order_by()
+                   .values_list("session__status", "status").first())
+            return row or (None, None)
+        status = (AlertSession.all_objects.filter(id=self.session_id).order_by()
+                  .values_list("status", flat=True).first())
+        return status, None

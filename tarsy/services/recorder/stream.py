@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from tarsy.db_connections import reconnecting
 from tarsy.models import TimelineEvent
 
 from .. import timeline
@@ -45,7 +46,8 @@ class LiveStream:
         if now - stream.last_sent >= CHUNK_INTERVAL_S:
             self._send(event_id, stream, now)
         if now - stream.last_saved >= PERSIST_INTERVAL_S:
-            timeline.timeline_event_save_progress(event_id=event_id, content=stream.content)
+            content = stream.content
+            reconnecting(lambda: timeline.timeline_event_save_progress(event_id=event_id, content=content))
             stream.last_saved = now
 
     def close(self, event_id: int) -> TimelineEvent | None:

@@ -65,34 +65,35 @@ def test_an_iteration_that_continues_without_a_tool(configure):
 
     assert _second_iteration(execution.id) == [
         # The claim: the row under its lock, with stage, session, whether the session has related alerts and
-        # the execution's last timeline number; then the lease.
+        # the execution's last timeline number; then the lease, and the row of the LLM call about to start (a
+        # call whose process dies still leaves one: the sweeper closes it as interrupted).
         "BEGIN",
         "SELECT tarsy_agentexecution",
         "UPDATE tarsy_agentexecution",
+        "INSERT tarsy_llminteraction",
         "COMMIT",
         # The stored conversation, with the next message number.
         "SELECT tarsy_message",
-        # Before the LLM call: the streamed event shows at once, with its catch-up event. (A step past half its
-        # lease would first check that its attempt still holds the claim: the fence, one UPDATE.)
+        # As the reply streams in: the streamed event shows at once, with its catch-up event. (A step past half
+        # its lease would first check that its attempt still holds the claim: the fence, one UPDATE.)
         "BEGIN",
         "INSERT tarsy_timelineevent",
         *NUMBERING,
         "INSERT tarsy_event",
         "COMMIT",
         # The completion: compare-and-set (on the iteration and the attempt, so the fence needs no statement of its
-        # own here) with the iteration's tokens, the session's totals, then the recorder's
-        # last batch (one INSERT per model: messages, the LLM record, the new feedback event; the streamed
-        # event completed; the catch-up events of both). The next iteration is queued after this commit.
+        # own here) with the iteration's tokens, then the recorder's last batch (one INSERT per model: messages,
+        # the new feedback event; the call's row completed; the streamed event completed; the catch-up events of
+        # both, numbered by the UPDATE that also adds the iteration's tokens to the session's totals). The next
+        # iteration is sent after this commit, without an outbox row (tarsy/outbox.py: SENT_FIRST).
         "BEGIN",
         "UPDATE tarsy_agentexecution",
-        "UPDATE tarsy_alertsession",
         "INSERT tarsy_message",
-        "INSERT tarsy_llminteraction",
         "INSERT tarsy_timelineevent",
+        "UPDATE tarsy_llminteraction",
         "UPDATE tarsy_timelineevent",
         *NUMBERING,
         "INSERT tarsy_event",
-        "INSERT tarsy_outboxtask",  # the next iteration's task, sent after the commit (tarsy/outbox.py)
         "COMMIT",
     ]
 
@@ -105,19 +106,20 @@ def test_an_iteration_with_a_tool_call(configure):
         "BEGIN",  # the claim, as above
         "SELECT tarsy_agentexecution",
         "UPDATE tarsy_agentexecution",
+        "INSERT tarsy_llminteraction",
         "COMMIT",
         "SELECT tarsy_message",  # the conversation
-        "BEGIN",  # the streamed thinking event, before the LLM call
+        "BEGIN",  # the streamed thinking event
         "INSERT tarsy_timelineevent",
         *NUMBERING,
         "INSERT tarsy_event",
         "COMMIT",
-        # Before the tool call: what the step recorded (the reply, the LLM record, the tool-call event shown at
-        # once with the pending ones in one INSERT, the thinking event completed, their catch-up events).
+        # Before the tool call: what the step recorded (the reply, the tool-call event shown at once with the
+        # pending ones in one INSERT, the call's row completed, the thinking event completed, their catch-up events).
         "BEGIN",
         "INSERT tarsy_message",
-        "INSERT tarsy_llminteraction",
         "INSERT tarsy_timelineevent",
+        "UPDATE tarsy_llminteraction",
         "UPDATE tarsy_timelineevent",
         *NUMBERING,
         "INSERT tarsy_event",
@@ -128,14 +130,12 @@ def test_an_iteration_with_a_tool_call(configure):
         # The completion, as above, with the tool's MCP record and the observation.
         "BEGIN",
         "UPDATE tarsy_agentexecution",
-        "UPDATE tarsy_alertsession",
         "INSERT tarsy_message",
         "INSERT tarsy_mcpinteraction",
         "INSERT tarsy_timelineevent",
         "UPDATE tarsy_timelineevent",
         *NUMBERING,
         "INSERT tarsy_event",
-        "INSERT tarsy_outboxtask",
         "COMMIT",
     ]
 
@@ -150,6 +150,7 @@ def test_the_last_iteration_of_a_one_agent_stage(configure):
         "BEGIN",  # the claim, the conversation and the streamed event, as above
         "SELECT tarsy_agentexecution",
         "UPDATE tarsy_agentexecution",
+        "INSERT tarsy_llminteraction",
         "COMMIT",
         "SELECT tarsy_message",
         "BEGIN",
@@ -159,17 +160,16 @@ def test_the_last_iteration_of_a_one_agent_stage(configure):
         "COMMIT",
         "BEGIN",  # the completion and the batch's last rows, as above
         "UPDATE tarsy_agentexecution",
-        "UPDATE tarsy_alertsession",
         "INSERT tarsy_message",
-        "INSERT tarsy_llminteraction",
         "INSERT tarsy_timelineevent",
+        "UPDATE tarsy_llminteraction",
         "UPDATE tarsy_timelineevent",
         *NUMBERING,
         "INSERT tarsy_event",
         # execution_end joins this transaction (no savepoint): the terminal compare-and-set and the stage it
         # belongs to; the stage under its lock with its executions (read once, for the join and the event);
         # the stage closed and its event; the session under its lock to decide what follows (its finish,
-        # queued after the commit).
+        # queued after the commit through the outbox).
         "UPDATE tarsy_agentexecution",
         "SELECT tarsy_agentexecution",
         "SELECT tarsy_stage",

@@ -20,8 +20,7 @@ from controllers.base import StepStatus
 from controllers.registry import controller_for
 from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, Stage, TimelineEvent
 from tarsy.pipeline.execution_context import build_execution_context
-from tarsy.pipeline.iteration import iteration_begin, iteration_run
-from tarsy.services.recorder import DbRecorder
+from tarsy.pipeline.iteration import iteration_begin, iteration_recorder, iteration_run
 from tarsy.services.sessions import session_set_status
 from tests.support.processes import wait_for
 
@@ -54,9 +53,7 @@ WORKER_PATIENCE_S = 30  # the worker starts its own MCP server (~1 s) before it 
 
 
 def _context(execution: AgentExecution, iteration: int):
-    recorder = DbRecorder(session_id=execution.session_id, stage_id=execution.stage_id, execution_id=execution.id,
-                          iteration=iteration)
-    return build_execution_context(execution, iteration, recorder)
+    return build_execution_context(execution, iteration, iteration_recorder(execution, iteration))
 
 
 @pytest.fixture

@@ -74,6 +74,7 @@ class InMemoryRecorder:
     events: list[Event] = field(default_factory=list)
     mcp: list[MCPInteractionRecord] = field(default_factory=list)
     llm: list[LLMInteractionRecord] = field(default_factory=list)
+    started: list[str] = field(default_factory=list)  # interaction types of the calls begun
     messages: list[ConversationMessage] = field(default_factory=list)
     evidence_count: int = 0
 
@@ -100,6 +101,9 @@ class InMemoryRecorder:
                   status: str = "completed") -> int:
         self.events.append(Event(len(self.events) + 1, event_type, content, dict(metadata or {}), status))
         return len(self.events)
+
+    def llm_call_started(self, interaction_type: str, provider: str, model: str) -> None:
+        self.started.append(interaction_type)
 
     def record_llm_interaction(self, record: LLMInteractionRecord) -> None:
         self.llm.append(record)
