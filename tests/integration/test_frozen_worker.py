@@ -28,15 +28,20 @@ def test_a_worker_frozen_past_its_leases_loses_nothing_and_lands_no_late_write(s
     scripted_config(SCRIPT, tarsy={"defaults": {"iteration_timeout": "6s"},
                                    "queue": {"max_concurrent_sessions": SESSIONS}}, chunk_size=20)
     env = {"TARSY_HARD_LIMIT_GRACE": "2"}
-    frozen, survivor = worker(pool="threads", concurrency=16, **env), worker(pool="threads", concurrency=16, **env)
+    frozen = worker(pool="threads", concurrency=16, **env)
     beat(interval=1.0, **env)
     ids = [session_submit(alert_type="kubernetes", data=f"alert {i}").id for i in range(SESSIONS)]
-    wait_for(lambda: AgentExecution.objects.filter(session_id__in=ids, lease_expires_at__isnull=False).count()
-             == SESSIONS, timeout=90, message="every session's iteration running")
+    running = AgentExecution.objects.filter(session_id__in=ids, lease_expires_at__isnull=False)
+    wait_for(lambda: running.count() == SESSIONS, timeout=90, message="every session's iteration running")
 
-    frozen.kill(signal.SIGSTOP)  # with its share of the iterations in flight
+    survivor = worker(pool="threads", concurrency=16, **env)
+    frozen.kill(signal.SIGSTOP)  # with every iteration in flight, and a read of the broker pending
     frozen_at = time.monotonic()
-    time.sleep(LEASE_S + 6)  # the leases run out; the broker hands the frozen worker whatever it was waiting for
+    # Frozen until the other worker has taken every iteration over, once its lease ran out; meanwhile the broker
+    # hands the frozen worker what its pending read asked for.
+    wait_for(lambda: AgentExecution.objects.filter(session_id__in=ids, resume_count__gte=1).count() == SESSIONS,
+             timeout=90, message="the other worker to take the iterations over")
+    time.sleep(2)
     frozen.kill(signal.SIGCONT)
 
     rows = wait_terminal(ids, LEASE_S + 60 - (time.monotonic() - frozen_at), survivor)
@@ -44,7 +49,8 @@ def test_a_worker_frozen_past_its_leases_loses_nothing_and_lands_no_late_write(s
     for row in rows:
         assert row.final_analysis == "the pod lacks memory."
         assert_no_duplicates(row.id)  # one recorded call per iteration: the frozen attempts' were superseded
-    assert not TimelineEvent.objects.filter(session_id__in=ids, event_type="error").exists()  # no late timeout
+    timeouts = TimelineEvent.objects.filter(session_id__in=ids, event_type="error", status="timed_out")
+    assert list(timeouts.values_list("content", flat=True)) == []  # the woken attempts' missed deadlines: fenced
     log = frozen.log()
     assert frozen.popen.poll() is None, log[-4000:]  # woken, it kept serving
     assert "this process was suspended" in log

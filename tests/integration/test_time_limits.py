@@ -39,5 +39,6 @@ def test_a_step_wedged_past_its_lease_runs_again_and_its_late_writes_land_nowher
     assert "passed its hard time limit" in log
     assert "was taken over; its writes are dropped" in log
     assert proc.popen.poll() is None  # the process kept serving
-    assert not TimelineEvent.objects.filter(session=done, event_type="error").exists()  # no late timeout landed
+    timeouts = TimelineEvent.objects.filter(session=done, event_type="error", status="timed_out")
+    assert list(timeouts.values_list("content", flat=True)) == []  # the wedged attempt's timeout: fenced
     assert_no_duplicates(done.id)
