@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tarsy.models import AgentExecution, TimelineEvent
+from tarsy.models import AgentExecution
 from tarsy.services.sessions import session_submit
 from tests.support.processes import wait_for
 from tests.support.sessions import assert_no_duplicates, wait_terminal
@@ -49,8 +49,6 @@ def test_a_worker_frozen_past_its_leases_loses_nothing_and_lands_no_late_write(s
     for row in rows:
         assert row.final_analysis == "the pod lacks memory."
         assert_no_duplicates(row.id)  # one recorded call per iteration: the frozen attempts' were superseded
-    timeouts = TimelineEvent.objects.filter(session_id__in=ids, event_type="error", status="timed_out")
-    assert list(timeouts.values_list("content", flat=True)) == []  # the woken attempts' missed deadlines: fenced
     log = frozen.log()
     assert frozen.popen.poll() is None, log[-4000:]  # woken, it kept serving
     assert "this process was suspended" in log
