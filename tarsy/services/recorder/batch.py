@@ -111,7 +111,7 @@ class WriteBatch:
         and SQLite's single writer alike); it also stamps the heartbeat. When a later attempt holds the row, this
         one's LLM and MCP records are still kept (`keep`), marked superseded (the calls were made); nothing else
         is."""
-        if self.attempt is None:  # a recorder outside a claim (chat replays, tests): nothing to fence
+        if self.attempt is None:  # a recorder without a claim's attempt: nothing to fence
             return True
         if AgentExecution.objects.filter(id=self.execution_id, attempt=self.attempt).update(
                 last_heartbeat_at=timezone.now()):
