@@ -4,12 +4,14 @@ turns the pipeline's decisions into tasks (installed in every process from the t
 from __future__ import annotations
 
 import gc
+import logging
 import os
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from celery import Celery, Task
+from celery import Celery, Task, bootsteps
 from celery.signals import (
     before_task_publish,
     task_postrun,
@@ -64,6 +66,38 @@ class TarsyTask(Task):
 app = Celery("tarsy", task_cls=TarsyTask)
 app.config_from_object(DjangoCelerySettings(), namespace="CELERY")
 app.autodiscover_tasks(["tarsy"], related_name="tasks", force=True)
+
+
+
+class BrokerRestartWatch(bootsteps.StartStopStep):
+    """At each connection of a worker to the broker (its first, and every one after a loss): a broker that
+    restarted since TARSy last saw it lost the tasks queued in it, and they are re-driven now
+    (tarsy.pipeline.redrive). In a thread of its own, so the worker consumes meanwhile."""
+
+    requires = {"celery.worker.consumer.tasks:Tasks"}
+
+    def start(self, c) -> None:
+        from django.conf import settings
+
+        url = settings.CELERY_BROKER_URL
+        if url.startswith(("redis://", "rediss://", "unix://")):
+            threading.Thread(target=_check_broker, args=(url,), name="tarsy-broker-watch", daemon=True).start()
+
+
+def _check_broker(url: str) -> None:
+    from django.db import connections
+
+    from tarsy.pipeline.redrive import broker_check
+
+    try:
+        broker_check(url)
+    except Exception:  # the broker went away again, or the database: the next connection checks anew
+        logging.getLogger(__name__).exception("could not check the broker for a restart")
+    finally:
+        connections.close_all()
+
+
+app.steps["consumer"].add(BrokerRestartWatch)
 
 SWEEP_INTERVAL_S = float(os.environ.get("TARSY_SWEEP_INTERVAL", "10"))  # lost tasks are found within this
 RETENTION_INTERVAL_S = 3600.0
@@ -173,21 +207,21 @@ def _serve_metrics(sender=None, **kwargs) -> None:
 
 @worker_init.connect
 def _hold_time_limits(sender=None, **kwargs) -> None:
-    """Pools other than prefork drop Celery's time limits: TARSy's watchdog holds them (tarsy.watchdog)."""
+    """Pools other than prefork drop Celery's time limits: TARSy's watchdog watches them (tarsy.watchdog)."""
     if not _forking_pool(getattr(sender, "pool_cls", None)):
-        hold_time_limits(stops_process=True)
+        hold_time_limits()
 
 
-def hold_time_limits(*, stops_process: bool) -> None:
-    """Watch every task this process runs (see tarsy.watchdog; embedded mode's worker does not stop the process)."""
+def hold_time_limits() -> None:
+    """Watch every task this process runs against its hard limit (see tarsy.watchdog)."""
     from tarsy.watchdog import Watchdog
 
-    watchdog = Watchdog(stops_process=stops_process)
+    watchdog = Watchdog()
     watchdog.start()
 
     def started(task_id=None, task=None, **kwargs) -> None:
-        hard, soft = task.request.timelimit or (None, None)
-        watchdog.task_started(task_id, task.name, soft=soft, hard=hard)
+        hard, _ = task.request.timelimit or (None, None)
+        watchdog.task_started(task_id, task.name, hard=hard)
 
     def ended(task_id=None, **kwargs) -> None:
         watchdog.task_ended(task_id)

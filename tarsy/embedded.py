@@ -27,7 +27,7 @@ class EmbeddedWorker:
     """A Celery WorkController in a background thread (no signal handlers: not the main thread)."""
 
     def __init__(self, concurrency: int = EMBEDDED_WORKER_THREADS):
-        hold_time_limits(stops_process=False)  # the threads pool drops Celery's; the web process must not exit
+        hold_time_limits()  # the threads pool drops Celery's limits; the watchdog reports overdue tasks
         self.controller = WorkController(app=app, pool_cls="threads", concurrency=concurrency, loglevel="WARNING",
                                          without_heartbeat=True, without_mingle=True, without_gossip=True,
                                          queues=[app.conf.task_default_queue], hostname=f"embedded@{os.getpid()}")

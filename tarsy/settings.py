@@ -240,8 +240,13 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None  # a broker outage must not end the 
 # redelivered copy a no-op.
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    # Unacked tasks are redelivered after this; it must exceed the longest hard limit.
-    "visibility_timeout": MAX_ITERATION_TIMEOUT_S + ITERATION_HARD_LIMIT_GRACE_S + 600,
+    # No unacked copies in Redis (kombu's ack emulation): the database's lease, the sweeper and the re-drive after
+    # a broker restart (tarsy/pipeline/redrive.py) bring lost work back, in seconds to minutes where a visibility
+    # timeout would take one hard limit and more. With the copies, a threads worker that lost the broker while
+    # tasks ran died restoring them: kombu's Redis QoS reopens a pool through the connection the consumer had
+    # already detached, and raises AttributeError ("Unrecoverable error"). Without them a delivered message is
+    # still put back on a warm shutdown (kombu's in-memory restore, which logs its failures and goes on).
+    "ack_emulation": False,
     "global_keyprefix": os.environ.get("TARSY_BROKER_PREFIX", ""),
     "health_check_interval": 10,  # notice a dead Redis connection (e.g. after a Redis restart) within seconds
     "socket_keepalive": True,

@@ -75,9 +75,10 @@ class ScriptError(_Strict):
 class ScriptStall(_Strict):
     """Hold the call without heeding its deadline, as a wedged SDK or parser would (the time-limit fault tests).
 
-    `spin`: a Python busy loop (a soft time limit stops it); `swallow`: a busy loop that catches every exception,
-    the soft limit's too (only the hard limit stops it). With `once_file`, only the call that creates the file
-    stalls, so the iteration re-run after it answers at once."""
+    `spin`: a Python busy loop (Celery's soft time limit stops it under prefork); `swallow`: a busy loop that
+    catches every exception, the soft limit's too (only prefork's hard limit stops it). On the threads pool
+    neither is stopped: the attempt outlives its lease and is fenced. With `once_file`, only the call that creates
+    the file stalls, so the iteration re-run after it answers at once."""
 
     seconds: float = Field(gt=0)
     mode: Literal["spin", "swallow"] = "spin"

@@ -99,6 +99,9 @@ def _claim(execution: AgentExecution, iteration: int) -> None:
     if execution.current_iteration == iteration:
         executions.iteration_discard(execution_id=execution.id, iteration=iteration)
         execution.last_event_sequence = None  # the discarded events' numbers are free again: looked up anew
+    # Read before the lease's clock: a process stopped between the claim and its recorder (SIGSTOP, a paused VM)
+    # wakes with its unfenced window gone, not starting afresh while another task may have taken the lease over.
+    execution.claimed_monotonic = time.monotonic()
     executions.execution_claim_iteration(execution=execution, iteration=iteration, now=timezone.now())
     execution.claimed_call = interactions.llm_call_open(execution=execution, iteration=iteration)
 
@@ -140,11 +143,11 @@ def _release(execution: AgentExecution, iteration: int) -> None:
 
 def iteration_recorder(execution: AgentExecution, iteration: int) -> DbRecorder:
     """The recorder of an iteration just claimed: it carries the claim's attempt, fenced once half the lease has
-    passed. Until then no other task can have taken the iteration over (that needs the lease to run out, by the
-    claimer's clock or a sweeper's a few seconds apart), so a write needs no check."""
+    passed since the claim. Until then no other task can have taken the iteration over (that needs the lease to
+    run out, by the claimer's clock or a sweeper's a few seconds apart), so a write needs no check."""
     return DbRecorder(session_id=execution.session_id, stage_id=execution.stage_id, execution_id=execution.id,
                       iteration=iteration, attempt=execution.attempt,
-                      unfenced_until=time.monotonic() + executions.lease_seconds(execution) / 2,
+                      unfenced_until=execution.claimed_monotonic + executions.lease_seconds(execution) / 2,
                       next_event_sequence=_next_event_sequence(execution),
                       claimed_call=getattr(execution, "claimed_call", None))
 

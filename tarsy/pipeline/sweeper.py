@@ -31,6 +31,7 @@ from tarsy.services import sub_agents as sub_agent_rows
 from . import actions, sub_agents
 from .dispatch import dispatch_pending
 from .finish import session_finish
+from .redrive import next_iteration
 from .stages import execution_end
 
 log = logging.getLogger(__name__)
@@ -97,8 +98,7 @@ def resume_decision(execution: AgentExecution, max_resumes: int) -> RunIteration
     resumes = execution.resume_count + 1
     if resumes > max_resumes:
         return EndExecution(str(execution.id), ExecStatus.FAILED, error=f"Lost its worker {resumes} times; giving up")
-    iteration = max(execution.current_iteration, execution.iterations_completed + 1)
-    return RunIteration(str(execution.id), iteration, execution.iteration_timeout_s)
+    return RunIteration(str(execution.id), next_iteration(execution), execution.iteration_timeout_s)
 
 
 def _resume_orphans() -> int:

@@ -44,6 +44,10 @@ def _rows_create(rows: list[Model]) -> None:
         model.objects.bulk_create(group)
 
 
+class _StoppedMidWrite(Exception):
+    """An unfenced write outlived the window it started in, and a later attempt holds the iteration now."""
+
+
 class AttemptSuperseded(Exception):
     """A later attempt has claimed this iteration (this task's lease ran out): nothing of this one may land."""
 
@@ -89,25 +93,45 @@ class WriteBatch:
             self._superseded()
 
     def _write_fenced(self, fenced: bool) -> bool:
-        with transaction.atomic(savepoint=False):
-            held = fenced or self._attempt_holds()
-            if held:
-                self._write_pending()
+        new_rows = [row for row, _ in self._rows]
+        calls, texts = new_rows + self._completed_calls, dict(self._texts)
+        try:
+            with transaction.atomic(savepoint=False):
+                unfenced = not fenced and self._unfenced()
+                held = fenced or unfenced or self._attempt_holds()
+                if held:
+                    self._write_pending()
+                    if unfenced and not self._unfenced() and not self._attempt_holds(keep=False):
+                        raise _StoppedMidWrite  # rolls the write back
+        except _StoppedMidWrite:
+            for row in new_rows:
+                row.pk = None  # the rolled-back INSERT's ids are not theirs
+            interactions.interactions_keep_superseded(session_id=self.session_id, execution_id=self.execution_id,
+                                                      rows=calls, texts=texts)
+            held = False
         return held
 
-    def _attempt_holds(self) -> bool:
+    def _unfenced(self) -> bool:
+        """Within the claim's first half-lease, when no other task can have taken the iteration over. A process
+        stopped in the middle of a write (SIGSTOP, a paused VM) finds the window gone after it: that write is
+        checked before its commit."""
+        return self.attempt is None or not self.execution_id or time.monotonic() < self.unfenced_until
+
+    def _attempt_holds(self, *, keep: bool = True) -> bool:
         """The fence: an UPDATE of the execution row while this attempt is the current one. Its row lock, held to
         the commit, orders the write after or before a takeover's claim, never across it (PostgreSQL's FOR UPDATE
         and SQLite's single writer alike); it also stamps the heartbeat. When a later attempt holds the row, this
-        one's LLM and MCP records are still kept, marked superseded (the calls were made); nothing else is."""
-        if self.attempt is None or not self.execution_id or time.monotonic() < self.unfenced_until:
+        one's LLM and MCP records are still kept (`keep`), marked superseded (the calls were made); nothing else
+        is."""
+        if self.attempt is None:  # a recorder without a claim's attempt: nothing to fence
             return True
         if AgentExecution.objects.filter(id=self.execution_id, attempt=self.attempt).update(
                 last_heartbeat_at=timezone.now()):
             return True
-        interactions.interactions_keep_superseded(session_id=self.session_id, execution_id=self.execution_id,
-                                                  rows=[row for row, _ in self._rows] + self._completed_calls,
-                                                  texts=self._texts)
+        if keep:
+            interactions.interactions_keep_superseded(session_id=self.session_id, execution_id=self.execution_id,
+                                                      rows=[row for row, _ in self._rows] + self._completed_calls,
+                                                      texts=self._texts)
         return False
 
     def _superseded(self) -> NoReturn:

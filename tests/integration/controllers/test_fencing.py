@@ -4,6 +4,7 @@ took its iteration over can write nothing but the record of the calls it made.""
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -91,6 +92,31 @@ def test_an_attempt_waking_after_its_lease_was_taken_over_lands_only_its_calls(c
     stored = LLMInteraction.objects.filter(execution_id=execution_id)
     assert execution.total_tokens == sum(stored.values_list("total_tokens", flat=True)) == 1100 * 2 + 2200
     assert AlertSession.objects.get(id=session.id).total_tokens >= execution.total_tokens
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_an_attempt_stopped_between_its_claim_and_its_first_write_is_fenced_on_waking(configure):
+    """The unfenced start of a step counts from the claim: a process stopped right after claiming (SIGSTOP) and
+    woken once another task took the iteration over writes nothing."""
+    configure({"SreAgent": SCRIPT}, iteration_timeout=3)
+    session = start_session()
+    execution_id = only_execution(session).id
+    stale = iteration_begin(execution_id, 1)
+    time.sleep(1.7)  # stopped past half its lease (1.6 s) ...
+    _lease_runs_out(execution_id)
+    fresh = iteration_begin(execution_id, 1)  # ... while the sweeper's re-run claimed the iteration
+    stale_recorder = iteration_recorder(stale, 1)  # the stopped process wakes and goes on with its step
+    with pytest.raises(AttemptSuperseded):
+        controller_for("react").step(build_execution_context(stale, 1, stale_recorder))
+    assert not TimelineEvent.objects.filter(execution_id=execution_id).exists()
+    assert not Message.objects.filter(execution_id=execution_id).exists()
+
+    fresh_recorder = iteration_recorder(fresh, 1)
+    outcome = controller_for("react").step(build_execution_context(fresh, 1, fresh_recorder))
+    iteration_finish(execution_id, 1, outcome, recorder=fresh_recorder)
+    assert run_to_end(execution_id)[-1].status is StepStatus.COMPLETED
+    assert_no_duplicates(session.id)
 
 
 @pytest.mark.django_db(transaction=True)

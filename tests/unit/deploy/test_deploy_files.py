@@ -148,6 +148,13 @@ def test_compose_healthchecks(compose):
     assert "http://127.0.0.1:8000/health" in services["web"]["healthcheck"]["test"]
 
 
+def test_compose_redis_keeps_the_task_queue_in_an_append_only_file_on_a_volume(compose):
+    redis = compose["services"]["redis"]
+    command = redis["command"]
+    assert command[0] == "redis-server" and command[command.index("--appendonly") + 1] == "yes"
+    assert any(volume.endswith(":/data") for volume in redis["volumes"])  # the image's working directory
+
+
 def test_compose_named_volumes_are_declared(compose):
     declared = set(compose.get("volumes", {}))
     for service in compose["services"].values():
