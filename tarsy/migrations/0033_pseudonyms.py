@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tarsy', '0031_memory_verbose_name_plural'),
+        ('tarsy', '0032_llm_call_status'),
     ]
 
     operations = [
