@@ -109,6 +109,13 @@ class WriteBatch:
             interactions.interactions_keep_superseded(session_id=self.session_id, execution_id=self.execution_id,
                                                       rows=calls, texts=texts)
             held = False
+            return held
+        if held and fenced:
+            # Forgotten once the caller's transaction commits: a completion that rolls back (retried after a lost
+            # connection) writes the batch again.
+            transaction.on_commit(self.discard)
+        elif held:
+            self.discard()
         return held
 
     def _unfenced(self) -> bool:
@@ -155,9 +162,6 @@ class WriteBatch:
         for row, observe in self._rows:
             if observe is not None:
                 observe(row)
-        # Forgotten once the transaction commits: a write that fails, or whose caller's transaction rolls back
-        # (the iteration's completion, retried after a lost connection), leaves the batch to be written again.
-        transaction.on_commit(self.discard)
 
     def discard(self) -> None:
         """Forget what is pending (a batch that cannot be written); the usage tally stays with its calls' rows."""
