@@ -17,8 +17,8 @@ from typing import Any
 
 from agents.config import load_config
 from tarsy.config import set_config
+from tarsy.errors import Conflict
 from tarsy.models import AlertSession, TimelineEvent
-from tarsy.services.errors import Conflict
 
 from .capture import export_session, finished_session
 from .runconfig import RunPlan, write_run_config

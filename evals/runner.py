@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from django.db import close_old_connections
 
+from tarsy.errors import ServiceError
 from tarsy.models import (
     TERMINAL_SESSION_STATUSES,
     ActionProposal,
@@ -31,7 +32,6 @@ from tarsy.models import (
     TimelineEvent,
 )
 from tarsy.pipeline.actions import action_decide
-from tarsy.services.errors import ServiceError
 from tarsy.services.sessions import session_cancel, session_submit
 
 from .judge import Judgement, judge

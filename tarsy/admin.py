@@ -13,9 +13,9 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
+from tarsy.errors import ServiceError
 from tarsy.selectors.conversations import llm_conversations
 from tarsy.services import memories, silences
-from tarsy.services.errors import ServiceError
 
 from .models import (
     AgentExecution,

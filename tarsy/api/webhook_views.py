@@ -16,12 +16,12 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
+from tarsy.errors import NotFound, ServiceUnavailable, ValidationFailed
 from tarsy.identity import DEFAULT_AUTHOR, request_author
 from tarsy.intake import payloads, replay, signatures
 from tarsy.intake.items import Batch
 from tarsy.links import session_url
 from tarsy.services import intake as intake_service
-from tarsy.services.errors import NotFound, ServiceUnavailable, ValidationFailed
 
 from .base import AUTH_ERRORS, JsonAPIView, errors
 from .throttles import IntakeThrottle
