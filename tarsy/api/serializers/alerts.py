@@ -31,7 +31,9 @@ class MCPSelectionSerializer(serializers.Serializer):
 
 class AlertSubmitSerializer(serializers.Serializer):
     alert_type = serializers.CharField(required=False, allow_blank=True, max_length=200)
-    data = serializers.JSONField(help_text="Alert payload: any JSON value or text; stored as text")
+    # DRF's metaclass takes declared fields off the class; the stubs read `data` as Serializer.data.
+    data = serializers.JSONField(  # type: ignore[assignment]
+        help_text="Alert payload: any JSON value or text; stored as text")
     runbook = serializers.CharField(required=False, allow_blank=True, max_length=2048)
     mcp = MCPSelectionSerializer(required=False, allow_null=True)
     fingerprint = serializers.CharField(required=False, allow_blank=True, max_length=128,
