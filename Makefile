@@ -28,8 +28,10 @@ test: $(VENV)/.dev
 test-fast: $(VENV)/.dev
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
+# ruff, then the layer rules (import-linter contracts in pyproject.toml).
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check agents controllers tarsy tests evals
+	$(VENV)/bin/lint-imports
 
 # The paths it checks and the per-module exceptions are in pyproject.toml ([tool.mypy]).
 typecheck: $(VENV)/.dev
@@ -39,4 +41,4 @@ check-config: $(VENV)/.runtime
 	$(PY) manage.py check_config --config-dir deploy/config
 
 clean:
-	rm -rf $(VENV) var .pytest_cache
+	rm -rf $(VENV) var .pytest_cache .import_linter_cache

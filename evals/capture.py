@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from agents.mcp.masking.boundary import mask_text
+from tarsy.errors import Conflict, NotFound
 from tarsy.models import (
     TERMINAL_SESSION_STATUSES,
     AlertSession,
@@ -29,7 +30,6 @@ from tarsy.models import (
     SessionReview,
 )
 from tarsy.selectors.conversations import llm_conversations
-from tarsy.services.errors import Conflict, NotFound
 from tarsy.services.sessions import session_get
 
 from .fixture_tools import TOOLS

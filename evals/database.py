@@ -40,8 +40,8 @@ def _switch(name: str | Path, env: str | None) -> None:
     """`env`: TARSY_DATABASE_NAME for the stdio children started from now on (the built-in `tarsy` MCP server
     must read the memories and sessions of the database the run writes to); None removes it."""
     connections.close_all()
-    connections["default"].settings_dict["NAME"] = name
-    settings.DATABASES["default"]["NAME"] = name
+    connections["default"].settings_dict["NAME"] = str(name)
+    settings.DATABASES["default"]["NAME"] = str(name)
     if env is None:
         os.environ.pop(DATABASE_NAME_ENV, None)
     else:

@@ -17,8 +17,8 @@ from typing import Any
 
 from agents.config import load_config
 from tarsy.config import set_config
+from tarsy.errors import Conflict
 from tarsy.models import AlertSession, TimelineEvent
-from tarsy.services.errors import Conflict
 
 from .capture import export_session, finished_session
 from .runconfig import RunPlan, write_run_config
@@ -63,7 +63,7 @@ def timeline(session_id: Any, names: dict[str, str] | None = None) -> dict[str, 
                                                               "sequence_number", "id"))
     for event in events:
         key = (f"stage #{event.stage.index} {event.stage.name} / {event.execution.agent_name}"
-               if event.execution_id and event.stage_id else "session")
+               if event.execution is not None and event.stage is not None else "session")
         groups.setdefault(key, []).append(_view(event))
     return _rename(groups, names or {})
 

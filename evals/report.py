@@ -17,7 +17,7 @@ import shutil
 import sys
 from collections import defaultdict
 from statistics import mean
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -116,8 +116,10 @@ def _by_scenario(results: list[RunResult]) -> dict[str, list[RunResult]]:
 def table(results: list[RunResult], totals: dict[str, Any], *, terminal: bool) -> str:
     """The per-scenario table and the totals line, rendered as text."""
     grid = Table(title=f"Eval: {totals['provider']}", title_justify="left", show_lines=False)
-    for column, justify in (("scenario", "left"), ("result", "left"), ("iter", "right"), ("tools", "right"),
-                            ("tokens", "right"), ("time s", "right"), ("problems", "left")):
+    columns: tuple[tuple[str, Literal["left", "right"]], ...] = (
+        ("scenario", "left"), ("result", "left"), ("iter", "right"), ("tools", "right"), ("tokens", "right"),
+        ("time s", "right"), ("problems", "left"))
+    for column, justify in columns:
         grid.add_column(column, justify=justify, overflow="fold")
     for name, runs in _by_scenario(results).items():
         marks = " ".join(MARK[r.score.outcome] for r in runs)

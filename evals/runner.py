@@ -18,9 +18,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from uuid import UUID
 
 from django.db import close_old_connections
 
+from tarsy.errors import ServiceError
 from tarsy.models import (
     TERMINAL_SESSION_STATUSES,
     ActionProposal,
@@ -31,7 +33,6 @@ from tarsy.models import (
     TimelineEvent,
 )
 from tarsy.pipeline.actions import action_decide
-from tarsy.services.errors import ServiceError
 from tarsy.services.sessions import session_cancel, session_submit
 
 from .judge import Judgement, judge
@@ -59,7 +60,7 @@ class RunResult:
         return self.plan.scenario.name
 
 
-def _evidence_ids(session_id: str) -> dict[tuple[str, str, str], list[str]]:
+def _evidence_ids(session_id: UUID) -> dict[tuple[str, str, str], list[str]]:
     """The evidence ids of the session's tool results, per (execution, server, tool), in the order they came: the
     k-th belongs to the k-th call of that tool by that execution."""
     ids: dict[tuple[str, str, str], list[str]] = {}
@@ -87,17 +88,17 @@ def observe(session_id: str, servers: dict[str, str], write_servers: dict[str, s
     tokens are not (they were spent)."""
     session = AlertSession.all_objects.get(id=session_id)
     logical = _logical(servers, write_servers)
-    made = MCPInteraction.objects.filter(session_id=session_id, superseded=False).order_by("created_at", "id")
-    evidence = _evidence_ids(session_id)
+    made = MCPInteraction.objects.filter(session_id=session.id, superseded=False).order_by("created_at", "id")
+    evidence = _evidence_ids(session.id)
     calls = []
     for m in made:
         ids = evidence.get((str(m.execution_id), m.server, m.tool)) or []
         calls.append(Call(logical.get(m.server, m.server), m.tool, m.arguments or {}, m.success, m.error_message,
                           m.result, ids.pop(0) if ids else ""))
     iterations = LLMInteraction.objects.filter(
-        session_id=session_id, interaction_type__in=INVESTIGATION_CALLS, superseded=False).exclude(
+        session_id=session.id, interaction_type__in=INVESTIGATION_CALLS, superseded=False).exclude(
         execution__stage__kind="chat").count()
-    proposals = [_proposal(r, logical) for r in ActionProposal.objects.filter(session_id=session_id)]
+    proposals = [_proposal(r, logical) for r in ActionProposal.objects.filter(session_id=session.id)]
     return Observation(status=session.status, error=session.error_message, final_analysis=session.final_analysis,
                        calls=calls, iterations=iterations, tokens=session.total_tokens, alert=session.alert_data,
                        proposals=proposals)

@@ -13,9 +13,9 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
+from tarsy.errors import ServiceError
 from tarsy.selectors.conversations import llm_conversations
 from tarsy.services import memories, silences
-from tarsy.services.errors import ServiceError
 
 from .models import (
     AgentExecution,
@@ -60,23 +60,21 @@ class ReadOnlyInline(ReadOnlyMixin, admin.TabularInline):
 
 class StageInline(ReadOnlyInline):
     model = Stage
-    fields = ["index", "name", "kind", "status", "parallel_type", "success_policy", "started_at", "completed_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("index", "name", "kind", "status", "parallel_type", "success_policy", "started_at",
+                                "completed_at")
 
 
 class ExecutionInline(ReadOnlyInline):
     model = AgentExecution
     fk_name = "stage"
-    fields = ["agent_name", "iteration_strategy", "llm_provider", "status", "current_iteration", "total_tokens",
-              "error_message"]
-    readonly_fields = fields
+    fields = readonly_fields = ("agent_name", "iteration_strategy", "llm_provider", "status", "current_iteration",
+                                "total_tokens", "error_message")
 
 
 class TimelineInline(ReadOnlyInline):
     model = TimelineEvent
     fk_name = "execution"
-    fields = ["sequence_number", "iteration", "event_type", "status", "short_content"]
-    readonly_fields = fields
+    fields = readonly_fields = ("sequence_number", "iteration", "event_type", "status", "short_content")
 
     @admin.display(description="content")
     def short_content(self, obj):
@@ -85,8 +83,7 @@ class TimelineInline(ReadOnlyInline):
 
 class MessageInline(ReadOnlyInline):
     model = Message
-    fields = ["sequence_number", "iteration", "role", "short_content", "tool_name", "tool_call_id"]
-    readonly_fields = fields
+    fields = readonly_fields = ("sequence_number", "iteration", "role", "short_content", "tool_name", "tool_call_id")
 
     @admin.display(description="content")
     def short_content(self, obj):
@@ -111,23 +108,21 @@ class DeletedFilter(admin.SimpleListFilter):
 class ScoreInline(ReadOnlyMixin, admin.StackedInline):
     model = SessionScore
     can_delete = False
-    fields = ["status", "score", "support", "scorer_score", "tags", "rationale", "signals", "provider", "model",
-              "error", "requested_at", "scored_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("status", "score", "support", "scorer_score", "tags", "rationale", "signals",
+                                "provider", "model", "error", "requested_at", "scored_at")
 
 
 class ReviewInline(ReadOnlyMixin, admin.StackedInline):
     model = SessionReview
     can_delete = False
-    fields = ["rating", "author", "feedback", "action_taken", "created_at", "updated_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("rating", "author", "feedback", "action_taken", "created_at", "updated_at")
 
 
 class TriageActivityInline(ReadOnlyInline):
     model = TriageActivity
     can_delete = False
-    fields = ["created_at", "actor", "action", "from_status", "to_status", "assignee", "resolution", "note"]
-    readonly_fields = fields
+    fields = readonly_fields = ("created_at", "actor", "action", "from_status", "to_status", "assignee", "resolution",
+                                "note")
 
 
 @admin.register(AlertSession)
@@ -253,8 +248,7 @@ class EventAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 class ChatUserMessageInline(ReadOnlyInline):
     model = ChatUserMessage
-    fields = ["content", "author", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("content", "author", "created_at")
 
 
 @admin.register(Chat)
@@ -278,8 +272,7 @@ class APITokenAdmin(admin.ModelAdmin):
     shows the token once; only its digest is stored, and not shown here."""
 
     list_display = ["user", "created_at"]
-    fields = ["user", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("user", "created_at")
     search_fields = ["user__username"]
 
     def has_add_permission(self, request, obj=None):
@@ -348,15 +341,15 @@ class SilenceForm(forms.ModelForm):
         fields = ["alert_type", "matchers", "mode", "starts_at", "ends_at", "reason"]
 
     def clean(self):
-        data = super().clean()
+        data = super().clean() or {}
+        if data.get("ends_at") is None:  # missing or not a date: its own field error says which
+            raise forms.ValidationError("starts_at and ends_at are required")
         try:
             self.silence_fields = silences.silence_validate(
-                reason=data.get("reason", ""), ends_at=data.get("ends_at"), starts_at=data.get("starts_at"),
+                reason=data.get("reason", ""), ends_at=data["ends_at"], starts_at=data.get("starts_at"),
                 alert_type=data.get("alert_type", ""), matchers=data.get("matchers"), mode=data.get("mode", ""))
         except ServiceError as exc:
             raise forms.ValidationError(exc.message) from exc
-        except TypeError as exc:  # a date missing: its own field error says which
-            raise forms.ValidationError("starts_at and ends_at are required") from exc
         return data
 
 

@@ -173,8 +173,8 @@ def apply_retention() -> None:
 def run_check(name: str) -> None:
     """Beat's entry for a proactive check (tarsy.celery.schedule_checks): queue a run through intake. A run
     still in flight or a check gone from the configuration since beat started is logged, not retried."""
+    from tarsy.errors import Conflict, NotFound
     from tarsy.services.checks import check_run
-    from tarsy.services.errors import Conflict, NotFound
 
     try:
         session = check_run(name=name)

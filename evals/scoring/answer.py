@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,7 +106,7 @@ def _pasted(words: list[str], output: str) -> bool:
                for lead in range(min(LEAD_WORDS, len(words)) + 1))
 
 
-def parse(text: str, *, tool_results: list[str] = (), alert: Any = "") -> Answer:
+def parse(text: str, *, tool_results: Sequence[str] = (), alert: Any = "") -> Answer:
     """Split an answer into its conclusion and what it quotes."""
     set_aside: list[str] = []
 
@@ -115,7 +116,7 @@ def parse(text: str, *, tool_results: list[str] = (), alert: Any = "") -> Answer
 
     text = _QUOTE_LINE.sub(aside, _FENCE.sub(aside, text))
     sources = _sources(list(tool_results), alert)
-    kept = []
+    kept: list[str] = []
     for line in text.splitlines():
         (set_aside if _copied(line, sources) else kept).append(line)
     text = "\n".join(kept)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.renderers import JSONRenderer
+from rest_framework.views import APIView
 
 
-class JsonErrors:
+class JsonErrors(APIView):
     def handle_exception(self, exc):
         self.request.accepted_renderer = JSONRenderer()
         self.request.accepted_media_type = JSONRenderer.media_type

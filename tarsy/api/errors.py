@@ -11,7 +11,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from tarsy.services.errors import ServiceError
+from tarsy.errors import ServiceError
 from tarsy.web.responses import json_error
 
 log = logging.getLogger("tarsy.api")

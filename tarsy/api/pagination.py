@@ -36,6 +36,7 @@ class SessionPagination(PageNumberPagination):
         return self.page_size
 
     def get_paginated_response(self, data):
+        assert self.page is not None, "DRF paginates the queryset before it asks for the response"
         return Response({
             "count": self.page.paginator.count,
             "page": self.page.number,

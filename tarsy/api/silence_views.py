@@ -6,11 +6,11 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.response import Response
 
+from tarsy.errors import NotFound
 from tarsy.identity import request_author
 from tarsy.selectors.checks import checks_overview
 from tarsy.selectors.silences import silence_detail, silences_list
 from tarsy.services import checks, silences
-from tarsy.services.errors import NotFound
 
 from .base import AUTH_ERRORS, JsonAPIView, errors
 from .pagination import SessionPagination

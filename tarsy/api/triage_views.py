@@ -5,10 +5,10 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
+from tarsy.errors import NotFound
 from tarsy.identity import request_author
 from tarsy.selectors.triage import session_triage
 from tarsy.services import triage
-from tarsy.services.errors import NotFound
 
 from .base import AUTH_ERRORS, JsonAPIView, errors
 from .serializers.triage import TriageBulkInSerializer, TriageBulkSerializer, TriageInSerializer, TriageSerializer

@@ -16,12 +16,14 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
+from agents.config.schema import GroupedSourceConfig
+from tarsy.config import get_config
+from tarsy.errors import NotFound, ServiceUnavailable, ValidationFailed
 from tarsy.identity import DEFAULT_AUTHOR, request_author
 from tarsy.intake import payloads, replay, signatures
 from tarsy.intake.items import Batch
 from tarsy.links import session_url
 from tarsy.services import intake as intake_service
-from tarsy.services.errors import NotFound, ServiceUnavailable, ValidationFailed
 
 from .base import AUTH_ERRORS, JsonAPIView, errors
 from .throttles import IntakeThrottle
@@ -143,8 +145,9 @@ class AlertmanagerWebhookView(WebhookView):
         return super().post(request)
 
     def read(self, body) -> Batch:
-        return payloads.read_group(self.source, body,
-                                   session_per=intake_service.source_config(self.source).session_per)
+        config = intake_service.source_config(self.source)
+        session_per = config.session_per if isinstance(config, GroupedSourceConfig) else "alert"
+        return payloads.read_group(self.source, body, session_per=session_per)
 
 
 class GrafanaWebhookView(AlertmanagerWebhookView):
@@ -165,7 +168,7 @@ class PagerDutyWebhookView(WebhookView):
         if not isinstance(request.user, WebhookSource):
             return super().post(request)
         event = self.parsed(payloads.pagerduty_event, request.data)
-        max_age = intake_service.source_config(self.source).max_event_age
+        max_age = get_config().intake.pagerduty.max_event_age
         problem = (replay.event_age_problem(event.occurred_at, max_age) if event.occurred_at
                    else "the event has no occurred_at")
         if problem:

@@ -55,7 +55,7 @@ def stacked_bars(rows: list[tuple[str, list[Segment]]], *, title: str, width: in
 
 def histogram(bins: list[int], *, title: str, band_classes: list[str]) -> SafeString:
     """Vertical bars of counts over equal score ranges (0–9, 10–19, …), coloured by the band each range is in."""
-    peak = max(bins) if bins and max(bins) else 1
+    peak = max(bins, default=0) or 1
     n = len(bins)
     plot_w, plot_h = HIST_W - HIST_PAD, HIST_H - 2 * HIST_PAD
     step = plot_w / n

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db.models import Prefetch
 from django.utils import timezone
+from django.utils.safestring import SafeString
 
 from agents.timeline_events import (
     ErrorMetadata,
@@ -84,7 +85,7 @@ class TimelineItem:
     label: str
     streaming: bool
     text: str = ""  # plain text (escaped by the template): streaming content, errors, pretty tool output
-    html: str = ""  # sanitized Markdown
+    html: SafeString = SafeString("")  # sanitized Markdown
     tool: str = ""
     arguments: str = ""
     duration: str = ""
@@ -131,7 +132,7 @@ def timeline_item(event: TimelineEvent) -> TimelineItem:
     _apply_metadata(item, read_metadata(event.event_type, event.metadata))
     if event.event_type == "llm_thinking" and item.source == "react":
         item.label = "Thought"
-    if event.event_type == "final_analysis" and event.stage_id and event.stage.kind == StageKind.CHAT:
+    if event.event_type == "final_analysis" and event.stage is not None and event.stage.kind == StageKind.CHAT:
         item.label = "Answer"
     if item.fallback_provider:
         item.label = f"{item.label} (fallback provider {item.fallback_provider})"
@@ -320,13 +321,22 @@ def _phase(session: AlertSession) -> str:
     return PHASES.get(event.event_type, event.event_type.replace("_", " "))
 
 
-def active_panels(active: dict[str, list[AlertSession]]) -> dict[str, list[AlertSession]]:
-    """The shared active/queued lists, each running session with its current stage and phase for its card."""
+@dataclass(frozen=True)
+class RunningCard:
+    """A running session's card: the session with its current stage and phase."""
+
+    session: AlertSession
+    stage_name: str
+    phase: str
+
+
+def active_panels(active: dict[str, list[AlertSession]]) -> dict[str, list[Any]]:
+    """The shared active/queued lists, each running session as a card with its current stage and phase."""
+    cards = []
     for session in active["active"]:
         stage = Stage.objects.filter(session=session).exclude(kind=StageKind.CHAT).order_by("-index").first()
-        session.stage_name = stage.name if stage else ""
-        session.phase = _phase(session)
-    return active
+        cards.append(RunningCard(session=session, stage_name=stage.name if stage else "", phase=_phase(session)))
+    return {**active, "active": cards}
 
 
 # ---- trace view ------------------------------------------------------------------------------------------------
@@ -382,10 +392,10 @@ class TraceExecution:
 def session_trace(session: AlertSession) -> dict[str, Any]:
     """Per stage → execution: LLM and MCP interactions in time order; session-level calls apart."""
     entries: dict[str, list[TraceEntry]] = defaultdict(list)
-    for row in llm_conversations(list(LLMInteraction.objects.filter(session=session).order_by("created_at", "id"))):
-        entries[str(row.execution_id or "")].append(_llm_entry(row))
-    for row in MCPInteraction.objects.filter(session=session).order_by("created_at", "id"):
-        entries[str(row.execution_id or "")].append(_mcp_entry(row))
+    for llm in llm_conversations(list(LLMInteraction.objects.filter(session=session).order_by("created_at", "id"))):
+        entries[str(llm.execution_id or "")].append(_llm_entry(llm))
+    for mcp in MCPInteraction.objects.filter(session=session).order_by("created_at", "id"):
+        entries[str(mcp.execution_id or "")].append(_mcp_entry(mcp))
     for rows in entries.values():
         rows.sort(key=lambda e: e.created_at)
     stages = []

@@ -46,7 +46,7 @@ def _band_segments(group: dict[str, Any]) -> list[charts.Segment]:
 
 def _review_segments(group: dict[str, Any]) -> list[charts.Segment]:
     unreviewed = group["sessions"] - sum(group["reviews"].values())
-    return [*(charts.Segment(RATING_LABELS[r], group["reviews"][r], RATING_CSS[r]) for r in Rating.values),
+    return [*(charts.Segment(RATING_LABELS[r], group["reviews"][r], RATING_CSS[r]) for r in Rating),
             charts.Segment("not reviewed", unreviewed, "seg-none")]
 
 

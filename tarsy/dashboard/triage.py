@@ -37,11 +37,11 @@ def triage_filters(query: QueryDict) -> tuple[TriageFilters, list[str]]:
         raw["severity"] = ""
     scores: dict[str, int | None] = {}
     for name in ("score_min", "score_max"):
-        value = ascii_int(raw[name]) if raw[name] else None
-        if raw[name] and (value is None or value > 100):
+        score = ascii_int(raw[name]) if raw[name] else None
+        if raw[name] and (score is None or score > 100):
             notes.append(f"The {name} filter was ignored: {printable(raw[name][:40])!r} is not a score from 0 to 100.")
-            raw[name], value = "", None
-        scores[name] = value
+            raw[name], score = "", None
+        scores[name] = score
     return TriageFilters(assignee=raw["assignee"][:255], severity=raw["severity"], chain_id=raw["chain_id"][:200],
                          score_min=scores["score_min"], score_max=scores["score_max"]), notes
 

@@ -23,16 +23,15 @@ def hash_plaintext_tokens(apps, schema_editor):
     connection = schema_editor.connection
     if PLAINTEXT_TABLE not in connection.introspection.table_names():
         return
-    quote = connection.ops.quote_name
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {quote('key')}, {quote('user_id')}, {quote('created')} FROM {quote(PLAINTEXT_TABLE)}")
+    with connection.cursor() as cursor:  # standard SQL quoting: PostgreSQL and SQLite alike
+        cursor.execute(f'SELECT "key", "user_id", "created" FROM "{PLAINTEXT_TABLE}"')
         rows = cursor.fetchall()
     APIToken = apps.get_model("tarsy", "APIToken")
     APIToken.objects.using(connection.alias).bulk_create([
         APIToken(user_id=user_id, digest=hashlib.sha256(key.encode()).hexdigest(), created_at=_aware(created))
         for key, user_id, created in rows
     ])
-    schema_editor.execute(f"DROP TABLE {quote(PLAINTEXT_TABLE)}")
+    schema_editor.execute(f'DROP TABLE "{PLAINTEXT_TABLE}"')
     MigrationRecorder(connection).migration_qs.filter(app="authtoken").delete()
 
 

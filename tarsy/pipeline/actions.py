@@ -35,9 +35,9 @@ from agents.mcp.masking.boundary import mask_arguments, mask_text
 from agents.prompts.fence import untrusted
 from tarsy.config import get_config
 from tarsy.decisions import EndExecution, RunIteration
+from tarsy.errors import Forbidden
 from tarsy.models import ActionOutcome, ActionProposal, AgentExecution, DryRunStatus, ExecStatus, ProposalStatus
 from tarsy.services import actions, executions
-from tarsy.services.errors import Forbidden
 
 from .action_guards import proposal_check, target_of
 from .sub_agents import IterationCalls, Refused, wake_parked

@@ -30,8 +30,8 @@ from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 from django_filters.fields import IsoDateTimeField
 
+from tarsy.errors import ValidationFailed
 from tarsy.models import FAILURE_TAGS, AlertSession, Rating, ScoreStatus, SessionStatus, Support, TimelineEvent
-from tarsy.services.errors import ValidationFailed
 
 # PostgreSQL: each timeline event's stored, GIN-indexed `to_tsvector('simple', content)` (migration 0003).
 # Unqualified: Django aliases the subquery's table, the only one in its scope with the column.
@@ -160,10 +160,13 @@ class SessionOrderingFilter(django_filters.OrderingFilter):
         return super().get_ordering_value(param)
 
     def filter(self, qs, value):
-        ordered = super().filter(qs, value)
-        if ordered is qs or any(param.lstrip("-") == "created_at" for param in value):
-            return ordered
-        return ordered.order_by(*ordered.query.order_by, "-created_at")
+        params = [param for param in value or () if param]
+        if not params:
+            return qs
+        ordering = [self.get_ordering_value(param) for param in params]
+        if not any(param.lstrip("-") == "created_at" for param in params):
+            ordering.append("-created_at")
+        return qs.order_by(*ordering)
 
 
 class SessionFilter(django_filters.FilterSet):

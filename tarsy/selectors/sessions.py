@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db.models import Count, Prefetch, Q, QuerySet
 
+from tarsy.errors import NotFound
 from tarsy.models import (
     ACTIVE_SESSION_STATUSES,
     FAILURE_TAGS,
@@ -24,7 +25,6 @@ from tarsy.models import (
     StageKind,
     TimelineEvent,
 )
-from tarsy.services.errors import NotFound
 
 from .conversations import llm_conversations
 from .filters import ORDERING_FIELDS, REVIEW_STATES, SCORE_STATES, with_duration

@@ -19,6 +19,7 @@ from django.db.models import Exists, Q
 from django.utils import timezone
 
 from agents.timeline_events import TimelineEventType, event_metadata
+from tarsy.errors import Conflict, NotFound
 from tarsy.metrics import ACTION_APPROVAL_WAIT, ACTION_TRANSITIONS
 from tarsy.models import (
     DECIDED_STATUSES,
@@ -33,7 +34,6 @@ from tarsy.models import (
 from tarsy.signals import action_changed
 
 from . import timeline
-from .errors import Conflict, NotFound
 
 ALERT_RESOLVED_REASON = "the alert resolved meanwhile"
 INTERRUPTED = "Interrupted while it ran: whether it took effect is unknown; read the state before anything"

@@ -8,9 +8,8 @@ import secrets
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from tarsy.errors import Conflict
 from tarsy.models import APIToken
-
-from .errors import Conflict
 
 TOKEN_BYTES = 32  # 256 random bits: unguessable, so an unsalted SHA-256 digest is a safe lookup key
 

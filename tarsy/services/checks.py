@@ -20,6 +20,7 @@ from django.utils import timezone
 from agents.config.schema import SCHEDULED_CHECK_ALERT_TYPE, CheckConfig
 from agents.prompts.checks import HEALTHY, check_verdict
 from tarsy.config import get_config
+from tarsy.errors import Conflict, NotFound
 from tarsy.models import (
     AlertSession,
     CheckResult,
@@ -32,7 +33,6 @@ from tarsy.models import (
 )
 
 from . import occurrences, sessions, timeline
-from .errors import Conflict, NotFound
 
 CHECK_AUTHOR = "scheduler"
 OPEN_TRIAGE = (TriageStatus.NEEDS_REVIEW, TriageStatus.IN_PROGRESS)

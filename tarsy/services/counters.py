@@ -4,6 +4,7 @@ other changes a block makes to the row riding along (an iteration's token totals
 The ORM's update() returns a row count, so raising a counter and reading its new value would take two
 statements; this is the one hand-written statement that does both (UPDATE … RETURNING, on PostgreSQL and on
 SQLite since 3.35). The UPDATE's row lock, held to the commit, orders concurrent raisers of one session.
+Names are quoted the standard SQL way (double quotes), which both databases take.
 """
 
 from __future__ import annotations
@@ -44,13 +45,18 @@ def session_changes_ride(*, session_id: Any, add: dict[str, Any], assign: dict[s
         AlertSession.all_objects.filter(id=session_id).update(**{f: F(f) + v for f, v in add.items()}, **assign)
 
 
+def _quoted(name: str) -> str:
+    """A table or column name quoted the standard SQL way (double quotes), which both databases take."""
+    return f'"{name}"'
+
+
 def session_counter_raise(*, session_id: Any, counter: str, by: int = 1) -> int:
     """Add `by` to the session's `counter` field and return its new value."""
     meta = AlertSession._meta
     field = meta.get_field(counter)
     if not isinstance(field, models.IntegerField) or not field.column:
         raise ValueError(f"{counter!r} is no counter of a session")
-    quote = connection.ops.quote_name
+    quote = _quoted
     table, column, key = quote(meta.db_table), quote(field.column), quote(meta.pk.column)
     sets, params = [f"{column} = {column} + %s"], [by]
     rider = _rider.get()

@@ -21,13 +21,13 @@ from django.db import OperationalError, connection, transaction
 
 from agents.config.schema import IntakeSourceConfig
 from tarsy.config import get_config
+from tarsy.errors import ServiceError
 from tarsy.intake.items import Batch, Mapped, Resolved
 from tarsy.intake.mapping import map_alert
 from tarsy.models import AlertOccurrence, AlertSession, OccurrenceKind, SessionStatus, TimelineEvent, TimelineEventType
 from tarsy.signals import alert_resolved
 
 from . import sessions, timeline
-from .errors import ServiceError
 
 
 @dataclass

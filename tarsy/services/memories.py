@@ -23,10 +23,10 @@ from agents.memory.scope import clean_labels
 from agents.timeline_events import TOOL_RESULT_EVENTS, TimelineEventType
 from tarsy.config import get_config
 from tarsy.decisions import ReflectSession, enact_on_commit
+from tarsy.errors import NotFound, ValidationFailed
 from tarsy.models import AlertSession, Memory, MemoryChangeAction, MemoryState, Rating, TimelineEvent
 from tarsy.selectors.memories import duplicate_pool
 
-from .errors import NotFound, ValidationFailed
 from .memory_changes import (
     ACTOR_REFLECTION,
     ACTOR_REVIEW,

@@ -11,6 +11,7 @@ from django.utils import timezone
 from agents.mcp.masking.boundary import mask_text
 from tarsy.config import get_config
 from tarsy.decisions import ScoreSession, enact_on_commit
+from tarsy.errors import Conflict, ValidationFailed
 from tarsy.models import (
     TERMINAL_SESSION_STATUSES,
     AlertSession,
@@ -27,7 +28,6 @@ from tarsy.models import (
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 
 from . import memories, triage
-from .errors import Conflict, ValidationFailed
 from .sessions import session_get
 
 EVIDENCE_TYPES = ("tool_result", "mcp_tool_summary")

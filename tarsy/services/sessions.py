@@ -15,6 +15,7 @@ from django.utils import timezone
 from agents.config.schema import AlertMaskingConfig
 from tarsy.config import get_config
 from tarsy.decisions import DispatchSessions, ReapSession, enact_on_commit
+from tarsy.errors import Conflict, NotFound, PayloadTooLarge, ValidationFailed
 from tarsy.intake.titles import alert_title
 from tarsy.metrics import SESSIONS_SUBMITTED, SESSIONS_TERMINAL
 from tarsy.models import (
@@ -36,7 +37,6 @@ from tarsy.signals import session_status_changed
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
 
 from . import actions, executions, fingerprints, occurrences, stages, triage
-from .errors import Conflict, NotFound, PayloadTooLarge, ValidationFailed
 from .silences import silence_for_alert
 
 MAX_ALERT_DATA_BYTES = 1024 * 1024  # larger alerts are refused with 413

@@ -22,9 +22,9 @@ from agents.alert_labels import alert_labels
 from agents.config.schema import SCHEDULED_CHECK_ALERT_TYPE
 from agents.mcp.masking.boundary import mask_text
 from tarsy.config import get_config
+from tarsy.errors import Conflict, NotFound, ValidationFailed
 from tarsy.models import SILENCE_MAX_MATCHERS, SILENCE_MAX_REASON_CHARS, Silence, SilenceMode
 
-from .errors import Conflict, NotFound, ValidationFailed
 from .fingerprints import field_value
 
 _PATH_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")  # the dotted data paths dedup and titles use

@@ -16,6 +16,7 @@ from django.utils import timezone
 from agents.config.schema import AutoDismissConfig
 from agents.mcp.masking.boundary import mask_text
 from tarsy.config import get_config
+from tarsy.errors import Conflict, NotFound, ValidationFailed
 from tarsy.metrics import TRIAGE_TIME_TO_CLAIM, TRIAGE_TIME_TO_RESOLVE
 from tarsy.models import (
     TERMINAL_SESSION_STATUSES,
@@ -32,8 +33,6 @@ from tarsy.models import (
 from tarsy.selectors.queue import SEVERITY_RANK
 from tarsy.signals import triage_changed
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
-
-from .errors import Conflict, NotFound, ValidationFailed
 
 TRIAGE_EVENT = "triage.updated"
 SYSTEM_ACTOR = "system"  # the chain's auto-dismiss policy acting, not a person

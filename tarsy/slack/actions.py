@@ -13,9 +13,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from tarsy.errors import Conflict, NotFound, ServiceError
 from tarsy.models import Resolution, TriageStatus
 from tarsy.services import triage as triage_service
-from tarsy.services.errors import Conflict, NotFound, ServiceError
 
 from .actors import slack_actor
 from .client import SlackGateway, SlackUnavailable

@@ -14,8 +14,8 @@ import logging
 
 from django.contrib.auth import get_user_model
 
+from tarsy.errors import Forbidden
 from tarsy.identity import identity_for_email
-from tarsy.services.errors import Forbidden
 
 from .client import SlackGateway, SlackUnavailable
 from .config import slack_config

@@ -13,10 +13,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from tarsy.errors import Conflict, Forbidden, NotFound, ServiceError, ValidationFailed
 from tarsy.models import ACTION_MAX_COMMENT_CHARS, ActionProposal
 from tarsy.pipeline.actions import action_decide, may_decide
 from tarsy.services import actions as actions_service
-from tarsy.services.errors import Conflict, Forbidden, NotFound, ServiceError, ValidationFailed
 
 from .actors import actor_groups, slack_actor
 from .client import SlackGateway, SlackUnavailable

@@ -12,10 +12,10 @@ import re
 from django.db import transaction
 
 from tarsy.decisions import SlackDeliver, enact_on_commit
+from tarsy.errors import ServiceError, ServiceUnavailable
 from tarsy.models import SlackPostKind
 from tarsy.services import chats
 from tarsy.services import slack as slack_service
-from tarsy.services.errors import ServiceError, ServiceUnavailable
 
 from . import messages
 from .actors import slack_actor

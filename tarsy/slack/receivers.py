@@ -6,7 +6,7 @@ never fail the investigation step that sent the signal. The delivery task is enq
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.db import DatabaseError, transaction
@@ -51,13 +51,13 @@ def connect() -> None:
     action_changed.connect(on_action_changed, dispatch_uid="tarsy.slack.action")
 
 
-def _record(session_id: Any, write: Callable[[str], None], *, needs_people: bool = False) -> None:
+def _record(session_id: Any, write: Callable[[str], object], *, needs_people: bool = False) -> None:
     """`needs_people`: shown even for a proactive check's run still under way (someone must decide)."""
     config = slack_config()
     if config is None:
         return
-    row = AlertSession.all_objects.filter(id=session_id).values("chain_id", "check_name", "check_result",
-                                                                "status").first() or {}
+    row: Mapping[str, Any] = AlertSession.all_objects.filter(id=session_id).values(
+        "chain_id", "check_name", "check_result", "status").first() or {}
     if _quiet_check(row) and not needs_people:
         return
     try:
@@ -70,7 +70,7 @@ def _record(session_id: Any, write: Callable[[str], None], *, needs_people: bool
     enact_on_commit([SlackDeliver(str(session_id))])
 
 
-def _quiet_check(row: dict[str, Any]) -> bool:
+def _quiet_check(row: Mapping[str, Any]) -> bool:
     """A proactive check's run says nothing in Slack until it ends with a problem of its own: a healthy run
     closes quietly, and a repeat of an open problem shows in that problem's thread (tarsy.services.checks)."""
     if not row.get("check_name"):
@@ -108,7 +108,7 @@ def on_stage_status(sender, stage: Stage, **kwargs) -> None:
         _record(stage.session_id, lambda channel: slack_service.slack_thread_touch(
             session_id=stage.session_id, channel=channel))
         return
-    if stage.completed_at is None or stage.chat_message_id is None:
+    if stage.completed_at is None or stage.chat_message is None:
         return
     ok = stage.status == ExecStatus.COMPLETED
     text, blocks = messages.answer_message(question=stage.chat_message.content,

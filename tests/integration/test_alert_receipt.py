@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from tarsy.errors import ValidationFailed
 from tarsy.models import AlertSession
 from tarsy.services import sessions as session_service
-from tarsy.services.errors import ValidationFailed
 from tarsy.signals import session_status_changed
 
 pytestmark = [pytest.mark.django_db]

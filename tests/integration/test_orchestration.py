@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from tarsy.errors import Conflict
 from tarsy.models import (
     AgentExecution,
     LLMInteraction,
@@ -15,7 +16,6 @@ from tarsy.models import (
     TimelineEvent,
 )
 from tarsy.services.chats import chat_submit
-from tarsy.services.errors import Conflict
 from tarsy.services.sessions import session_cancel, session_submit
 from tests.support.processes import wait_for
 from tests.support.sessions import PeakActiveSessions, assert_no_duplicates, wait_terminal

@@ -29,24 +29,11 @@ class MCPSelectionSerializer(serializers.Serializer):
         return merge_repeated_servers(servers)
 
 
-class SharedFieldsSerializer(serializers.Serializer):
-    """A request body whose bound fields are built once per class, not per request: DRF deep-copies every declared
-    field for each instance, most of what validating an alert cost. Sound only for fields that validation reads
-    and never writes, with no per-request state: their root is a data-less prototype (no context, never partial)."""
-
-    @property
-    def fields(self):
-        cls = type(self)
-        shared = cls.__dict__.get("_shared_fields")
-        if shared is None:  # two threads may both build it: the same fields, one kept
-            shared = super(SharedFieldsSerializer, cls()).fields
-            cls._shared_fields = shared
-        return shared
-
-
-class AlertSubmitSerializer(SharedFieldsSerializer):
+class AlertSubmitSerializer(serializers.Serializer):
     alert_type = serializers.CharField(required=False, allow_blank=True, max_length=200)
-    data = serializers.JSONField(help_text="Alert payload: any JSON value or text; stored as text")
+    # DRF's metaclass takes declared fields off the class; the stubs read `data` as Serializer.data.
+    data = serializers.JSONField(  # type: ignore[assignment]
+        help_text="Alert payload: any JSON value or text; stored as text")
     runbook = serializers.CharField(required=False, allow_blank=True, max_length=2048)
     mcp = MCPSelectionSerializer(required=False, allow_null=True)
     fingerprint = serializers.CharField(required=False, allow_blank=True, max_length=128,

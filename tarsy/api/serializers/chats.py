@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 
 class ChatMessageInSerializer(serializers.Serializer):
-    content = serializers.CharField(max_length=None, allow_blank=False, trim_whitespace=True,
+    content = serializers.CharField(allow_blank=False, trim_whitespace=True,
                                     help_text="The question, at most 100 000 characters")
 
 

@@ -216,7 +216,7 @@ class SessionDetailSerializer(SessionSerializer):
         return self.context["chat_available"]
 
     def get_queue_position(self, session: AlertSession) -> int | None:
-        return session.queue_position
+        return getattr(session, "queue_position", None)
 
     def get_last_event_id(self, session: AlertSession) -> int:
         """Where a socket client continues (`catchup`) after loading this page over REST."""
@@ -234,7 +234,8 @@ class SessionSummarySerializer(serializers.Serializer):
     mcp_interactions = serializers.IntegerField()
     failed_mcp_interactions = serializers.IntegerField()
     timeline_events = serializers.IntegerField()
-    errors = serializers.IntegerField()
+    # DRF's metaclass takes declared fields off the class; the stubs read `errors` as Serializer.errors.
+    errors = serializers.IntegerField()  # type: ignore[assignment]
     chat_messages = serializers.IntegerField()
     tokens = TokensSerializer()
     cost_usd = serializers.SerializerMethodField(help_text=COST_HELP)

@@ -2,8 +2,8 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
+from tarsy.errors import Conflict
 from tarsy.services.api_tokens import api_token_create
-from tarsy.services.errors import Conflict
 
 
 class Command(BaseCommand):

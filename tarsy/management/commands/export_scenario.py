@@ -10,9 +10,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from evals.capture import export_session
 from evals.scenario import NAME_RE
+from tarsy.errors import ServiceError
 from tarsy.models import Rating
 from tarsy.selectors.quality import reviews_with_rating
-from tarsy.services.errors import ServiceError
 
 
 def candidate_name(alert_type: str, session_id) -> str:

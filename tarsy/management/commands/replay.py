@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from agents.config import ConfigError
 from evals.fixtures import ScenarioError
 from evals.replay import prepare_replay, replay
-from tarsy.services.errors import ServiceError
+from tarsy.errors import ServiceError
 
 
 class Command(BaseCommand):

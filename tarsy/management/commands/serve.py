@@ -56,7 +56,7 @@ class Command(BaseCommand):
 
         async def main() -> None:
             bind_publisher_to_running_loop()
-            if worker:
+            if worker is not None and periodic is not None:
                 worker.start()
                 periodic.start()
             await server.serve()

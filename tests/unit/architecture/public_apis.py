@@ -12,7 +12,13 @@ What is found, per file:
   - work on compiled SQL: a use (or an import) of the query compiler's internals (COMPILER_INTERNALS); a
     `.replace(` call in a function that also calls `.as_sql(` or `.sql_with_params(` (a custom expression's own
     `def as_sql` may: that is the documented way to write one); or a `.replace(` whose first argument is a
-    string naming an SQL clause (`sql.replace(f"FROM {table} ", …)`), wherever the SQL came from.
+    string naming an SQL clause (`sql.replace(f"FROM {table} ", …)`), wherever the SQL came from;
+  - a read of a queryset's `query` object (`qs.query.order_by`): Django's SQL tree, not its QuerySet API;
+  - a use of a database connection's backend internals (BACKEND_INTERNALS: `connection.ops.quote_name`);
+  - an override of a framework's property (`def fields` under `@property` in a DRF serializer): the framework
+    caches and builds it per instance; its documented hook (`get_fields`) is the place to change it;
+  - an import of a private name (`_x`) from a module of the product (PRODUCT_PACKAGES, or a relative import):
+    what a module keeps private may change without its callers knowing.
 Bases are imported to see what they define; nothing of the scanned code is imported.
 """
 
@@ -20,7 +26,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 from collections.abc import Iterator
+from functools import cached_property as functools_cached_property
 from pathlib import Path
 
 FRAMEWORKS = ("django", "kombu", "celery", "uvicorn", "channels", "rest_framework", "psycopg", "redis")
@@ -28,6 +36,10 @@ HANDLER_CORE = frozenset({"handle", "__call__", "get_response", "get_response_as
 COMPILER_INTERNALS = frozenset({"get_compiler", "klass_info", "get_converters", "get_related_populators",
                                 "results_iter", "annotation_col_map", "col_count", "sql_with_params"})
 COMPILED_SQL = frozenset({"as_sql", "sql_with_params"})
+BACKEND_INTERNALS = frozenset({"ops"})  # the backend's DatabaseOperations: SQL quoting and casts, undocumented
+PROPERTIES = frozenset({"property", "cached_property", "functools.cached_property",
+                        "django.utils.functional.cached_property"})
+PRODUCT_PACKAGES = frozenset({"tarsy", "agents", "controllers"})
 SQL_CLAUSES = ("SELECT ", "FROM ", "WHERE ", "JOIN ", "UPDATE ", "INSERT ", "WITH ", "ORDER BY ", "RETURNING ")
 
 
@@ -93,8 +105,23 @@ def _framework_bases(cls: ast.ClassDef, imported: dict[str, str], local: dict[st
     return found
 
 
+def _is_connection(node: ast.expr) -> bool:
+    """`connection`, `x.connection`, `connections[alias]`: Django's database connection handles."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+        name = "connections"
+    else:
+        name = "connection"
+    return (isinstance(node, ast.Name) and node.id == name) or (isinstance(node, ast.Attribute) and node.attr == name)
+
+
+def _is_property(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(_dotted(d) in PROPERTIES for d in func.decorator_list)
+
+
 def _class_problems(tree: ast.Module, imported: dict[str, str]) -> Iterator[tuple[int, str]]:
     from django.core.handlers.base import BaseHandler
+    from django.utils.functional import cached_property
 
     local = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
     for cls in local.values():
@@ -110,6 +137,10 @@ def _class_problems(tree: ast.Module, imported: dict[str, str]) -> Iterator[tupl
             private = name.startswith("_") and not name.endswith("__")
             if private and any(hasattr(base, name) for base in bases):
                 yield node.lineno, f"{cls.name}.{name} overrides a framework's private method"
+            if not private and _is_property(node) and any(
+                    isinstance(inspect.getattr_static(base, name, None),
+                               property | cached_property | functools_cached_property) for base in bases):
+                yield node.lineno, f"{cls.name}.{name} overrides a framework's property"
             if name in HANDLER_CORE and any(issubclass(base, BaseHandler) for base in bases):
                 yield node.lineno, f"{cls.name}.{name} forks Django's request handler"
 
@@ -149,8 +180,16 @@ def problems(source: str) -> list[tuple[int, str]]:
             if isinstance(node, ast.ImportFrom):
                 found += [(node.lineno, f"uses the query compiler's {a.name}") for a in node.names
                           if a.name in COMPILER_INTERNALS]
+                if node.level or (node.module or "").split(".")[0] in PRODUCT_PACKAGES:
+                    source = "." * node.level + (node.module or "")
+                    found += [(node.lineno, f"takes the private name {a.name} from {source}") for a in node.names
+                              if a.name.startswith("_") and not a.name.endswith("__")]
         elif isinstance(node, ast.Attribute) and node.attr in COMPILER_INTERNALS:
             found.append((node.lineno, f"uses the query compiler's {node.attr}"))
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr == "query":
+            found.append((node.lineno, f"reads the queryset's query.{node.attr}"))
+        elif isinstance(node, ast.Attribute) and node.attr in BACKEND_INTERNALS and _is_connection(node.value):
+            found.append((node.lineno, f"uses the database connection's {node.attr}"))
         elif isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values, strict=True):
                 found += _engine_problem(key, value)

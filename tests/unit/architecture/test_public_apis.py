@@ -1,5 +1,7 @@
 """The product reaches its frameworks through public APIs only: no uvicorn internals, no custom database backend,
-no override of a framework's private method, no fork of Django's request handler, no edit of compiled SQL.
+no override of a framework's private method or property, no fork of Django's request handler, no edit of compiled
+SQL, no read of a queryset's SQL tree or of a connection's backend operations; and no module of the product takes
+another's private names.
 
 The checks (tests/unit/architecture/public_apis.py) are first shown to catch each kind in a small made-up source,
 then run on tarsy/, agents/ and controllers/.
@@ -94,6 +96,53 @@ def test_compiler_internals_and_string_edits_of_compiled_sql_are_found():
                 sql, params = super().as_sql(compiler, connection, **extra)
                 return sql.replace("UPPER", "upper"), params
     """) == []
+
+
+def test_a_read_of_a_querysets_sql_tree_is_found():
+    assert _found("""
+        def filter(self, qs, value):
+            ordered = super().filter(qs, value)
+            return ordered.order_by(*ordered.query.order_by, "-created_at")
+    """) == ["reads the queryset's query.order_by"]
+    assert _found("def reordered(qs):\n    return qs.order_by('-created_at') if not qs.ordered else qs\n") == []
+
+
+def test_a_use_of_the_connections_backend_operations_is_found():
+    assert _found("""
+        from django.db import connection, connections
+        quote = connection.ops.quote_name
+        table = connections["default"].ops.quote_name("t")
+        quote = schema_editor.connection.ops.quote_name
+    """) == ["uses the database connection's ops"] * 3
+    assert _found("from django.db import connection\nvendor = connection.vendor\n") == []
+
+
+def test_an_override_of_a_frameworks_property_is_found_and_a_property_of_our_own_is_not():
+    assert _found("""
+        from rest_framework import serializers
+        class SharedFieldsSerializer(serializers.Serializer):
+            @property
+            def fields(self):
+                return type(self).__dict__["_shared_fields"]
+        class AlertSerializer(SharedFieldsSerializer):
+            @property
+            def headline(self):
+                return "ours"
+            def get_fields(self):
+                return super().get_fields()
+    """) == ["SharedFieldsSerializer.fields overrides a framework's property"]
+
+
+def test_a_private_name_of_another_module_of_the_product_is_found():
+    assert _found("""
+        from tarsy.api.auth import _token
+        from agents.mcp import client
+        from .sessions import _claim
+        def later():
+            from ..streaming import _fanout, publish
+        from django.db.models import _something_of_djangos
+    """) == ["takes the private name _claim from .sessions", "takes the private name _fanout from ..streaming",
+             "takes the private name _token from tarsy.api.auth"]
 
 
 # ---- the product --------------------------------------------------------------------------------------------

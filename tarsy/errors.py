@@ -1,4 +1,5 @@
-"""The one domain error type; the API renders it as `{"error", "detail"}` with its status."""
+"""The one domain error type every layer raises or maps (the read side's bad filter is a 400); the API renders it as
+`{"error", "detail"}` with its status. It imports nothing of TARSy, so any layer may use it."""
 
 from __future__ import annotations
 
