@@ -12,7 +12,7 @@ class TarsyConfig(AppConfig):
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the config system check)
         from .celery import install_enactor
-        from .pipeline.action_guards import connect as connect_action_guards
+        from .pipeline.actions.guards import connect as connect_action_guards
         from .slack.receivers import connect as connect_slack
 
         install_enactor()

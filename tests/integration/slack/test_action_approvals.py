@@ -20,7 +20,7 @@ from django.test import Client
 from django.utils import timezone
 
 from tarsy.models import ActionProposal, AgentExecution, DryRunStatus, OutboxTask, SlackPost
-from tarsy.pipeline.actions import action_decide, expired_wake
+from tarsy.pipeline.actions.decisions import action_decide, expired_wake
 from tarsy.services import actions, executions, sessions, stages
 from tarsy.slack.delivery import deliver
 from tests.fakes.mcp_servers import deployments_file_server
