@@ -32,7 +32,8 @@ from tarsy.models import (
 )
 from tarsy.pipeline.actions.decisions import action_decide
 from tarsy.services.errors import ServiceError
-from tarsy.services.sessions import session_cancel, session_submit
+from tarsy.services.intake.alerts import session_submit
+from tarsy.services.sessions import session_cancel
 
 from .judge import Judgement, judge
 from .memories import load_memories

@@ -1,6 +1,6 @@
 """Alerts that join an existing session: repeats of its alert (occurrences) and alerts of its group (related).
 
-Intake (`sessions.session_receive`) looks for the session and attaches the alert inside one transaction that
+Intake (`intake.alerts.session_receive`) looks for the session and attaches the alert inside one transaction that
 holds an advisory lock per fingerprint and per group, so concurrent posts from any number of threads and web
 processes see each other's sessions: one investigation per fingerprint, one per group.
 """

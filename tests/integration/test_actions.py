@@ -16,7 +16,7 @@ from tarsy.celery import app
 from tarsy.models import ActionProposal, AgentExecution, LLMInteraction, MCPInteraction, TimelineEvent
 from tarsy.pipeline.actions.decisions import expired_wake
 from tarsy.pipeline.sweeper import sweep_once
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tests.fakes.mcp_servers.deployments_file_server import read_state, write_state
 from tests.support.processes import wait_for
 from tests.support.sessions import assert_no_duplicates, wait_terminal

@@ -9,7 +9,7 @@ import pytest
 from django.db import connections, transaction
 
 from tarsy.models import AlertSession, Event
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tarsy.streaming.publisher import publish, session_channel
 from tests.support.processes import wait_for
 
