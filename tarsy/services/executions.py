@@ -26,9 +26,9 @@ from tarsy.models import (
     StageKind,
     TimelineEvent,
 )
-from tarsy.streaming.publisher import publish
 
 from . import actions, interactions, messages, timeline
+from .events import publish
 from .recorder import HEARTBEAT_INTERVAL_S, WriteBatch
 
 # Read with the claim: the execution's last timeline sequence number. The iteration's recorder numbers its events

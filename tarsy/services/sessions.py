@@ -25,10 +25,11 @@ from tarsy.models import (
     TriageStatus,
 )
 from tarsy.signals import session_status_changed
-from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
+from tarsy.streaming.publisher import SESSIONS_CHANNEL, session_channel
 
 from . import actions, executions, stages, triage
 from .errors import Conflict, NotFound
+from .events import publish
 
 
 def session_status_payload(session: AlertSession) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from django.utils import timezone
 from agents.context import LLMInteractionRecord, MCPInteractionRecord
 from agents.llm.types import ConversationMessage
 from tarsy.models import AgentExecution, TimelineEvent
-from tarsy.streaming.publisher import batched_events
+from tarsy.services.events import batched_events
 
 from .. import interactions, messages, timeline
 
