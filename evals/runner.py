@@ -7,9 +7,9 @@ same thread worker `manage.py serve` runs) or external `celery -A tarsy worker` 
 flight and reads each finished session's rows to score it.
 
 In an action scenario the runner is also the approver: each proposal is decided through the service a person's
-approval goes through (`tarsy.pipeline.actions.action_decide`, as `runconfig.APPROVER`): approved when it is the
-proposal the scenario expects next, rejected otherwise or when the scenario expects a rejection. Two runs of one
-action scenario never overlap (they share the fixture servers' state file, cleared before each).
+approval goes through (`tarsy.pipeline.actions.decisions.action_decide`, as `runconfig.APPROVER`): approved when it
+is the proposal the scenario expects next, rejected otherwise or when the scenario expects a rejection. Two runs of
+one action scenario never overlap (they share the fixture servers' state file, cleared before each).
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from tarsy.models import (
     ProposalStatus,
     TimelineEvent,
 )
-from tarsy.pipeline.actions import action_decide
-from tarsy.services.sessions import session_cancel, session_submit
+from tarsy.pipeline.actions.decisions import action_decide
+from tarsy.services.intake.alerts import session_submit
+from tarsy.services.sessions import session_cancel
 
 from .judge import Judgement, judge
 from .memories import load_memories

@@ -14,7 +14,7 @@ class TarsyConfig(AppConfig):
 
         from . import checks  # noqa: F401  (registers the config system check)
         from .celery import install_enactor
-        from .pipeline.action_guards import connect as connect_action_guards
+        from .pipeline.actions.guards import connect as connect_action_guards
         from .services.pseudonyms import DatabaseStore
         from .slack.receivers import connect as connect_slack
 

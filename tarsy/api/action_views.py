@@ -7,7 +7,7 @@ from rest_framework.response import Response
 
 from tarsy.identity import request_author, request_groups
 from tarsy.models import ProposalStatus
-from tarsy.pipeline.actions import action_decide
+from tarsy.pipeline.actions.decisions import action_decide
 from tarsy.services import actions
 
 from .base import AUTH_ERRORS, JsonAPIView, errors

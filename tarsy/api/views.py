@@ -12,8 +12,8 @@ from tarsy.config import get_config
 from tarsy.identity import request_author
 from tarsy.links import session_url
 from tarsy.pipeline.budget import daily_limit_warning, daily_spend
-from tarsy.services import sessions as session_service
 from tarsy.services import spend as spend_service
+from tarsy.services.intake.alerts import session_receive
 from tarsy.web.health import worker_status
 
 from .base import AUTH_ERRORS, JsonAPIView, errors
@@ -35,7 +35,7 @@ class AlertSubmitView(JsonAPIView):
         body = AlertSubmitSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        receipt = session_service.session_receive(
+        receipt = session_receive(
             data=data["data"], alert_type=data.get("alert_type") or None, runbook=data.get("runbook") or None,
             mcp=data.get("mcp") or None, author=request_author(request), fingerprint=data.get("fingerprint", ""),
             severity=data.get("severity") or None, group_key=data.get("group_key", ""),

@@ -23,7 +23,7 @@ from tarsy.identity import DEFAULT_AUTHOR, request_author
 from tarsy.intake import payloads, replay, signatures
 from tarsy.intake.items import Batch
 from tarsy.links import session_url
-from tarsy.services import intake as intake_service
+from tarsy.services.intake import deliveries as intake_service
 
 from .base import AUTH_ERRORS, JsonAPIView, errors
 from .throttles import IntakeThrottle

@@ -17,7 +17,7 @@ from agents.timeline_events import TimelineEventType
 from tarsy.config import get_config
 from tarsy.identity import request_author, request_groups
 from tarsy.models import ActionProposal, AlertSession, ProposalStatus, TimelineEvent
-from tarsy.pipeline.actions import may_decide
+from tarsy.pipeline.actions.decisions import may_decide
 from tarsy.selectors.actions import actions_pending, session_actions
 
 from .access import dashboard_view

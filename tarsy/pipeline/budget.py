@@ -22,7 +22,7 @@ from tarsy.config import get_config
 from tarsy.models import AgentExecution, AlertSession, SessionStatus, StageKind
 from tarsy.services import spend
 
-from .sub_agents import orchestrator_config
+from .sub_agents.orchestrators import orchestrator_config
 
 _LABELS = {"tokens": "tokens", "cost_usd": "estimated cost (USD)", "tool_calls": "tool calls",
            "wall_time": "wall time (s)"}

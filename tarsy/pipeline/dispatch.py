@@ -16,7 +16,7 @@ from agents.prompts.injection import injection_signals
 from agents.timeline_events import TimelineEventType, event_metadata
 from tarsy.config import get_config
 from tarsy.models import AlertSession
-from tarsy.services import sessions, stages, timeline
+from tarsy.services import queue, stages, timeline
 
 from .budget import daily_limit_reached
 
@@ -41,13 +41,13 @@ def dispatch_pending() -> list[str]:
     if daily_limit_reached():  # today's spend is used up: everything pending waits (a system warning says so)
         return started
     with transaction.atomic():
-        sessions.sessions_lock_dispatch()
-        free = cap - sessions.sessions_active_count()
+        queue.sessions_lock_dispatch()
+        free = cap - queue.sessions_active_count()
         if free <= 0:
             return started
         now = timezone.now()
-        for session in sessions.sessions_pending_next(limit=free):
-            if not sessions.session_claim(session=session, worker_id=worker_id(), now=now):
+        for session in queue.sessions_pending_next(limit=free):
+            if not queue.session_claim(session=session, worker_id=worker_id(), now=now):
                 continue
             _flag_instruction_shaped_alert(session)
             stages.stage_start_chain(session=session, chain_stage_index=0)

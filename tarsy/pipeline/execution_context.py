@@ -29,13 +29,17 @@ from tarsy.models import AgentExecution, StageKind
 from tarsy.services import actions, executions
 from tarsy.services.recorder import DbRecorder, Liveness
 
-from .actions import ActionTools, decisions_inject
+from .actions.run import decisions_inject
+from .actions.tools import ActionTools
 from .agent_setup import AgentSetup, agent_setup
 from .budget import BudgetedTools, IterationBudget, iteration_budget
 from .chat_context import chat_context_for
 from .first_prompt import FirstPrompt, first_prompt
+from .iteration_calls import IterationCalls
 from .related_alerts import related_alerts
-from .sub_agents import IterationCalls, SubAgentTools, orchestrator_config, results_inject
+from .sub_agents.orchestrators import orchestrator_config
+from .sub_agents.results import results_inject
+from .sub_agents.tools import SubAgentTools
 
 
 class NoTools:

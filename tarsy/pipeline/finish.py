@@ -27,7 +27,7 @@ from tarsy.models import (
 )
 from tarsy.services import actions, checks, citations, interactions, quality, sessions, stages, timeline
 
-from .actions import actions_section
+from .actions.report import actions_section
 
 log = logging.getLogger(__name__)
 

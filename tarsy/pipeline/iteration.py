@@ -28,10 +28,11 @@ from tarsy.models import AgentExecution, ExecStatus, SessionStatus, StageKind
 from tarsy.services import executions, interactions
 from tarsy.services.recorder import AttemptSuperseded, DbRecorder
 
-from . import actions, sub_agents
+from .actions.decisions import action_next, proposals_apply
 from .execution_context import build_execution_context, session_deadline
+from .iteration_calls import IterationCalls
 from .stages import execution_end
-from .sub_agents import IterationCalls
+from .sub_agents.decisions import dispatches_apply, orchestrator_next
 
 log = logging.getLogger(__name__)
 
@@ -196,10 +197,10 @@ def next_after_iteration(execution_id: Any, iteration: int, outcome: StepOutcome
 def _orchestrator_next(execution_id: Any, iteration: int, decision: RunIteration | EndExecution,
                        calls: IterationCalls) -> RunIteration | EndExecution | None:
     """An orchestrator's calls take effect with its iteration's completion; then it goes on, ends or parks."""
-    sub_agents.dispatches_apply(execution_id, calls)
+    dispatches_apply(execution_id, calls)
     for child_id in calls.cancels:
         execution_end(execution_id=child_id, status=ExecStatus.CANCELLED, error="Cancelled by its orchestrator")
-    return sub_agents.orchestrator_next(execution_id, iteration, decision, calls)
+    return orchestrator_next(execution_id, iteration, decision, calls)
 
 
 def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome, timeout: float = 0.0,
@@ -215,11 +216,11 @@ def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome, ti
             return
         planned = next_after_iteration(execution_id, iteration, outcome, timeout)
         if calls is not None and calls.action_agent:
-            actions.proposals_apply(execution_id, iteration, calls)
+            proposals_apply(execution_id, iteration, calls)
         decision = _orchestrator_next(execution_id, iteration, planned, calls) \
             if calls is not None and calls.orchestrator else planned
         if decision is not None and calls is not None and calls.action_agent:
-            decision = actions.action_next(execution_id, iteration, decision)
+            decision = action_next(execution_id, iteration, decision)
         if decision is None:
             return  # parked: a sub-agent's end, or a decision on its action proposal, wakes it
         if isinstance(decision, RunIteration):

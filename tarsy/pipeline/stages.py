@@ -17,7 +17,8 @@ from tarsy.models import AlertSession, ExecStatus, SessionStatus, Stage, StageKi
 from tarsy.services import executions, sessions, stages
 from tarsy.services import sub_agents as sub_agent_rows
 
-from .sub_agents import may_dispatch, wake
+from .sub_agents.decisions import wake
+from .sub_agents.orchestrators import may_dispatch
 
 
 def next_after_stage(stage: Stage, session: AlertSession) -> StartStage | StartSynthesis | FinishSession | Nothing:

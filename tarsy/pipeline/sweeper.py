@@ -28,11 +28,12 @@ from tarsy.services import actions as action_rows
 from tarsy.services import executions, interactions, sessions, slack, stages, timeline
 from tarsy.services import sub_agents as sub_agent_rows
 
-from . import actions, sub_agents
+from .actions.decisions import expired_wake
 from .dispatch import dispatch_pending
 from .finish import session_finish
 from .redrive import next_iteration
 from .stages import execution_end
+from .sub_agents.decisions import stranded_wake
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,8 @@ def sweep_once() -> dict[str, int]:
     for session_id in sessions.sessions_cancelling():
         reap_cancelled(session_id=session_id)
     counts["sub_agents_timed_out"] = _time_out_sub_agents()
-    counts["orchestrators_woken"] = sub_agents.stranded_wake()
-    counts["actions_expired"] = actions.expired_wake()
+    counts["orchestrators_woken"] = stranded_wake()
+    counts["actions_expired"] = expired_wake()
     counts["resumed"] = _resume_orphans()
     counts["calls_interrupted"] = interactions.llm_calls_close_interrupted(now=timezone.now())
     counts["finished"] = _finish_stalled_sessions()

@@ -10,9 +10,9 @@ from agents.mcp.masking.boundary import mask_text
 from tarsy.config import get_config
 from tarsy.errors import Conflict, ValidationFailed
 from tarsy.models import AlertSession, Chat, ChatUserMessage, ExecStatus, SessionStatus, Stage, StageKind
-from tarsy.streaming.publisher import publish
 
 from . import stages, timeline
+from .events import publish
 from .sessions import session_get
 
 MAX_CHAT_MESSAGE_CHARS = 100_000  # bounds what one question adds to the prompt and the database

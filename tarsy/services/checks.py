@@ -32,7 +32,8 @@ from tarsy.models import (
     TriageStatus,
 )
 
-from . import occurrences, sessions, timeline
+from . import occurrences, timeline
+from .intake.alerts import session_submit
 
 CHECK_AUTHOR = "scheduler"
 OPEN_TRIAGE = (TriageStatus.NEEDS_REVIEW, TriageStatus.IN_PROGRESS)
@@ -67,9 +68,9 @@ def check_run(*, name: str, author: str = CHECK_AUTHOR) -> AlertSession:
                .values_list("id", flat=True).first())
     if running is not None:
         raise Conflict(f"check {check.name!r} is still running (session {running})", {"session_id": str(running)})
-    return sessions.session_submit(data={"check": check.name, "instruction": check.instruction},
-                                   alert_type=SCHEDULED_CHECK_ALERT_TYPE, chain_id=check.chain, author=author,
-                                   fingerprint=check_fingerprint(check.name), check_name=check.name, silences=True)
+    return session_submit(data={"check": check.name, "instruction": check.instruction},
+                          alert_type=SCHEDULED_CHECK_ALERT_TYPE, chain_id=check.chain, author=author,
+                          fingerprint=check_fingerprint(check.name), check_name=check.name, silences=True)
 
 
 @dataclass

@@ -1,14 +1,61 @@
-"""Stored events: the rows behind the WebSocket catch-up (the publisher writes them, retention removes them)."""
+"""Stored events: the rows behind the WebSocket catch-up. `publish` stores an event (one row per channel, numbered
+on a session's channel) and hands the stored rows to the live transport when the transaction commits
+(tarsy.streaming.publisher); retention removes old rows."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
+from typing import Any
 
 from django.db import transaction
 
 from tarsy.models import Event
 from tarsy.services.counters import session_counter_raise
+from tarsy.streaming.publisher import SESSIONS_CHANNEL, send_stored, session_channel
+
+_batch: ContextVar[list[Event] | None] = ContextVar("tarsy_event_batch", default=None)
+
+
+def publish(event_type: str, payload: dict[str, Any], *, session_id: Any = None,
+            channels: list[str] | None = None, seq: int | None = None) -> list[Event]:
+    """Store a persistent event (one row per channel) and send it from the stored rows when the current
+    transaction commits. Inside `batched_events` the rows are stored with the block's, in publication order (the
+    order of their ids, the catch-up cursor's). `seq`: its number on the session's channel when the caller wrote
+    the counter itself (a session's first event, stored with the session row); otherwise it is numbered as stored."""
+    if channels is None:
+        channels = [session_channel(session_id)] if session_id else [SESSIONS_CHANNEL]
+    rows = [Event(session_id=session_id, channel=ch, type=event_type, payload=payload,
+                  seq=seq if ch == session_channel(session_id) else None) for ch in channels]
+    batch = _batch.get()
+    if batch is not None:  # stored and sent with the rest of the block
+        batch.extend(rows)
+    else:  # one INSERT for every channel's row
+        events_store(rows=rows)
+        _send_on_commit(rows)
+    return rows
+
+
+def _send_on_commit(rows: list[Event]) -> None:
+    transaction.on_commit(lambda: send_stored(rows))
+
+
+@contextmanager
+def batched_events() -> Iterator[None]:
+    """Store the events published inside in one INSERT when the block ends, and send them together after the
+    commit (call it inside a transaction). A block that raises stores nothing."""
+    rows: list[Event] = []  # every row published in the block, in order
+    token = _batch.set(rows)
+    try:
+        yield
+    finally:
+        _batch.reset(token)
+    if rows:
+        events_store(rows=rows)
+        _send_on_commit(rows)
 
 
 def events_store(*, rows: list[Event]) -> None:

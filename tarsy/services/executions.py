@@ -26,10 +26,10 @@ from tarsy.models import (
     StageKind,
     TimelineEvent,
 )
-from tarsy.streaming.publisher import publish
 
 from . import actions, interactions, messages, timeline
 from .counters import session_changes_ride
+from .events import publish
 from .recorder import HEARTBEAT_INTERVAL_S, WriteBatch
 
 # Read with the claim: the execution's last timeline sequence number. The iteration's recorder numbers its events

@@ -1,6 +1,6 @@
 """Alerts that join an existing session: repeats of its alert (occurrences) and alerts of its group (related).
 
-Intake (`sessions.session_receive`) looks for the session and attaches the alert inside one transaction that
+Intake (`intake.alerts.session_receive`) looks for the session and attaches the alert inside one transaction that
 holds an advisory lock per fingerprint and per group, so concurrent posts from any number of threads and web
 processes see each other's sessions: one investigation per fingerprint, one per group.
 """
@@ -18,7 +18,9 @@ from django.utils import timezone
 from tarsy.metrics import ALERTS_ATTACHED
 from tarsy.models import AlertOccurrence, AlertSession, OccurrenceKind, SessionStatus
 from tarsy.signals import alert_attached
-from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
+from tarsy.streaming.publisher import SESSIONS_CHANNEL, session_channel
+
+from .events import publish
 
 _FINGERPRINT_LOCK = 7_100_002  # advisory lock class of one fingerprint (second key: its hash)
 _GROUP_LOCK = 7_100_003  # advisory lock class of one correlation group

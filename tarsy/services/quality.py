@@ -25,9 +25,10 @@ from tarsy.models import (
     StageKind,
     TimelineEvent,
 )
-from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
+from tarsy.streaming.publisher import SESSIONS_CHANNEL, session_channel
 
 from . import memories, triage
+from .events import publish
 from .sessions import session_get
 
 EVIDENCE_TYPES = ("tool_result", "mcp_tool_summary")

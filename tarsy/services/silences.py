@@ -1,6 +1,6 @@
 """Silences (maintenance windows): create, end early, and find the one an arriving alert falls under.
 
-Intake (`sessions.session_receive`, and a check's run) asks `silence_for_alert` before queueing a new session:
+Intake (`intake.alerts.session_receive`, and a check's run) asks `silence_for_alert` before queueing a new session:
 under a `skip` silence the session is stored as `silenced` — shown in the lists with its silence, never
 dispatched, never in triage's needs review (the team declared these alerts expected; listing them for review
 would be the noise the silence exists to remove; anyone can still claim one). Under a `low_priority` silence it

@@ -28,7 +28,8 @@ from tarsy.models import (
     StageType,
 )
 from tarsy.signals import stage_status_changed
-from tarsy.streaming.publisher import publish
+
+from .events import publish
 
 
 def stage_payload(stage: Stage) -> dict[str, Any]:

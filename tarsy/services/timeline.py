@@ -9,7 +9,9 @@ from django.db.models import Max
 
 from agents.timeline_events import event_metadata
 from tarsy.models import TimelineEvent, TimelineStatus
-from tarsy.streaming.publisher import publish, publish_transient
+from tarsy.streaming.publisher import publish_transient
+
+from .events import publish
 
 
 def timeline_event_payload(event: TimelineEvent) -> dict[str, Any]:

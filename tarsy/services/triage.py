@@ -32,7 +32,9 @@ from tarsy.models import (
 )
 from tarsy.selectors.queue import SEVERITY_RANK
 from tarsy.signals import triage_changed
-from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
+from tarsy.streaming.publisher import SESSIONS_CHANNEL, session_channel
+
+from .events import publish
 
 TRIAGE_EVENT = "triage.updated"
 SYSTEM_ACTOR = "system"  # the chain's auto-dismiss policy acting, not a person

@@ -1,9 +1,9 @@
 """Deciding action proposals from Slack: the Approve / Reject buttons on a proposal in a session's thread, the
 Reject form (a modal asking why), and `/tarsy approve <action> [comment]`, `/tarsy reject <action> <comment>`.
 
-Each decision is tarsy.pipeline.actions.action_decide as the member's TARSy identity (tarsy.slack.actors) with
-that user's groups: the approver rule, the 409 of a decided or expired proposal and the wake of the execution are
-its own. What the channel sees afterwards — the proposal shown decided, in place of its buttons — follows from the
+Each decision is tarsy.pipeline.actions.decisions.action_decide as the member's TARSy identity (tarsy.slack.actors)
+with that user's groups: the approver rule, the 409 of a decided or expired proposal and the wake of the execution
+are its own. What the channel sees afterwards — the proposal shown decided, in place of its buttons — follows from the
 action_changed signal, as for a decision in the API. A refusal answers only the member: an ephemeral message for
 a click, the command's reply, an error under the form's comment field."""
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from tarsy.errors import Conflict, Forbidden, NotFound, ServiceError, ValidationFailed
 from tarsy.models import ACTION_MAX_COMMENT_CHARS, ActionProposal
-from tarsy.pipeline.actions import action_decide, may_decide
+from tarsy.pipeline.actions.decisions import action_decide, may_decide
 from tarsy.services import actions as actions_service
 
 from .actors import actor_groups, slack_actor

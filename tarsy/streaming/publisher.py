@@ -1,9 +1,9 @@
-"""Event publishing: persist, then send after the transaction commits.
+"""Live transport of events: frames out to the web processes, on Redis or (embedded) to the server's loop.
 
-The database is the truth; the socket only notifies. Persistent events are
-stored in `Event` (one row per channel, the row id is the client's catch-up
-cursor) and sent on commit from the stored row. Transient `stream.chunk`
-events are sent at once and never stored.
+The database is the truth; the socket only notifies. A persistent event is stored first (tarsy.services.events,
+one row per channel: the row id is the client's catch-up cursor) and handed here after its transaction commits
+(`send_stored`); transient `stream.chunk` events are sent at once and never stored (`publish_transient`). This
+module stores nothing and imports no model.
 
 Each event's JSON is encoded once, here. With Redis, the events of one commit
 go out as one PUBLISH per channel, in one pipeline, from the committing thread: a round trip
@@ -27,16 +27,10 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from django.conf import settings
-from django.db import transaction
-
-from tarsy.models import Event
-from tarsy.services.events import events_store
 
 from .fanout import by_channel, encode_events, fanout_for_loop, redis_channel, seq_of_first
 
@@ -55,7 +49,21 @@ _redis_lock = threading.Lock()
 _paused_until = 0.0
 _unsent: set[str] = set()  # channels with stored events that no web process was sent (guarded by _redis_lock)
 _notice_timer: threading.Timer | None = None
-_batch: ContextVar[list[Event] | None] = ContextVar("tarsy_event_batch", default=None)
+
+
+class StoredEvent(Protocol):
+    """A stored event as the transport reads it (an `Event` row: the transport stores nothing itself)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def channel(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def payload(self) -> dict[str, Any]: ...
+    @property
+    def seq(self) -> int | None: ...
 
 
 def session_channel(session_id: Any) -> str:
@@ -142,50 +150,17 @@ def _frame(event: dict[str, Any]) -> Frame:
     return event.get("channel", ""), event.get("event_id"), json.dumps(event, ensure_ascii=False, default=str)
 
 
-def event_message(event: Event) -> dict[str, Any]:
+def event_message(event: StoredEvent) -> dict[str, Any]:
+    """The message a client reads of a stored event, live or in a catch-up."""
     message = {"type": event.type, "event_id": event.id, "channel": event.channel, **event.payload}
     if event.seq is not None:
         message["seq"] = event.seq
     return message
 
 
-def publish(event_type: str, payload: dict[str, Any], *, session_id: Any = None,
-            channels: list[str] | None = None, seq: int | None = None) -> list[Event]:
-    """Store a persistent event (one row per channel) and send it from the stored rows when the current
-    transaction commits. Inside `batched_events` the rows are stored with the block's, in publication order (the
-    order of their ids, the catch-up cursor's). `seq`: its number on the session's channel when the caller wrote
-    the counter itself (a session's first event, stored with the session row); otherwise it is numbered as stored."""
-    if channels is None:
-        channels = [session_channel(session_id)] if session_id else [SESSIONS_CHANNEL]
-    rows = [Event(session_id=session_id, channel=ch, type=event_type, payload=payload,
-                  seq=seq if ch == session_channel(session_id) else None) for ch in channels]
-    batch = _batch.get()
-    if batch is not None:  # stored and sent with the rest of the block
-        batch.extend(rows)
-    else:  # one INSERT for every channel's row
-        events_store(rows=rows)
-        _send_on_commit(rows)
-    return rows
-
-
-def _send_on_commit(rows: list[Event]) -> None:
-    transaction.on_commit(lambda: _send([_frame(event_message(row)) for row in rows],
-                                        {row.id: row.seq for row in rows if row.seq is not None}))
-
-
-@contextmanager
-def batched_events() -> Iterator[None]:
-    """Store the events published inside in one INSERT when the block ends, and send them together after the
-    commit (call it inside a transaction). A block that raises stores nothing."""
-    rows: list[Event] = []  # every row published in the block, in order
-    token = _batch.set(rows)
-    try:
-        yield
-    finally:
-        _batch.reset(token)
-    if rows:
-        events_store(rows=rows)
-        _send_on_commit(rows)
+def send_stored(rows: Sequence[StoredEvent]) -> None:
+    """Send stored events, in order (call it once their transaction committed: tarsy.services.events does)."""
+    _send([_frame(event_message(row)) for row in rows], {row.id: row.seq for row in rows if row.seq is not None})
 
 
 def publish_transient(event_type: str, payload: dict[str, Any], *, session_id: Any) -> None:

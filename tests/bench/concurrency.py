@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> dict:
     from django.db.models import Count
 
     from tarsy.models import AlertSession, LLMInteraction
-    from tarsy.services.sessions import session_submit
+    from tarsy.services.intake.alerts import session_submit
 
     worker = bench.start_worker("c1", concurrency=args.concurrency, pool=args.pool, trace=False)
     bench.wait_workers(["c1"])

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> dict:
         "agents": harness.BASE_AGENTS,
     }, providers={"scripted": harness.scripted(_script(args.iterations))})
     from tarsy.models import AgentExecution, LLMInteraction
-    from tarsy.services.sessions import session_submit
+    from tarsy.services.intake.alerts import session_submit
 
     worker = bench.start_worker("w1", concurrency=args.concurrency, pool=args.pool)
     bench.wait_workers(["w1"])

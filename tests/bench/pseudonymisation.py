@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> dict:
     from agents.llm.types import ConversationMessage, LLMRequest, ToolCall
     from agents.privacy import policy
     from agents.prompts.fence import untrusted
-    from tarsy.services.sessions import session_submit
+    from tarsy.services.intake.alerts import session_submit
 
     policy.configure(PrivacyConfig())
     targets = {on: LLMTarget.of(f"cloud-{on}", LLMProviderConfig(type="scripted", script=[{"text": REPLY}],

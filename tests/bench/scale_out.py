@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> dict:
         "agents": harness.BASE_AGENTS,
     }, providers={"scripted": harness.scripted(script, latency_ms=args.latency_ms)})
     from tarsy.models import AlertSession
-    from tarsy.services.sessions import session_submit
+    from tarsy.services.intake.alerts import session_submit
 
     rates: dict[str, float] = {}
     details = {}

@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> dict:
         "agents": harness.BASE_AGENTS,
     }, providers={"scripted": harness.scripted(script, latency_ms=args.latency_ms, chunk_size=args.chunk_size)})
     from tarsy.models import AlertSession, Event
-    from tarsy.services.sessions import session_submit
+    from tarsy.services.intake.alerts import session_submit
 
     processes = args.processes if args.server == "uvicorn" else 1
     _server, base = bench.start_server(server=args.server, processes=processes)

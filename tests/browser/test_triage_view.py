@@ -26,11 +26,12 @@ def waiting():
 
     from tarsy.models import AlertSession
     from tarsy.services import sessions as session_service
+    from tarsy.services.intake.alerts import session_submit
 
     ids = []
     for pod, severity in (("checkout-7f9c", "critical"), ("web-1", "warning"), ("batch-3", "info")):
-        session = session_service.session_submit(data=f"pod {pod} CrashLoopBackOff", alert_type="kubernetes",
-                                                 author="alertmanager")
+        session = session_submit(data=f"pod {pod} CrashLoopBackOff", alert_type="kubernetes",
+                                 author="alertmanager")
         AlertSession.all_objects.filter(id=session.id).update(
             severity=severity, status="in_progress", started_at=F("created_at"),
             title=f"{pod} CrashLoopBackOff", final_analysis=f"{pod} crashes: its config map is missing.")

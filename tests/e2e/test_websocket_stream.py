@@ -14,8 +14,8 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
+from tarsy.services.events import publish
 from tarsy.streaming.consumer import CATCHUP_LIMIT
-from tarsy.streaming.publisher import publish
 from tests.support.processes import start_server, wait_for
 
 pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True),

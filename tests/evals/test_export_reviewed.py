@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 
 from evals.scenario import load_scenario
 from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, SessionReview, Stage
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 
 pytestmark = [pytest.mark.django_db]
 

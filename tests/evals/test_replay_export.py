@@ -14,7 +14,7 @@ from evals.replay import prepare_replay
 from evals.runconfig import write_run_config
 from evals.scenario import load_scenario
 from tarsy.models import MCPInteraction
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tests.support.configdir import write_config
 from tests.support.processes import start_worker
 from tests.support.sessions import wait_terminal

@@ -11,7 +11,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from tarsy.models import ActionProposal, AgentExecution, MCPInteraction, TimelineEvent
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tests.fakes.mcp_servers.deployments_file_server import read_state, write_state
 from tests.integration.test_actions import SERVER
 from tests.support.processes import wait_for

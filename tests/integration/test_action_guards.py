@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from tarsy.config import DEFAULT_AUTHOR
 from tarsy.models import ActionProposal, AgentExecution, AlertSession, Event, LLMInteraction, Stage, TimelineEvent
 from tarsy.pipeline.sweeper import sweep_once
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tarsy.streaming.publisher import event_message
 from tests.fakes.mcp_servers.deployments_file_server import read_state, write_state
 from tests.support.processes import wait_for

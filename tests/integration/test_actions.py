@@ -14,9 +14,9 @@ from rest_framework.test import APIClient
 
 from tarsy.celery import app
 from tarsy.models import ActionProposal, AgentExecution, LLMInteraction, MCPInteraction, TimelineEvent
-from tarsy.pipeline.actions import expired_wake
+from tarsy.pipeline.actions.decisions import expired_wake
 from tarsy.pipeline.sweeper import sweep_once
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tests.fakes.mcp_servers.deployments_file_server import read_state, write_state
 from tests.support.configdir import PROXY_ON_LOOPBACK
 from tests.support.processes import wait_for

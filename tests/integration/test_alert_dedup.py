@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from tarsy.models import AlertOccurrence, AlertSession, Event
 from tarsy.selectors.queue import queue_position
-from tarsy.services import sessions as session_service
+from tarsy.services.intake.alerts import session_receive, session_submit
+from tarsy.services.queue import sessions_pending_next
 from tarsy.signals import alert_attached
 from tests.support.configdir import write_config
 
@@ -27,7 +28,7 @@ def _config(tmp_path, chain=None, queue=None):
 
 
 def _receive(data=CRASH, **kwargs):
-    return session_service.session_receive(data=data, alert_type="kubernetes", **kwargs)
+    return session_receive(data=data, alert_type="kubernetes", **kwargs)
 
 
 @pytest.mark.django_db
@@ -208,7 +209,7 @@ def test_dispatch_claims_a_queued_session_while_intake_attaches_a_repeat_to_it()
 @pytest.mark.django_db(transaction=True)
 def test_two_webhook_deliveries_sharing_alerts_in_opposite_orders_both_land():
     from tarsy.intake.items import Batch, Firing
-    from tarsy.services.intake import intake_deliver
+    from tarsy.services.intake.deliveries import intake_deliver
     from tarsy.signals import session_status_changed
 
     first, second = (Firing(fingerprint=f"am-{n}", labels={"alertname": n}, data={"alertname": n}) for n in "AB")
@@ -245,7 +246,7 @@ def test_two_webhook_deliveries_sharing_alerts_in_opposite_orders_both_land():
 # ---- queue order -----------------------------------------------------------------------------------------------
 
 def _queued(severity, *, data=None, age_s=0.0):
-    session = session_service.session_submit(data=data or {"n": severity}, severity=severity)
+    session = session_submit(data=data or {"n": severity}, severity=severity)
     if age_s:
         AlertSession.objects.filter(id=session.id).update(created_at=timezone.now() - timedelta(seconds=age_s))
     return str(session.id)
@@ -257,7 +258,7 @@ def test_queue_order_is_severity_then_age_and_positions_follow_it():
 
     info, warning, critical, high = _queued("info"), _queued("warning"), _queued("critical"), _queued("high")
     with transaction.atomic():
-        order = [str(s.id) for s in session_service.sessions_pending_next(limit=10)]
+        order = [str(s.id) for s in sessions_pending_next(limit=10)]
     assert order == [critical, high, warning, info]
     positions = {str(s.id): queue_position(s) for s in AlertSession.objects.all()}
     assert [positions[i] for i in order] == [1, 2, 3, 4]
@@ -272,7 +273,7 @@ def test_an_alert_waiting_past_the_aging_threshold_goes_before_a_fresh_critical(
     from django.db import transaction
 
     with transaction.atomic():
-        order = [str(s.id) for s in session_service.sessions_pending_next(limit=10)]
+        order = [str(s.id) for s in sessions_pending_next(limit=10)]
     assert order == [old_info, fresh_critical, recent_info]
 
 

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from tarsy.models import AlertSession, TimelineEvent
 from tarsy.services import checks, sessions, triage
+from tarsy.services.queue import session_claim
 from tests.support.configdir import write_config
 
 pytestmark = [pytest.mark.django_db]
@@ -20,7 +21,7 @@ TARSY = {"agent_chains": {"probe": {"stages": [{"name": "check", "agents": [{"na
 def _finish(status: str, analysis: str) -> AlertSession:
     """A run through to its end as session_finish closes it: check_close, then the status with its fields."""
     run = checks.check_run(name="db-up")
-    assert sessions.session_claim(session=run, worker_id="w1", now=timezone.now())
+    assert session_claim(session=run, worker_id="w1", now=timezone.now())
     close = checks.check_close(session=run, status=status, final_analysis=analysis)
     ended = sessions.session_set_status(session_id=run.id, status=status, from_statuses=("in_progress",),
                                         final_analysis=analysis, **close.fields)

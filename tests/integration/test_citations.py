@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from tarsy.models import Message, TimelineEvent
 from tarsy.services.citations import session_citations
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tests.support.sessions import wait_terminal
 
 pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -11,7 +11,7 @@ from django.db import transaction
 
 from tarsy.models import AlertSession, SessionStatus
 from tarsy.pipeline.dispatch import DISPATCH_COALESCE_S
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tests.support.processes import wait_for
 from tests.support.sessions import wait_terminal
 

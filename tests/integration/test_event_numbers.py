@@ -9,8 +9,9 @@ import pytest
 from django.db import connections, transaction
 
 from tarsy.models import AlertSession, Event
-from tarsy.services.sessions import session_submit
-from tarsy.streaming.publisher import publish, session_channel
+from tarsy.services.events import publish
+from tarsy.services.intake.alerts import session_submit
+from tarsy.streaming.publisher import session_channel
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)

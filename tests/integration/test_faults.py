@@ -29,7 +29,7 @@ from tarsy.models import (
     OutboxTask,
     TimelineEvent,
 )
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.support.configdir import scripted_provider, write_config
 from tests.support.processes import Proc, child_env, free_port, start_redis, start_server, wait_for

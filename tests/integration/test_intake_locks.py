@@ -10,7 +10,7 @@ import pytest
 
 from tarsy.models import AlertSession, Event
 from tarsy.services import occurrences
-from tarsy.services.sessions import session_receive
+from tarsy.services.intake.alerts import session_receive
 from tests.support import processes
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]

@@ -9,7 +9,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from tarsy.models import InteractionText, LLMInteraction
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tests.support.sessions import wait_terminal
 
 LOOK = "Thought: the logs are long, look again.\nAction: none.none\nAction Input: {}"

@@ -47,7 +47,7 @@ def test_a_supplied_fingerprint_and_group_key_are_stored_and_answered_masked(api
 
 def _finished_session() -> AlertSession:
     from tarsy.models import AgentExecution, LLMInteraction, Stage
-    from tarsy.services.sessions import session_submit
+    from tarsy.services.intake.alerts import session_submit
 
     session = session_submit(alert_type="kubernetes", data={"alertname": "KubePodCrashLooping", "pod": "web-1"})
     AlertSession.objects.filter(id=session.id).update(status="completed", final_analysis="Root cause: disk.")

@@ -27,7 +27,7 @@ from tarsy.models import (
 from tarsy.pipeline.dispatch import dispatch_pending
 from tarsy.pipeline.finish import session_finish
 from tarsy.pipeline.iteration import iteration_run
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.support.configdir import scripted_provider, write_config
 

@@ -6,7 +6,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tarsy.management.commands.serve_metrics import metrics_app
-from tarsy.services import sessions as session_service
+from tarsy.services.intake.alerts import session_receive
 
 pytestmark = [pytest.mark.django_db]
 
@@ -22,7 +22,7 @@ def call(path: str) -> tuple[str, bytes]:
 
 
 def test_serves_the_session_gauges_and_process_counters():
-    session_service.session_receive(data={"pod": "web-1"}, alert_type="kubernetes")
+    session_receive(data={"pod": "web-1"}, alert_type="kubernetes")
     status, body = call("/metrics")
     assert status == "200 OK"
     values = {(s.name, tuple(sorted(s.labels.items()))): s.value

@@ -16,7 +16,8 @@ from tarsy.models import (
     TimelineEvent,
 )
 from tarsy.services.chats import chat_submit
-from tarsy.services.sessions import session_cancel, session_submit
+from tarsy.services.intake.alerts import session_submit
+from tarsy.services.sessions import session_cancel
 from tests.support.processes import wait_for
 from tests.support.sessions import PeakActiveSessions, assert_no_duplicates, wait_terminal
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tests.fakes.fake_gemini import FakeGemini, text
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.support.sessions import wait_terminal

@@ -9,8 +9,8 @@ import pytest
 from django.db import connections
 
 from tarsy.models import Pseudonym
+from tarsy.services.intake.alerts import session_submit
 from tarsy.services.pseudonyms import pseudonyms_add, pseudonyms_adopt, pseudonyms_load
-from tarsy.services.sessions import session_submit
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

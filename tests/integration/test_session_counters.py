@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from tarsy.models import AlertSession
 from tarsy.services.citations import evidence_id_issue
 from tarsy.services.counters import session_counter_raise
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,7 +11,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from tarsy.models import AlertSession, LLMInteraction, MCPInteraction, TimelineEvent
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tests.support.configdir import scripted_provider, write_config
 from tests.support.processes import wait_for
 from tests.support.sessions import wait_terminal

@@ -14,7 +14,7 @@ from tarsy.models import AlertSession, LLMInteraction
 from tarsy.pipeline.budget import daily_limit_reached, daily_limit_warning, daily_spend
 from tarsy.pipeline.dispatch import dispatch_pending
 from tarsy.services import interactions, spend
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tests.support.configdir import write_config
 
 pytestmark = [pytest.mark.django_db]

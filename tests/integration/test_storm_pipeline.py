@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tarsy.models import AlertOccurrence, AlertSession, LLMInteraction, Message, TimelineEvent
-from tarsy.services.sessions import session_receive
+from tarsy.services.intake.alerts import session_receive
 from tests.support.processes import start_server, wait_for
 from tests.support.sessions import wait_terminal
 

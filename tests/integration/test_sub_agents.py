@@ -15,7 +15,8 @@ from rest_framework.test import APIClient
 from tarsy.celery import app
 from tarsy.models import AgentExecution, Event, LLMInteraction, MCPInteraction, Stage, TimelineEvent
 from tarsy.services.chats import chat_submit
-from tarsy.services.sessions import session_cancel, session_submit
+from tarsy.services.intake.alerts import session_submit
+from tarsy.services.sessions import session_cancel
 from tests.support.processes import wait_for
 from tests.support.sessions import assert_no_duplicates, wait_terminal
 

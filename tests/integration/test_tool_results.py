@@ -10,7 +10,7 @@ import pytest
 
 from tarsy.models import Event, LLMInteraction, MCPInteraction, Message, TimelineEvent
 from tarsy.selectors.conversations import llm_conversations
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.fakes.mcp_servers.tools_server import AWS_KEY
 from tests.support.configdir import scripted_provider, write_config

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tarsy.models import AgentExecution, TimelineEvent
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tests.support.configdir import write_config
 from tests.support.sessions import assert_no_duplicates, wait_terminal
 

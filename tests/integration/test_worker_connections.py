@@ -8,7 +8,7 @@ import threading
 import pytest
 from django.db import connection
 
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tests.support.sessions import assert_no_duplicates, wait_terminal
 
 pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -3,7 +3,7 @@ dispatch each with a task naming what the alert names, wait for their results, c
 
 Native tool calls dispatch them all in one reply, and a reply that only lists the agents waits; ReAct makes one
 call per reply, so it dispatches one by one and waits with a reply that calls nothing. The results arrive as user
-messages (tarsy.pipeline.sub_agents.result_message) carrying each sub-agent's analysis and evidence ids.
+messages (tarsy.pipeline.sub_agents.results.result_message) carrying each sub-agent's analysis and evidence ids.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from agents.context import LLMInteractionRecord, MCPInteractionRecord
 from agents.llm.types import ConversationMessage
 from tarsy.db_connections import reconnecting
 from tarsy.models import AgentExecution, CallStatus, LLMInteraction, TimelineEvent
-from tarsy.streaming.publisher import batched_events
+from tarsy.services.events import batched_events
 
 from .. import interactions, messages, timeline
 

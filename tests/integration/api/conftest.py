@@ -9,7 +9,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, Stage, TimelineEvent
-from tarsy.services import sessions as session_service
+from tarsy.services.intake.alerts import session_submit
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def make_session():
 
     def make(data="pod web-1 CrashLoopBackOff", *, status="completed", author="api-client", alert_type=None,
              final_analysis="", executive_summary="", started_minutes_ago=10, duration_s=60.0, **fields):
-        session = session_service.session_submit(data=data, alert_type=alert_type, author=author)
+        session = session_submit(data=data, alert_type=alert_type, author=author)
         started = timezone.now() - timedelta(minutes=started_minutes_ago)
         updates = {"status": status, "final_analysis": final_analysis, "executive_summary": executive_summary,
                    **fields}

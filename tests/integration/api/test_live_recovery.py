@@ -10,9 +10,9 @@ from asgiref.sync import sync_to_async
 from django.db import connections, transaction
 
 from tarsy.models import Event
-from tarsy.services.events import events_store
+from tarsy.services.events import events_store, publish
 from tarsy.streaming.fanout import fanout_for_loop
-from tarsy.streaming.publisher import SESSIONS_CHANNEL, publish, session_channel
+from tarsy.streaming.publisher import SESSIONS_CHANNEL, session_channel
 from tests.integration.api.test_websocket_consumer import connect, new_session
 from tests.support.processes import free_port, start_redis
 

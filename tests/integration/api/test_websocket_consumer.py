@@ -15,9 +15,9 @@ from django.db import connections
 
 from tarsy.embedded import bind_publisher_to_running_loop
 from tarsy.models import Event
-from tarsy.services.sessions import session_submit
+from tarsy.services.events import publish
+from tarsy.services.intake.alerts import session_submit
 from tarsy.streaming.consumer import CATCHUP_LIMIT
-from tarsy.streaming.publisher import publish
 from tarsy.streaming.routing import build_application
 from tests.support.configdir import write_config
 

@@ -21,7 +21,7 @@ from tarsy.models import AgentExecution, AlertSession, LLMInteraction, Message, 
 from tarsy.pipeline.dispatch import dispatch_pending
 from tarsy.pipeline.iteration import iteration_run
 from tarsy.selectors.conversations import llm_conversations
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tests.fakes.fake_gemini import FakeGemini
 from tests.fakes.fake_openai import FakeOpenAI
 from tests.fakes.mcp_servers.k8s_server import HOLD_ENV

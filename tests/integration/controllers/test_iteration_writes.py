@@ -9,7 +9,8 @@ from django.db import transaction
 from tarsy.models import AgentExecution, Event, TimelineEvent
 from tarsy.pipeline.iteration import iteration_begin
 from tarsy.services import timeline
-from tarsy.streaming.publisher import batched_events, publish, session_channel
+from tarsy.services.events import batched_events, publish
+from tarsy.streaming.publisher import session_channel
 
 from .conftest import only_execution, react_action, run_next, start_session
 

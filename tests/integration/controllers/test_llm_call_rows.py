@@ -121,7 +121,7 @@ def test_a_completion_rolled_back_after_its_batch_was_written_writes_it_again(co
 
     from tarsy.models import Message
     from tarsy.pipeline.iteration import _step, iteration_finish, iteration_recorder
-    from tarsy.pipeline.sub_agents import IterationCalls
+    from tarsy.pipeline.iteration_calls import IterationCalls
 
     configure(SCRIPT, agents=NO_TOOLS)
     execution = only_execution(start_session())

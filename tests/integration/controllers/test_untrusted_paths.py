@@ -14,7 +14,7 @@ import pytest
 
 from agents.prompts.fence import DATA_NOTE, INJECTION_NOTE
 from tarsy.models import ActionProposal, AgentExecution, OccurrenceKind
-from tarsy.pipeline.actions import action_decide
+from tarsy.pipeline.actions.decisions import action_decide
 from tarsy.services import memories, occurrences
 from tests.fakes.mcp_servers.deployments_file_server import write_state
 

@@ -15,8 +15,8 @@ from django.utils import timezone
 from tarsy.models import AlertSession, TimelineEvent
 from tarsy.selectors.filters import SessionFilter
 from tarsy.selectors.sessions import sessions_list
-from tarsy.services import sessions as session_service
 from tarsy.services import timeline
+from tarsy.services.intake.alerts import session_submit
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(60)]
 
@@ -25,7 +25,7 @@ ROW = re.compile(r'<tr data-session-id="([0-9a-f-]{36})"')
 
 def _session(data: str, *, days_ago: float, status: str, author: str, alert_type: str = "kubernetes",
              duration_s: float | None = 60, tokens: int = 0, **fields) -> AlertSession:
-    session = session_service.session_submit(data=data, alert_type=None, author=author)
+    session = session_submit(data=data, alert_type=None, author=author)
     created = timezone.now() - timedelta(days=days_ago)
     started = created + timedelta(seconds=5) if status != "pending" else None
     completed = started + timedelta(seconds=duration_s) if started and duration_s is not None else None

@@ -11,14 +11,15 @@ from django.test import Client
 from tarsy.models import AlertSession, SessionScore
 from tarsy.services import sessions as session_service
 from tarsy.services import triage
+from tarsy.services.intake.alerts import session_submit
 
 pytestmark = [pytest.mark.django_db]
 EVIL = '<img src=x onerror="window.__xss=1">'
 
 
 def _finished(pod: str, *, severity: str = "warning", title: str = "", score: int | None = None) -> AlertSession:
-    session = session_service.session_submit(data=f"pod {pod} CrashLoopBackOff", alert_type="kubernetes",
-                                             author="alertmanager")
+    session = session_submit(data=f"pod {pod} CrashLoopBackOff", alert_type="kubernetes",
+                             author="alertmanager")
     AlertSession.all_objects.filter(id=session.id).update(severity=severity, status="in_progress",
                                                           started_at=F("created_at"), title=title or pod)
     if score is not None:

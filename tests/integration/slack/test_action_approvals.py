@@ -20,8 +20,10 @@ from django.test import Client
 from django.utils import timezone
 
 from tarsy.models import ActionProposal, AgentExecution, DryRunStatus, OutboxTask, SlackPost
-from tarsy.pipeline.actions import action_decide, expired_wake
-from tarsy.services import actions, executions, sessions, stages
+from tarsy.pipeline.actions.decisions import action_decide, expired_wake
+from tarsy.services import actions, executions, stages
+from tarsy.services.intake.alerts import session_submit
+from tarsy.services.queue import session_claim
 from tarsy.slack.delivery import deliver
 from tests.fakes.mcp_servers import deployments_file_server
 from tests.support.slack import (
@@ -68,8 +70,8 @@ def client():
 
 def _proposed(arguments: dict | None = None, **dry_run: str) -> ActionProposal:
     """A running repair session whose action agent proposed to scale shop/api to 3 (or `arguments`) and parked."""
-    session = sessions.session_submit(alert_type="repair", data={"deployment": "shop/api"})
-    assert sessions.session_claim(session=session, worker_id="w1", now=timezone.now())
+    session = session_submit(alert_type="repair", data={"deployment": "shop/api"})
+    assert session_claim(session=session, worker_id="w1", now=timezone.now())
     stage = stages.stage_start_chain(session=session, chain_stage_index=0)
     execution = AgentExecution.objects.get(stage=stage)
     with transaction.atomic():  # as iteration_finish does: the proposal and the park commit together

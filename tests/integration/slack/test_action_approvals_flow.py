@@ -13,7 +13,7 @@ from django.contrib.auth.models import Group
 from django.test import Client
 
 from tarsy.models import ActionProposal, SlackPost
-from tarsy.services.sessions import session_submit
+from tarsy.services.intake.alerts import session_submit
 from tests.fakes.mcp_servers import deployments_file_server
 from tests.fakes.mcp_servers.deployments_file_server import read_state, write_state
 from tests.support.processes import wait_for

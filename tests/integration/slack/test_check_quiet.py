@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from tarsy.models import SlackThread
 from tarsy.services import checks, sessions
+from tarsy.services.queue import session_claim
 from tests.support.slack import slack_section
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(60)]
@@ -18,7 +19,7 @@ TARSY = {"agent_chains": {"probe": {"stages": [{"name": "check", "agents": [{"na
 
 def _ended_run(result: str, triage_status: str | None = None) -> str:
     session = checks.check_run(name="db-up")
-    assert sessions.session_claim(session=session, worker_id="w1", now=timezone.now())
+    assert session_claim(session=session, worker_id="w1", now=timezone.now())
     fields = {"check_result": result, **({"triage_status": triage_status} if triage_status is not None else {})}
     sessions.session_set_status(session_id=session.id, status="completed", from_statuses=("in_progress",), **fields)
     return session.id

@@ -14,6 +14,8 @@ from django.utils import timezone
 from tarsy.metrics import SLACK_CALLS, SLACK_DROPPED
 from tarsy.models import AlertSession, SlackPost, SlackThread
 from tarsy.services import sessions, stages
+from tarsy.services.intake.alerts import session_receive, session_submit
+from tarsy.services.queue import session_claim
 from tarsy.signals import alert_attached
 from tarsy.slack.delivery import MAX_FAILURES, deliver
 from tests.support.processes import free_port
@@ -36,8 +38,8 @@ def configure(scripted_config, fake_slack, slack_env):
 
 
 def _started(data: str = "pod web-1 CrashLoopBackOff") -> AlertSession:
-    session = sessions.session_submit(data=data, severity="critical")
-    assert sessions.session_claim(session=session, worker_id="w1", now=timezone.now())
+    session = session_submit(data=data, severity="critical")
+    assert session_claim(session=session, worker_id="w1", now=timezone.now())
     return session
 
 
@@ -180,12 +182,12 @@ def test_without_slack_configured_nothing_is_recorded(scripted_config):
 
 def test_a_resolution_from_the_monitoring_source_goes_into_the_thread(configure, fake_slack):
     from tarsy.intake.items import Resolved
-    from tarsy.services.intake import session_resolve_alert
+    from tarsy.services.intake.deliveries import session_resolve_alert
 
     configure()
-    session = sessions.session_receive(data="pod web-1 CrashLoopBackOff", fingerprint="fp-web-1").session
-    assert sessions.session_claim(session=session, worker_id="w1", now=timezone.now())
-    queued = sessions.session_receive(data="pod other CrashLoopBackOff", fingerprint="fp-other").session
+    session = session_receive(data="pod web-1 CrashLoopBackOff", fingerprint="fp-web-1").session
+    assert session_claim(session=session, worker_id="w1", now=timezone.now())
+    queued = session_receive(data="pod other CrashLoopBackOff", fingerprint="fp-other").session
     assert session_resolve_alert(source="alertmanager", resolution=Resolved("fp-web-1", "2026-11-23T12:00:00Z"))[
         "action"] == "annotated"
     assert session_resolve_alert(source="alertmanager", resolution=Resolved("fp-other"))["action"] == "cancelled"
@@ -236,11 +238,11 @@ def test_a_storm_of_repeats_becomes_one_reply_per_interval(configure, fake_slack
 
 def test_a_queued_session_with_a_thread_shows_how_it_ended(configure, fake_slack):
     from tarsy.intake.items import Resolved
-    from tarsy.services.intake import session_resolve_alert
+    from tarsy.services.intake.deliveries import session_resolve_alert
 
     configure()
-    queued = sessions.session_receive(data="pod web-1 CrashLoopBackOff", fingerprint="fp-web-1").session
-    again = sessions.session_receive(data="pod web-1 CrashLoopBackOff", fingerprint="fp-web-1")
+    queued = session_receive(data="pod web-1 CrashLoopBackOff", fingerprint="fp-web-1").session
+    again = session_receive(data="pod web-1 CrashLoopBackOff", fingerprint="fp-web-1")
     assert again.deduplicated and again.session.id == queued.id
     deliver(session_id=queued.id)
     [root] = fake_slack.top_level()

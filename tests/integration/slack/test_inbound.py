@@ -13,6 +13,8 @@ from django.utils import timezone
 
 from tarsy.models import ChatUserMessage, SlackPost, SlackThread
 from tarsy.services import sessions
+from tarsy.services.intake.alerts import session_submit
+from tarsy.services.queue import session_claim
 from tests.support.slack import mention_event, signed_headers, slack_section, slash_command
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(30)]
@@ -37,8 +39,8 @@ def _post_event(client, body: str, **headers):
 
 
 def _session_in_thread(status: str, ts: str = "1700000000.000001"):
-    session = sessions.session_submit(data="pod web-1 CrashLoopBackOff")
-    sessions.session_claim(session=session, worker_id="w1", now=timezone.now())
+    session = session_submit(data="pod web-1 CrashLoopBackOff")
+    session_claim(session=session, worker_id="w1", now=timezone.now())
     if status != "in_progress":
         sessions.session_set_status(session_id=session.id, status=status, from_statuses=("in_progress",),
                                     final_analysis="missing config map", executive_summary="Config map missing.")

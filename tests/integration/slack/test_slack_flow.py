@@ -9,7 +9,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from tarsy.models import SlackThread
-from tarsy.services import sessions
+from tarsy.services.intake.alerts import session_submit
 from tests.support.processes import free_port, wait_for
 from tests.support.sessions import wait_terminal
 from tests.support.slack import mention_event, signed_headers, slack_section
@@ -96,7 +96,7 @@ def test_with_slack_down_the_investigation_still_completes(scripted_config, work
     down = f"http://127.0.0.1:{free_port()}/api/"  # nothing listens there
     scripted_config(SCRIPT, tarsy={**TARSY, "slack": slack_section(down)})
     proc = worker()
-    session = sessions.session_submit(alert_type="two-step", data="payments-api OOMKilled")
+    session = session_submit(alert_type="two-step", data="payments-api OOMKilled")
     (done,) = wait_terminal([session.id], 60, proc)
     assert done.status == "completed", done.error_message
     assert done.executive_summary == "payments-api is OOMKilled; raise its memory limit to 512Mi."

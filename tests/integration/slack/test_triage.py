@@ -17,6 +17,8 @@ from django.utils import timezone
 
 from tarsy.models import AlertSession, TriageActivity
 from tarsy.services import sessions
+from tarsy.services.intake.alerts import session_submit
+from tarsy.services.queue import session_claim
 from tarsy.slack.delivery import deliver
 from tests.support.slack import block_action, blocks_text, signed_headers, slack_section, slash_command
 
@@ -48,8 +50,8 @@ def client():
 
 def _finished_in_slack(fake_slack) -> tuple[AlertSession, str]:
     """A completed session (needs review) whose message and summary are in Slack; returns it and the message ts."""
-    session = sessions.session_submit(data="pod web-1 CrashLoopBackOff", severity="critical")
-    assert sessions.session_claim(session=session, worker_id="w1", now=timezone.now())
+    session = session_submit(data="pod web-1 CrashLoopBackOff", severity="critical")
+    assert session_claim(session=session, worker_id="w1", now=timezone.now())
     sessions.session_set_status(session_id=session.id, status="completed", from_statuses=("in_progress",),
                                 final_analysis="missing config map", executive_summary="Config map missing.")
     assert deliver(session_id=session.id) is None

@@ -7,6 +7,7 @@ from django.db.models import F
 
 from tarsy.models import AlertSession
 from tarsy.services import sessions as session_service
+from tarsy.services.intake.alerts import session_submit
 
 
 @pytest.fixture
@@ -14,8 +15,8 @@ def finished():
     """Factory: a session of `chain_id`'s alert type with `severity`, run and finished with `status`."""
 
     def make(*, severity="info", alert_type="kubernetes", status="completed", pod="web-1") -> AlertSession:
-        session = session_service.session_submit(data=f"pod {pod} CrashLoopBackOff", alert_type=alert_type,
-                                                 author="alertmanager")
+        session = session_submit(data=f"pod {pod} CrashLoopBackOff", alert_type=alert_type,
+                                 author="alertmanager")
         AlertSession.all_objects.filter(id=session.id).update(severity=severity, status="in_progress",
                                                               started_at=F("created_at"))
         return session_service.session_set_status(session_id=session.id, status=status,

@@ -46,8 +46,8 @@ MESSAGE_SITES = {
     ("controllers/common.py", "step"): "template: conclude now",
     ("tarsy/services/messages.py", "_conversation"): "stored rows read back, as they were first built",
     ("tarsy/pipeline/related_alerts.py", "related_alerts"): "format_related_alerts(): untrusted() per alert",
-    ("tarsy/pipeline/sub_agents.py", "results_inject"): "result_message(): the answer through untrusted()",
-    ("tarsy/pipeline/actions.py", "decisions_inject"): "_news(): outputs and reads through untrusted()",
+    ("tarsy/pipeline/sub_agents/results.py", "results_inject"): "result_message(): the answer through untrusted()",
+    ("tarsy/pipeline/actions/run.py", "decisions_inject"): "_news(): outputs and reads through untrusted()",
 }
 
 

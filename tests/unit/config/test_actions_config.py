@@ -121,7 +121,7 @@ def test_the_agent_never_sees_the_dry_run_argument_of_an_action_tool(tmp_path):
     """TARSy sets it for the preview only: an agent that could set it would have a dry run approved as the action."""
     from agents.llm.types import ToolDefinition
     from tarsy.config import set_config
-    from tarsy.pipeline.actions import ActionTools
+    from tarsy.pipeline.actions.tools import ActionTools
 
     servers = {"k8s-write": {**WRITE, "dry_run": {"resources_scale": {"argument": "dryRun"}}}}
     set_config(_load(tmp_path, {"Fixer": {"type": "action", "mcp_servers": ["k8s-write"]}}, servers=servers,

@@ -56,7 +56,7 @@ def test_submitted_alert_is_stored_masked_as_valid_json():
 @pytest.mark.services
 @pytest.mark.django_db
 def test_alert_nested_deeper_than_the_limit_is_stored_with_that_value_masked():
-    from tarsy.services.sessions import session_submit
+    from tarsy.services.intake.alerts import session_submit
 
     alert = {"alert": "deep"}
     node = alert

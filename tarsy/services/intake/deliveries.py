@@ -27,7 +27,8 @@ from tarsy.intake.mapping import map_alert
 from tarsy.models import AlertOccurrence, AlertSession, OccurrenceKind, SessionStatus, TimelineEvent, TimelineEventType
 from tarsy.signals import alert_resolved
 
-from . import sessions, timeline
+from .. import sessions, timeline
+from .alerts import AlertReceipt, session_receive
 
 
 @dataclass
@@ -74,9 +75,8 @@ def _deliver(*, source: str, batch: Batch, author: str) -> DeliveryResult:
     for index, item in enumerate(batch.firing):
         mapped = map_alert(item, settings, allowed_runbook_domains=config.system.runbooks.allowed_domains)
         try:
-            receipt = sessions.session_receive(data=mapped.data, alert_type=mapped.alert_type, runbook=mapped.runbook,
-                                               author=author, fingerprint=mapped.fingerprint,
-                                               severity=mapped.severity)
+            receipt = session_receive(data=mapped.data, alert_type=mapped.alert_type, runbook=mapped.runbook,
+                                      author=author, fingerprint=mapped.fingerprint, severity=mapped.severity)
         except ServiceError as exc:
             exc.message = f"alert {index}: {exc.message}"
             raise
@@ -92,7 +92,7 @@ def _deliver(*, source: str, batch: Batch, author: str) -> DeliveryResult:
     return result
 
 
-def _runbook_refused(mapped: Mapped, receipt: sessions.AlertReceipt, allowed: list[str]) -> list[str]:
+def _runbook_refused(mapped: Mapped, receipt: AlertReceipt, allowed: list[str]) -> list[str]:
     """Why the alert's runbook_url was set aside: in the webhook's reply, and on the timeline of the session the
     alert started (a repeat joining one says it in the reply only)."""
     if not mapped.refused_runbook:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from django.utils import timezone
 
@@ -20,15 +20,8 @@ from tarsy.config import get_config
 from tarsy.services import actions
 from tarsy.signals import alert_resolved
 
-from .sub_agents import Refused, wake_parked
-
-
-class Queued(Protocol):
-    """A proposal of the running iteration, not created yet (tarsy.pipeline.actions.Proposal)."""
-
-    server: str
-    tool: str
-    arguments: dict[str, Any]
+from ..iteration_calls import Proposal, Refused
+from ..parked import wake_parked
 
 
 def target_of(server: str, tool: str, arguments: dict[str, Any]) -> str:
@@ -41,7 +34,7 @@ def target_of(server: str, tool: str, arguments: dict[str, Any]) -> str:
 
 
 def proposal_check(*, session_id: Any, server: str, tool: str, arguments: dict[str, Any],
-                   queued: Iterable[Queued]) -> None:
+                   queued: Iterable[Proposal]) -> None:
     """Raise Refused (the agent's message) when the guards forbid proposing this call now."""
     if actions.session_alert_resolved(session_id=session_id):
         raise Refused(f"refused: {actions.ALERT_RESOLVED_REASON}, and no action is taken on a resolved alert. "
