@@ -13,6 +13,7 @@ from datetime import timedelta
 from urllib.parse import parse_qs
 
 import pytest
+from celery.signals import before_task_publish
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
@@ -140,14 +141,25 @@ def test_a_proposal_is_posted_into_the_thread_with_its_buttons_through_the_outbo
     assert not any("hunter2" in str(call.body) for call in fake_slack.calls)  # masked on its way out
 
 
-def test_an_approvers_click_decides_wakes_the_execution_and_the_reply_shows_who(slack_on, fake_slack, client):
+def test_an_approvers_click_decides_wakes_the_execution_and_the_reply_shows_who(slack_on, fake_slack, client,
+                                                                                django_capture_on_commit_callbacks):
     proposal = _proposed()
     message = _in_slack(fake_slack, proposal)
-    queued = OutboxTask.objects.filter(kind="RunIteration", fields__execution_id=str(proposal.execution_id))
-    before = queued.count()
-    _click(client, proposal, "action_approve")
+    sent: list[tuple[str, list]] = []
+
+    def published(sender=None, body=None, **_):
+        sent.append((sender, list(body[0])))
+
+    before_task_publish.connect(published)
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            _click(client, proposal, "action_approve")
+    finally:
+        before_task_publish.disconnect(published)
     assert _state(proposal) == ("approved", "pending")  # woken: its next iteration runs the action…
-    assert queued.count() == before + 1  # …queued once the decision commits
+    execution = AgentExecution.objects.get(id=proposal.execution_id)
+    # …sent to the broker once the decision commits
+    assert ("tarsy.tasks.run_iteration", [str(proposal.execution_id), execution.iterations_completed + 1]) in sent
     assert (proposal.decided_by, proposal.comment) == ("alice", "")
     assert not fake_slack.ephemeral
 
