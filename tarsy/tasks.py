@@ -16,9 +16,9 @@ import logging
 
 from celery import shared_task
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
 
 from tarsy.config import get_config
+from tarsy.db_connections import LOST_CONNECTION
 from tarsy.decisions import (
     DispatchSessions,
     Enqueued,
@@ -36,7 +36,7 @@ _RELIABLE = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": 
 # A dropped or restarted database connection is transient: Celery retries the task (it is idempotent) with
 # exponential backoff rather than lose the step; its Django fixup closes the task's connections after every run,
 # so the retry reconnects. Anything else is a recorded failure, never retried blindly.
-TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
+TRANSIENT_DB_ERRORS = LOST_CONNECTION
 MAX_DB_RETRIES = 8
 MAX_DB_RETRY_DELAY_S = 30
 _RETRIED = {**_RELIABLE, "autoretry_for": TRANSIENT_DB_ERRORS, "retry_backoff": True,

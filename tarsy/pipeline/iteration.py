@@ -15,13 +15,13 @@ import time
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from agents.mcp.masking.boundary import mask_text
 from controllers.base import StepOutcome, StepStatus, timeout_outcome
 from controllers.registry import controller_for
-from tarsy.db_connections import reconnecting
+from tarsy.db_connections import LOST_CONNECTION, reconnecting
 from tarsy.decisions import EndExecution, RunIteration, enact_on_commit
 from tarsy.metrics import ITERATION_SECONDS
 from tarsy.models import AgentExecution, ExecStatus, SessionStatus, StageKind
@@ -129,7 +129,7 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
         log.warning("execution %s iteration %s: attempt %s was taken over; its writes are dropped", execution_id,
                     iteration, execution.attempt)
         return None
-    except (OperationalError, InterfaceError):
+    except LOST_CONNECTION:
         _release(execution, iteration)
         raise  # the database stayed away past a reconnect: Celery retries the task (tarsy.tasks)
     return outcome
@@ -138,7 +138,7 @@ def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
 def _release(execution: AgentExecution, iteration: int) -> None:
     """Give up this attempt's lease so the retried task can claim the iteration at once; a database still away
     leaves it to the lease's expiry (the sweeper)."""
-    with contextlib.suppress(OperationalError, InterfaceError):
+    with contextlib.suppress(*LOST_CONNECTION):
         executions.execution_lease_release(execution_id=execution.id, iteration=iteration, attempt=execution.attempt)
 
 
@@ -150,7 +150,7 @@ def iteration_recorder(execution: AgentExecution, iteration: int) -> DbRecorder:
                       iteration=iteration, attempt=execution.attempt,
                       unfenced_until=execution.claimed_monotonic + executions.lease_seconds(execution) / 2,
                       next_event_sequence=_next_event_sequence(execution),
-                      claimed_call=getattr(execution, "claimed_call", None))
+                      claimed_call=execution.claimed_call)
 
 
 def _step(execution: AgentExecution, iteration: int, recorder: DbRecorder, calls: IterationCalls) -> StepOutcome:
@@ -165,7 +165,7 @@ def _step(execution: AgentExecution, iteration: int, recorder: DbRecorder, calls
                                                      f"({execution.iteration_timeout_s:.0f}s)")
         recorder.flush_after_failure()
         recorder.add_event("error", outcome.error, {"timeout": True}, status="timed_out")
-    except (OperationalError, InterfaceError, AttemptSuperseded):
+    except (*LOST_CONNECTION, AttemptSuperseded):
         raise  # the database went away (the task retries the iteration), or another attempt holds it
     except Exception as exc:  # a bug or an unexpected outside failure: record it, never leave the step hanging
         log.exception("execution %s iteration %s crashed", execution.id, iteration)
