@@ -4,11 +4,14 @@
 import os
 import sys
 
+# The commands that serve the web run with the web process's settings (tarsy/settings/web.py); every other
+# command with the settings all processes share.
+WEB_COMMANDS = ("serve", "runserver")
+
 
 def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tarsy.settings")
-    if sys.argv[1:2] == ["serve"]:
-        os.environ["TARSY_ASGI"] = "1"  # a web process: settings give it pooled database connections
+    web = sys.argv[1:2] and sys.argv[1] in WEB_COMMANDS
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tarsy.settings.web" if web else "tarsy.settings.base")
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

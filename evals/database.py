@@ -18,7 +18,7 @@ from django.core.management import call_command
 from django.db import connections
 
 EVAL_SUFFIX = "_eval"
-DATABASE_NAME_ENV = "TARSY_DATABASE_NAME"  # read by tarsy.settings
+DATABASE_NAME_ENV = "TARSY_DATABASE_NAME"  # read by tarsy.settings.base
 
 
 def eval_name(name: str | Path, vendor: str) -> str:

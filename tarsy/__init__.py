@@ -1,5 +1,3 @@
-"""TARSy's Django project and core app. The Celery app is loaded with Django so `shared_task` binds to it."""
-
-from .celery import app as celery_app
-
-__all__ = ["celery_app"]
+"""TARSy's Django project and core app. Importing the package loads nothing: each entry point (tarsy.asgi,
+tarsy.celery, manage.py, tarsy.mcp_server) names its process's settings before Django reads them, and the app's
+`ready()` loads the Celery app so `shared_task` binds to it."""

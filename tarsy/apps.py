@@ -13,7 +13,7 @@ class TarsyConfig(AppConfig):
         from agents.privacy.policy import install as install_pseudonym_store
 
         from . import checks  # noqa: F401  (registers the config system check)
-        from .celery import install_enactor
+        from .celery import install_enactor  # the Celery app, loaded with Django (Celery's Django guide)
         from .pipeline.actions.guards import connect as connect_action_guards
         from .services.pseudonyms import DatabaseStore
         from .slack.receivers import connect as connect_slack

@@ -5,8 +5,7 @@ import os
 
 import django
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tarsy.settings")
-os.environ["TARSY_ASGI"] = "1"  # read by settings: the web process borrows DB connections from a pool
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tarsy.settings.web")
 django.setup(set_prefix=False)  # what django.core.asgi.get_asgi_application does before building its handler
 
 from tarsy.api.handler import JsonErrorsASGIHandler  # noqa: E402

@@ -22,7 +22,9 @@ from celery.signals import (
     worker_ready,
 )
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tarsy.settings")
+# `celery -A tarsy worker` and `beat` load this module first (the `tarsy` package imports nothing); a web or test
+# process has named its settings before Django imports it (tarsy.apps).
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tarsy.settings.worker")
 
 
 
@@ -133,9 +135,8 @@ def schedule_checks(sender: Celery, **kwargs) -> None:
 
 @app.on_after_configure.connect
 def schedule_jobs(sender: Celery, **kwargs) -> None:
-    """Beat's fixed jobs, added once Celery reads its configuration. Not at import: reading `app.conf` here would
-    load Django's settings while `tarsy` is imported, before tarsy.asgi says the process serves the web (the
-    settings give a web process its connection pool)."""
+    """Beat's fixed jobs, added once Celery reads its configuration (reading `app.conf` at import would load
+    Django's settings as this module is imported)."""
     sender.add_periodic_task(SWEEP_INTERVAL_S, sender.signature("tarsy.tasks.sweep"), name="sweep")
     sender.add_periodic_task(RETENTION_INTERVAL_S, sender.signature("tarsy.tasks.apply_retention"), name="retention")
 

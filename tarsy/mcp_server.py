@@ -62,7 +62,7 @@ def build_server() -> Any:
 def main() -> None:
     import django
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tarsy.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tarsy.settings.base")  # neither web nor worker
     django.setup()
     build_server().run()
 

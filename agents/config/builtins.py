@@ -83,10 +83,11 @@ def prometheus_server() -> MCPServerConfig:
     )
 
 
-# What the built-in `tarsy` server needs to open TARSy's database and configuration (tarsy.settings).
+# What the built-in `tarsy` server needs to open TARSy's database and configuration (tarsy.settings.base: the
+# server names its own settings, not those of the web or worker process that starts it).
 # TARSY_DATABASE_NAME: the database a process switched to after start (an eval's own database, evals.database).
 TARSY_SERVER_ENV = ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "TARSY_DATA_DIR", "TARSY_CONFIG_DIR",
-                    "TARSY_DATABASE_NAME", "DJANGO_SETTINGS_MODULE", "PYTHONPATH")
+                    "TARSY_DATABASE_NAME", "PYTHONPATH")
 
 
 def builtin_mcp_servers(env: Mapping[str, str] | None = None) -> dict[str, MCPServerConfig]:

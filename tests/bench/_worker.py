@@ -192,7 +192,7 @@ def reuse_db_connections() -> None:
 
 
 def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tarsy.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tarsy.settings.worker")
     trace_dir = os.environ.get("TARSY_BENCH_TRACE_DIR")
     import django
 

@@ -120,10 +120,10 @@ class Bench:
             "DATABASE_URL": self.database_url, "REDIS_URL": self.redis_url, "SECRET_KEY": "bench-secret-key",
             "TARSY_QUEUE": self.tag, "TARSY_CHANNEL_PREFIX": self.tag, "TARSY_CONFIG_DIR": str(self.config_dir),
             "TARSY_DATA_DIR": str(self.work / "data"), "ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "PYTHONUNBUFFERED": "1", "TARSY_LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "tarsy.settings",
+            "PYTHONUNBUFFERED": "1", "TARSY_LOG_LEVEL": "WARNING",
             "TARSY_INTAKE_RATE": "",  # load from one address is the point of a benchmark
         })
-        self.env.pop("TARSY_TESTING", None)
+        self.env.pop("DJANGO_SETTINGS_MODULE", None)  # each child runs on its entry point's settings, as deployed
 
     # ---- setup ----------------------------------------------------------------------
     def write_config(self, *, tarsy: dict[str, Any], providers: dict[str, Any]) -> None:
@@ -145,8 +145,9 @@ class Bench:
     def activate(self) -> None:
         """Make this process a Django client of the benchmark database (call after write_config)."""
         for key in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "TARSY_QUEUE", "TARSY_CHANNEL_PREFIX",
-                    "TARSY_CONFIG_DIR", "TARSY_DATA_DIR", "ALLOWED_HOSTS", "DJANGO_SETTINGS_MODULE", "TARSY_LOG_LEVEL"):
+                    "TARSY_CONFIG_DIR", "TARSY_DATA_DIR", "ALLOWED_HOSTS", "TARSY_LOG_LEVEL"):
             os.environ[key] = self.env[key]
+        os.environ["DJANGO_SETTINGS_MODULE"] = "tarsy.settings.base"  # a client: neither web nor worker
         import django
 
         django.setup()

@@ -61,7 +61,8 @@ CHILD = textwrap.dedent(f"""
 
 
 def run(multiproc: bool) -> dict:
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tarsy.settings", "SECRET_KEY": os.environ.get("SECRET_KEY", "x")}
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tarsy.settings.base",
+           "SECRET_KEY": os.environ.get("SECRET_KEY", "x")}
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     with tempfile.TemporaryDirectory() as directory:
         if multiproc:

@@ -30,7 +30,9 @@ def test_database_url() -> str:
 
 
 def child_env(config_dir: Path | None = None, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "TARSY_ASGI"}  # set by importing tarsy.asgi in-process
+    """A worker, beat or web process of the test run: on its entry point's settings, as deployed (the test
+    settings are this process's), with this process's queue and event prefix."""
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     env.update({
         "DATABASE_URL": test_database_url(),
         "REDIS_URL": settings.REDIS_URL,

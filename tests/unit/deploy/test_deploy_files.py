@@ -173,6 +173,13 @@ def test_dockerfile_copies_what_exists_and_serves_uvicorn():
     assert re.search(r"^USER \d+", text, flags=re.M)
 
 
+def test_each_process_gets_the_settings_its_entry_point_names():
+    """uvicorn's tarsy.asgi runs on the web settings, celery on the worker's, manage.py on the shared ones: a
+    DJANGO_SETTINGS_MODULE set for the whole image or every container would give them all the same."""
+    for path in [DEPLOY / "Dockerfile", DEPLOY / "compose.yaml", DEPLOY / "tarsy.env.example", *K8S.glob("*.yaml")]:
+        assert "DJANGO_SETTINGS_MODULE" not in path.read_text(), path
+
+
 # ---- Kubernetes -----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, doc", _manifests(), ids=lambda v: v if isinstance(v, str) else v["kind"])

@@ -1,4 +1,6 @@
-"""One env-driven settings module.
+"""Settings every process shares, read from the environment; the process roles (web, worker, test) start
+from these and change what differs. Complete on its own: one-off processes (management commands other than
+`serve` and `runserver`, the `tarsy` MCP server) run on it as it is. Importing it writes nothing.
 
 Embedded mode (no DATABASE_URL / REDIS_URL): SQLite under TARSY_DATA_DIR, Celery on
 `memory://` with an in-process worker, live events handed over in-process.
@@ -8,65 +10,47 @@ Production (both set): PostgreSQL, Redis as broker and live-event pub/sub.
 from __future__ import annotations
 
 import os
-import secrets
-import sys
 from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+from .env import env_bool, env_list, env_number
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
 DATA_DIR = Path(os.environ.get("TARSY_DATA_DIR", BASE_DIR / "var")).resolve()
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 REDIS_URL = os.environ.get("REDIS_URL", "")
 EMBEDDED = not (DATABASE_URL and REDIS_URL)
-TESTING = "pytest" in sys.modules or os.environ.get("TARSY_TESTING") == "1"
 
-
-def _env_bool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    return default if value is None else value.strip().lower() in ("1", "true", "yes", "on")
-
-
-def _env_number(name: str, default: float, kind: type = int) -> float:
-    """A numeric setting; a malformed value names its variable rather than failing deep inside a library."""
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    try:
-        return kind(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be {'an integer' if kind is int else 'a number'}, "
-                                   f"got {value!r}") from None
-
-
-def _env_list(name: str, default: list[str]) -> list[str]:
-    value = os.environ.get(name)
-    return default if value is None else [item.strip() for item in value.split(",") if item.strip()]
-
-
-if not EMBEDDED and (DATABASE_URL or REDIS_URL) and not (DATABASE_URL and REDIS_URL):
-    raise ImproperlyConfigured("Set both DATABASE_URL and REDIS_URL for production mode, or neither for embedded mode")
-
+# Embedded mode serves localhost only: a key of the data directory's own, made by `manage.py migrate`
+# (tarsy/management/commands/migrate.py), keeps admin logins across restarts. The web and worker roles refuse
+# to start without a key (require_secret_key); other processes need one only to sign something.
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
-if not SECRET_KEY:
-    if not EMBEDDED and not TESTING:
-        raise ImproperlyConfigured("SECRET_KEY must be set in production mode (DATABASE_URL and REDIS_URL are set)")
-    # Embedded mode serves localhost only: a per-data-dir key keeps admin logins across restarts.
-    key_file = DATA_DIR / "secret_key"
+SECRET_KEY_FILE = DATA_DIR / "secret_key"
+if not SECRET_KEY and EMBEDDED:
     try:
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
-        if not key_file.exists():
-            key_file.write_text(secrets.token_urlsafe(50))
-            key_file.chmod(0o600)
-        SECRET_KEY = key_file.read_text().strip()
-    except OSError:
-        SECRET_KEY = secrets.token_urlsafe(50)
+        SECRET_KEY = SECRET_KEY_FILE.read_text().strip()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise ImproperlyConfigured(f"TARSy's secret key file {SECRET_KEY_FILE} is not readable: {exc}") from None
 
-DEBUG = _env_bool("DEBUG", False)
-ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"] if EMBEDDED else [])
-CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", [])
+
+def require_secret_key() -> None:
+    """What a web or worker process calls from its settings: it signs sessions and tokens, so it needs a key."""
+    if SECRET_KEY:
+        return
+    if not EMBEDDED:
+        raise ImproperlyConfigured("SECRET_KEY must be set in production mode (DATABASE_URL and REDIS_URL are set)")
+    raise ImproperlyConfigured(f"No secret key: set SECRET_KEY, or run `python manage.py migrate` (or `make run`), "
+                               f"which creates {SECRET_KEY_FILE}")
+
+
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"] if EMBEDDED else [])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
     "daphne",  # must come first so runserver serves websockets
@@ -106,11 +90,11 @@ CONTENT_SECURITY_POLICY = os.environ.get("TARSY_CONTENT_SECURITY_POLICY", "; ".j
     "font-src 'self'", "object-src 'none'", "base-uri 'self'", "form-action 'self'", "frame-ancestors 'none'"]))
 # Served over HTTPS (TLS at TARSy, or at a proxy that says so in X-Forwarded-Proto): cookies only over HTTPS,
 # and browsers told to use nothing else for a year.
-TARSY_HTTPS = _env_bool("TARSY_HTTPS", False)
+TARSY_HTTPS = env_bool("TARSY_HTTPS", False)
 if TARSY_HTTPS:
     SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
-    SECURE_HSTS_SECONDS = _env_number("TARSY_HSTS_SECONDS", 365 * 24 * 3600)
-    if _env_bool("TARSY_BEHIND_TLS_PROXY", False):
+    SECURE_HSTS_SECONDS = env_number("TARSY_HSTS_SECONDS", 365 * 24 * 3600)
+    if env_bool("TARSY_BEHIND_TLS_PROXY", False):
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 ROOT_URLCONF = "tarsy.urls"
@@ -134,66 +118,26 @@ TEMPLATES = [
 
 # ---- database ---------------------------------------------------------------
 if DATABASE_URL:
-    # Workers keep their connection (a step makes many short queries). The ASGI server runs each request's
-    # sync code on a thread of its own, where persistent connections would pile up until PostgreSQL refuses
-    # clients, and a new connection per request costs more than the request itself: the web process borrows
-    # connections from Django's per-process pool (psycopg 3) and gives them back when the request ends; with
-    # CONN_HEALTH_CHECKS the pool checks each borrowed connection, so one the server ended is never lent.
-    #
-    # A threads-pool worker (TARSY_WORKER_POOL=threads) runs many iterations per process: persistent connections
-    # would be one per thread. It pools them too, and a thread gives its connection back while it waits on an LLM
-    # or a tool (tarsy.db_connections), so a few connections carry hundreds of iterations in flight. A prefork
-    # child runs one task at a time and keeps its one connection.
-    web_process = os.environ.get("TARSY_ASGI") == "1"
-    threads_worker = not web_process and os.environ.get("TARSY_WORKER_POOL") == "threads"
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0 if web_process or threads_worker
-                                                  else 60, conn_health_checks=True)}
+    # A process keeps its connection (a worker's step makes many short queries); the web role and a threads
+    # worker borrow connections from a pool instead (settings/web.py, settings/worker.py). With
+    # CONN_HEALTH_CHECKS a connection the server ended is replaced, never used.
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
     DATABASES["default"].setdefault("OPTIONS", {})
     # A blocking libpq call ignores Celery's soft time limit: bound every statement.
     DATABASES["default"]["OPTIONS"].setdefault("options", "-c statement_timeout=30000")
-    if web_process:
-        # max_size bounds this process's connections (size PostgreSQL for web processes × max_size); a request
-        # finding none free waits up to `timeout` seconds, then fails rather than queueing forever.
-        DATABASES["default"]["OPTIONS"]["pool"] = {
-            "min_size": _env_number("TARSY_WEB_DB_POOL_MIN", 2),
-            "max_size": _env_number("TARSY_WEB_DB_POOL_MAX", 10),
-            "timeout": _env_number("TARSY_WEB_DB_POOL_TIMEOUT", 10.0, float),
-        }
-    elif threads_worker:
-        # max_size bounds the worker's connections whatever its concurrency; a thread finding none free waits.
-        DATABASES["default"]["OPTIONS"]["pool"] = {
-            "min_size": 2,
-            "max_size": _env_number("TARSY_WORKER_DB_POOL_MAX", 20),
-            "timeout": _env_number("TARSY_WORKER_DB_POOL_TIMEOUT", 30.0, float),
-        }
-    # Named explicitly (django/channels#2176), after the database in DATABASE_URL, so test runs against
-    # different databases on one server never share (and drop) each other's test database.
-    DATABASES["default"]["TEST"] = {
-        "NAME": os.environ.get("TARSY_TEST_DB_NAME", f"test_{DATABASES['default']['NAME']}")}
 else:
-    # The database holds login sessions and everything investigated: readable by TARSy's user only, like
-    # secret_key. SQLite gives the -wal and -shm files the database file's mode.
-    _sqlite_file = DATA_DIR / "tarsy.sqlite3"
-    try:
-        DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
-        DATA_DIR.chmod(0o700)
-        os.close(os.open(_sqlite_file, os.O_CREAT | os.O_WRONLY, 0o600))
-        for _path in (_sqlite_file, *(Path(f"{_sqlite_file}{suffix}") for suffix in ("-wal", "-shm"))):
-            if _path.exists():
-                _path.chmod(0o600)
-    except OSError as exc:
-        raise ImproperlyConfigured(f"TARSy's data directory {DATA_DIR} is not usable: {exc}") from None
+    # The database holds login sessions and everything investigated: `manage.py migrate` creates the file and
+    # its directory readable by TARSy's user only, like secret_key.
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": str(_sqlite_file),
+            "NAME": str(DATA_DIR / "tarsy.sqlite3"),
             # Web threads and the in-process worker write concurrently: WAL + busy timeout.
             "OPTIONS": {
                 "transaction_mode": "IMMEDIATE",
                 "timeout": 20,
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             },
-            "TEST": {"NAME": str(DATA_DIR / "test_tarsy.sqlite3")},
         }
     }
 # A process that switched databases after it started (an eval run writes to `<name>_eval`, evals.database) names
@@ -207,19 +151,21 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # each event once on Redis (`<prefix>:events:<channel>`), and every web process subscribes once per channel and
 # sends the event to its local sockets (tarsy/streaming/fanout.py). Without Redis (embedded mode) the
 # in-process worker hands events to the server's loop directly.
-EVENTS_PREFIX = os.environ.get("TARSY_CHANNEL_PREFIX") or (f"tarsy-test-{os.getpid()}" if TESTING else "tarsy")
+EVENTS_PREFIX = os.environ.get("TARSY_CHANNEL_PREFIX") or "tarsy"
 
 # ---- cache ------------------------------------------------------------------------
 # What every web process must agree on (intake rate limits, PagerDuty event ids seen): Redis in production;
-# embedded mode is one process, where Django's default in-memory cache is shared by all its threads.
-if REDIS_URL and not EMBEDDED:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
-                          "KEY_PREFIX": EVENTS_PREFIX}}
+# embedded mode is one process, where Django's in-memory cache is shared by all its threads.
+if EMBEDDED:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+CACHES["default"]["KEY_PREFIX"] = EVENTS_PREFIX
 
 # ---- celery -------------------------------------------------------------------
 # The hard kill comes this long after the soft limit; an iteration's lease lasts timeout + grace.
-ITERATION_HARD_LIMIT_GRACE_S = _env_number("TARSY_HARD_LIMIT_GRACE", 30.0, float)
-MAX_ITERATION_TIMEOUT_S = _env_number("TARSY_MAX_ITERATION_TIMEOUT", 900)
+ITERATION_HARD_LIMIT_GRACE_S = env_number("TARSY_HARD_LIMIT_GRACE", 30.0, float)
+MAX_ITERATION_TIMEOUT_S = env_number("TARSY_MAX_ITERATION_TIMEOUT", 900)
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_IGNORE_RESULT = True
 # No result backend (Celery's default): tasks record their outcome in the database. CELERY_RESULT_BACKEND is
@@ -231,8 +177,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # sweep) are short database work that threads serve as well, so a threads worker (deploy/'s default, TARSy
 # holding the time limits: tarsy/watchdog.py) takes them all, and a second queue would only add a deployment to
 # size. A team that wants control tasks on prefork can route them with Celery's task_routes.
-# Tests get a queue of their own so a worker left over from another run cannot take their tasks.
-CELERY_TASK_DEFAULT_QUEUE = os.environ.get("TARSY_QUEUE") or (f"tarsy-test-{os.getpid()}" if TESTING else "tarsy")
+# Tests get a queue of their own so a worker left over from another run cannot take their tasks (settings/test.py).
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("TARSY_QUEUE") or "tarsy"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_RETRY = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None  # a broker outage must not end the worker; it waits and reconnects
@@ -306,9 +252,9 @@ if TARSY_INTAKE_RATE:
         raise ImproperlyConfigured(f"TARSY_INTAKE_RATE must look like 600/minute, got {TARSY_INTAKE_RATE!r}")
 # PostgreSQL: the statement timeout of a session search (API list and dashboard history), well under the 30 s of
 # other statements: a search past it is refused with a 400 rather than holding a request thread.
-TARSY_SEARCH_TIMEOUT_MS = _env_number("TARSY_SEARCH_TIMEOUT_MS", 3000)
+TARSY_SEARCH_TIMEOUT_MS = env_number("TARSY_SEARCH_TIMEOUT_MS", 3000)
 TARSY_HOST = os.environ.get("TARSY_HOST", "127.0.0.1")
-TARSY_PORT = _env_number("TARSY_PORT", 8000)
+TARSY_PORT = env_number("TARSY_PORT", 8000)
 
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
@@ -324,8 +270,8 @@ LOGIN_URL = "/admin/login/"
 # every web process and replica shares the count); at the limit that pair is refused with 429 until the cool-off
 # has passed. The address is the connection's peer, as for auth (tarsy.identity.client_ip), never X-Forwarded-For.
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
-AXES_FAILURE_LIMIT = _env_number("TARSY_LOGIN_FAILURE_LIMIT", 5)
-AXES_COOLOFF_TIME = timedelta(minutes=_env_number("TARSY_LOGIN_COOLOFF_MINUTES", 15))
+AXES_FAILURE_LIMIT = env_number("TARSY_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_number("TARSY_LOGIN_COOLOFF_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_CLIENT_IP_CALLABLE = "tarsy.identity.client_ip"
 AXES_RESET_ON_SUCCESS = True
