@@ -118,3 +118,15 @@ def test_the_test_run_has_names_of_its_own():
     queue, prefix = os.environ.get("TARSY_QUEUE", own), os.environ.get("TARSY_CHANNEL_PREFIX", own)
     assert (settings.CELERY_TASK_DEFAULT_QUEUE, settings.EVENTS_PREFIX, settings.CACHES["default"]["KEY_PREFIX"]) == (
         queue, prefix, prefix)
+
+
+def test_the_single_module_of_earlier_releases_is_refused_by_name(monkeypatch):
+    import importlib
+
+    from django.core.exceptions import ImproperlyConfigured
+
+    import tarsy.settings
+
+    monkeypatch.setenv("DJANGO_SETTINGS_MODULE", "tarsy.settings")
+    with pytest.raises(ImproperlyConfigured, match="names no settings: unset it"):
+        importlib.reload(tarsy.settings)
