@@ -185,7 +185,7 @@ def _draft_expect(session: AlertSession, review: SessionReview | None = None) ->
         "tools": tools,
         "budgets": {"max_iterations": max(iterations + 2, math.ceil(iterations * 1.5)),
                     "max_tool_calls": max(calls.count() + 2, math.ceil(calls.count() * 1.5)),
-                    "max_tokens": max(1, session.total_tokens * 2)},
+                    "max_tokens": max(1, session.counters.total_tokens * 2)},
     }
     header = (f"DRAFT expectations from session {session.id} ({session.status}). Edit before committing:\n"
               "culprit: the component(s) the root cause lies in, with their aliases (DRAFT: the alerted one) — add\n"

@@ -87,7 +87,7 @@ def observe(session_id: str, servers: dict[str, str], write_servers: dict[str, s
     """The session's outcome, tool calls (server names mapped back to the scenario's, with their evidence ids),
     action proposals and LLM usage; superseded attempts' calls are left out (the run went on without them), their
     tokens are not (they were spent)."""
-    session = AlertSession.all_objects.get(id=session_id)
+    session = AlertSession.all_objects.select_related("counters").get(id=session_id)
     logical = _logical(servers, write_servers)
     made = MCPInteraction.objects.filter(session_id=session.id, superseded=False).order_by("created_at", "id")
     evidence = _evidence_ids(session.id)
@@ -101,7 +101,8 @@ def observe(session_id: str, servers: dict[str, str], write_servers: dict[str, s
         execution__stage__kind="chat").count()
     proposals = [_proposal(r, logical) for r in ActionProposal.objects.filter(session_id=session.id)]
     return Observation(status=session.status, error=session.error_message, final_analysis=session.final_analysis,
-                       calls=calls, iterations=iterations, tokens=session.total_tokens, alert=session.alert_data,
+                       calls=calls, iterations=iterations, tokens=session.counters.total_tokens,
+                       alert=session.alert_data,
                        proposals=proposals)
 
 

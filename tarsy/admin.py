@@ -28,6 +28,7 @@ from .models import (
     MCPInteraction,
     Memory,
     Message,
+    SessionCounters,
     SessionReview,
     SessionScore,
     Silence,
@@ -105,6 +106,11 @@ class DeletedFilter(admin.SimpleListFilter):
         return queryset
 
 
+class CountersInline(ReadOnlyMixin, admin.StackedInline):
+    model = SessionCounters
+    can_delete = False
+
+
 class ScoreInline(ReadOnlyMixin, admin.StackedInline):
     model = SessionScore
     can_delete = False
@@ -135,12 +141,16 @@ class AlertSessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
                    ("review__rating", admin.ChoicesFieldListFilter)]
     search_fields = ["id", "title", "alert_data", "final_analysis", "executive_summary", "author"]
     date_hierarchy = "created_at"
-    inlines = [ScoreInline, ReviewInline, TriageActivityInline, StageInline]
+    inlines = [CountersInline, ScoreInline, ReviewInline, TriageActivityInline, StageInline]
     readonly_fields = [f.name for f in AlertSession._meta.fields]
     list_per_page = 50
 
     def get_queryset(self, request):
-        return AlertSession.all_objects.select_related("score", "review")
+        return AlertSession.all_objects.select_related("counters", "score", "review")
+
+    @admin.display(description="total tokens", ordering="counters__total_tokens")
+    def total_tokens(self, obj):
+        return obj.counters.total_tokens if hasattr(obj, "counters") else "-"
 
     @admin.display(description="score", ordering="score__score")
     def score_value(self, obj):

@@ -51,7 +51,7 @@ VERSIONED_PACKAGES = ["Django", "djangorestframework", "celery", "channels", "uv
 
 def _session(session_id) -> AlertSession:
     try:
-        return AlertSession.objects.get(id=session_id)
+        return AlertSession.objects.select_related("counters").get(id=session_id)
     except AlertSession.DoesNotExist as exc:
         raise Http404("session not found") from exc
 

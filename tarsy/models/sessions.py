@@ -84,8 +84,9 @@ class TokenTotals(models.Model):
         abstract = True
 
 
-class AlertSession(TokenTotals):
-    """One alert's investigation, from submission to final analysis."""
+class AlertSession(models.Model):
+    """One alert's investigation, from submission to final analysis. What its iterations raise (event numbers,
+    evidence ids, token totals) lives apart, in its `SessionCounters` row (`session.counters`)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     alert_data = models.TextField(help_text="Alert payload as submitted (masked), stored as text")
@@ -119,16 +120,9 @@ class AlertSession(TokenTotals):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
-    last_interaction_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
-    evidence_count = models.IntegerField(
-        default=0, help_text="Evidence ids issued so far: the last tool result's E<n> (agents.citations)"
-    )
     citations = models.JSONField(
         null=True, blank=True, help_text="The final analysis's citations as verified when it was written"
-    )
-    event_seq = models.PositiveBigIntegerField(
-        default=0, help_text="The last `Event.seq` given on its channel (services.events.events_number)",
     )
     budget_reached = models.JSONField(
         null=True, blank=True, help_text="The budget that forced the investigation to conclude: kind, limit, used",
@@ -169,6 +163,30 @@ class AlertSession(TokenTotals):
         if self.started_at and self.completed_at:
             return (self.completed_at - self.started_at).total_seconds()
         return None
+
+
+class SessionCounters(TokenTotals):
+    """What a session's iterations raise, on a narrow row of its own: its event numbers, evidence ids, token and
+    cost totals, the time of its last LLM or MCP call. Raised and read back in one statement
+    (tarsy.services.counters); the session row keeps the alert, its status and its triage.
+
+    Created with the session (tarsy.services.intake); a session made another way gets its row with the first
+    raise (`session_counters_raise` inserts it), so no session is ever without counters once they count."""
+
+    session = models.OneToOneField(AlertSession, primary_key=True, on_delete=models.CASCADE, related_name="counters")
+    event_seq = models.PositiveBigIntegerField(
+        default=0, help_text="The last `Event.seq` given on its channel (services.events.events_number)",
+    )
+    evidence_count = models.IntegerField(
+        default=0, help_text="Evidence ids issued so far: the last tool result's E<n> (agents.citations)"
+    )
+    last_interaction_at = models.DateTimeField(null=True, blank=True, help_text="When its last LLM or MCP call ended")
+
+    class Meta:
+        verbose_name_plural = "session counters"
+
+    def __str__(self) -> str:
+        return f"counters of {self.session_id}"
 
 
 class OccurrenceKind(models.TextChoices):

@@ -72,7 +72,8 @@ class IterationBudget:
 
 def _usage_hit(session: AlertSession, budget: BudgetConfig, tool_calls: int) -> BudgetHit | None:
     started = session.started_at or timezone.now()
-    return budget_hit(budget, tokens=session.total_tokens, cost_usd=session.cost_usd, tool_calls=tool_calls,
+    counters = session.counters  # read with the claim (services.executions.execution_lock_for_iteration)
+    return budget_hit(budget, tokens=counters.total_tokens, cost_usd=counters.cost_usd, tool_calls=tool_calls,
                       wall_time_s=(timezone.now() - started).total_seconds())
 
 

@@ -11,7 +11,7 @@ import uuid
 
 from django.db.models import F
 
-from tarsy.models import AlertSession, Event
+from tarsy.models import AlertSession, Event, SessionCounters
 
 
 def is_numbered(channel: str) -> bool:
@@ -57,7 +57,7 @@ def events_after_seq(channel: str, *, seq: int, limit: int) -> list[Event]:
 
 def sessions_last_numbers(session_ids: list[str]) -> dict[str, int]:
     """The last number each session has given an event of its channel (0 before its first)."""
-    rows = AlertSession.all_objects.filter(id__in=session_ids).values_list("id", "event_seq")
+    rows = SessionCounters.objects.filter(session_id__in=session_ids).values_list("session_id", "event_seq")
     return {str(session_id): last for session_id, last in rows}
 
 

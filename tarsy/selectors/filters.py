@@ -41,7 +41,8 @@ MIN_SEARCH_CHARS = 3  # shorter terms match nearly everything and cost a full sc
 MAX_SEARCH_CHARS = 200
 _QUERY_CANCELED = "57014"  # PostgreSQL's SQLSTATE for a statement stopped by statement_timeout
 ORDERING_FIELDS = ("created_at", "status", "alert_type", "author", "duration", "total_tokens", "cost_usd", "score")
-_ORDERING_PATHS = {"score": "score__score"}
+_ORDERING_PATHS = {"score": "score__score",
+                  "total_tokens": "counters__total_tokens", "cost_usd": "counters__cost_usd"}
 _NULLS_LAST = ("duration", "score")  # not finished / not scored: last either way
 SCORE_STATES = ("scored", "pending", "failed", "unscored")
 REVIEW_STATES = ("needs_review", "reviewed")

@@ -26,7 +26,7 @@ from .sessions import sessions_list
 
 
 def related_or_none(session, name: str) -> Any:
-    """A session's score or review, None when it has none (reverse one-to-one raises instead)."""
+    """A session's score, review or counters row, None when it has none (reverse one-to-one raises instead)."""
     try:
         return getattr(session, name)
     except ObjectDoesNotExist:

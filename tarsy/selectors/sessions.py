@@ -35,14 +35,14 @@ RECENT_OCCURRENCES = 20  # repeats shown with a session: a storm of thousands mu
 
 def sessions_list() -> QuerySet:
     """Every (not deleted) session, newest first, with its duration; what `SessionFilter` narrows and orders."""
-    return with_duration(AlertSession.objects.defer("alert_data").select_related("score", "review")).order_by(
-        "-created_at")
+    rows = AlertSession.objects.defer("alert_data").select_related("counters", "score", "review")
+    return with_duration(rows).order_by("-created_at")
 
 
 def sessions_active() -> dict[str, list[AlertSession]]:
     """Running sessions (oldest first) and the queue in the order dispatch claims it; queue positions are 1-based
     (`queue_position`)."""
-    rows = with_duration(AlertSession.objects.defer("alert_data").select_related("score", "review"))
+    rows = with_duration(AlertSession.objects.defer("alert_data").select_related("counters", "score", "review"))
     active = list(rows.filter(status__in=ACTIVE_SESSION_STATUSES).order_by("started_at"))
     queued = list(in_queue_order(rows))
     for position, session in enumerate(queued, start=1):
@@ -81,7 +81,7 @@ def session_detail(*, session_id: Any) -> AlertSession:
     place in the queue (`queue_position`, None unless pending). NotFound when there is none."""
     occurrences = AlertOccurrence.objects.order_by("id")
     try:
-        session = (AlertSession.objects.select_related("score", "review").prefetch_related(
+        session = (AlertSession.objects.select_related("counters", "score", "review").prefetch_related(
             "stages__executions",
             Prefetch("occurrences", occurrences.filter(kind=OccurrenceKind.RELATED), to_attr="related_alerts"),
             Prefetch("occurrences", occurrences.filter(kind=OccurrenceKind.OCCURRENCE).reverse()[:RECENT_OCCURRENCES],
@@ -133,10 +133,10 @@ def session_summary(session: AlertSession) -> dict[str, Any]:
         "timeline_events": timeline["n"],
         "errors": timeline["errors"],
         "chat_messages": ChatUserMessage.objects.filter(chat__session=session).count(),
-        "tokens": {f: getattr(session, f) for f in ("input_tokens", "output_tokens", "thinking_tokens",
-                                                     "total_tokens", "cached_tokens")},
-        "cost_usd": session.cost_usd,
-        "unpriced_calls": session.unpriced_calls,
+        "tokens": {f: getattr(session.counters, f) for f in ("input_tokens", "output_tokens", "thinking_tokens",
+                                                              "total_tokens", "cached_tokens")},
+        "cost_usd": session.counters.cost_usd,
+        "unpriced_calls": session.counters.unpriced_calls,
         "budget_reached": session.budget_reached,
     }
 

@@ -14,7 +14,7 @@ from typing import Any
 from django.db import transaction
 
 from tarsy.models import Event
-from tarsy.services.counters import session_counter_raise
+from tarsy.services.counters import CountersChange, session_counter_raise, session_counters_change
 from tarsy.streaming.publisher import SESSIONS_CHANNEL, send_stored, session_channel
 
 _batch: ContextVar[list[Event] | None] = ContextVar("tarsy_event_batch", default=None)
@@ -44,9 +44,23 @@ def _send_on_commit(rows: list[Event]) -> None:
 
 
 @contextmanager
-def batched_events() -> Iterator[None]:
+def batched_events(*, change: CountersChange | None = None) -> Iterator[None]:
     """Store the events published inside in one INSERT when the block ends, and send them together after the
-    commit (call it inside a transaction). A block that raises stores nothing."""
+    commit (call it inside a transaction). A block that raises stores nothing. `change`: what the block adds to
+    its session's counters (an iteration's token totals), applied in the statement that numbers the block's
+    events of that session, or on its own when there are none. Inside another block, the events (and `change`)
+    join the outer block's and are stored when it ends."""
+    outer = _batch.get()
+    if outer is not None:
+        if change:
+            raise ValueError("a counters change goes with the outermost batch of events")
+        mark = len(outer)
+        try:
+            yield
+        except BaseException:
+            del outer[mark:]  # the inner block stores nothing, as on its own
+            raise
+        return
     rows: list[Event] = []  # every row published in the block, in order
     token = _batch.set(rows)
     try:
@@ -54,32 +68,40 @@ def batched_events() -> Iterator[None]:
     finally:
         _batch.reset(token)
     if rows:
-        events_store(rows=rows)
+        events_store(rows=rows, change=change)
         _send_on_commit(rows)
+    elif change:
+        session_counters_change(change)
 
 
-def events_store(*, rows: list[Event]) -> None:
-    """Number the session-channel rows (`events_number`), then store all rows in one INSERT (PostgreSQL and
-    SQLite return the ids the catch-up cursor needs), in the caller's transaction (or one of their own)."""
+def events_store(*, rows: list[Event], change: CountersChange | None = None) -> None:
+    """Number the session-channel rows (`events_number`, which applies `change`), then store all rows in one
+    INSERT (PostgreSQL and SQLite return the ids the catch-up cursor needs), in the caller's transaction (or one
+    of their own)."""
     with transaction.atomic(savepoint=False):
-        events_number(rows=rows)
+        events_number(rows=rows, change=change)
         Event.objects.bulk_create(rows)
 
 
-def events_number(*, rows: list[Event]) -> None:
-    """Give the session-channel rows of `rows` their next positions on their channels (`Event.seq`), in order.
+def events_number(*, rows: list[Event], change: CountersChange | None = None) -> None:
+    """Give the session-channel rows of `rows` their next positions on their channels (`Event.seq`), in order;
+    `change` goes with the raise of its session's counter (on its own when `rows` number none of that session).
 
-    The counter is the session row's `event_seq`, raised in the writing transaction: the row stays locked until
-    it commits, so a later writer of the session numbers after it and commits after it. A number n+1 therefore
-    exists only once n is committed (a reader that sees a hole knows an event was lost, not still coming), and a
-    rollback takes its numbers back with it. Writers of a session's events mostly hold its row already (token
-    totals, status, evidence ids); sessions are taken in one order. Row locks taken elsewhere before the
-    session's are FOR NO KEY UPDATE (stage join, claim), which the KEY SHARE locks of a numbering writer's
-    deferred foreign keys at its commit do not wait on: no lock cycle through the session row.
+    The counter is the session's `SessionCounters.event_seq`, raised in the writing transaction: the row stays
+    locked until it commits, so a later writer of the session numbers after it and commits after it. A number
+    n+1 therefore exists only once n is committed (a reader that sees a hole knows an event was lost, not still
+    coming), and a rollback takes its numbers back with it. The raise locks the session row before the counters
+    row (services.counters), as an update of the session does; sessions are taken in one order. Row locks taken
+    elsewhere before the session's are FOR NO KEY UPDATE (stage join, claim), which the KEY SHARE locks of a
+    numbering writer's deferred foreign keys at its commit do not wait on: no lock cycle through the session row.
     """
     counts = Counter(str(row.session_id) for row in rows if _numbered(row))
-    last = {session_id: session_counter_raise(session_id=session_id, counter="event_seq", by=count) - count
+    changed = str(change.session_id) if change else None
+    last = {session_id: session_counter_raise(session_id=session_id, counter="event_seq", by=count,
+                                              change=change if session_id == changed else None) - count
             for session_id, count in sorted(counts.items())}
+    if change and changed not in last:
+        session_counters_change(change)
     for row in rows:
         if _numbered(row):
             last[str(row.session_id)] += 1

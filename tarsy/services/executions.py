@@ -28,8 +28,8 @@ from tarsy.models import (
 )
 
 from . import actions, interactions, messages, timeline
-from .counters import session_changes_ride
-from .events import publish
+from .counters import CountersChange
+from .events import batched_events, publish
 from .recorder import HEARTBEAT_INTERVAL_S, WriteBatch
 
 # Read with the claim: the execution's last timeline sequence number. The iteration's recorder numbers its events
@@ -49,7 +49,7 @@ def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
     `get()`, not `first()`: first() would order by the model's ordering (a join on the stage) for one row."""
     try:
         return (AgentExecution.objects.select_for_update(of=("self",), no_key=True)
-                .select_related("stage", "session")
+                .select_related("stage", "session__counters")
                 .annotate(last_event_sequence=_LAST_EVENT_SEQUENCE, session_has_actions=_SESSION_HAS_ACTIONS)
                 .get(id=execution_id))
     except AgentExecution.DoesNotExist:
@@ -142,9 +142,10 @@ def iteration_complete(*, execution_id: Any, iteration: int, consecutive_timeout
         **usage.changes()))
     if done and recorded is not None:
         recorded.calls_close()
-        # The session's totals go with the UPDATE that numbers the batch's events (services.counters).
-        with session_changes_ride(session_id=recorded.session_id, add=usage.additions(),
-                                  assign={"last_interaction_at": timezone.now()} if usage.interacted else {}):
+        # The session's totals go with the statement that numbers the batch's events (services.events).
+        totals = CountersChange(recorded.session_id, add=usage.additions(),
+                                assign={"last_interaction_at": timezone.now()} if usage.interacted else {})
+        with batched_events(change=totals):
             recorded.write(fenced=True)  # the compare-and-set above holds the row for this attempt
     return done
 

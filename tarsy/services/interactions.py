@@ -18,12 +18,13 @@ from tarsy.config import get_config
 from tarsy.metrics import observe_llm_call, observe_mcp_call
 from tarsy.models import (
     AgentExecution,
-    AlertSession,
     CallStatus,
     InteractionText,
     LLMInteraction,
     MCPInteraction,
 )
+
+from . import counters
 
 MCP_RESULT_STORE_CAP = 512 * 1024  # chars of masked result kept for the debug view
 SHARED_TEXT_OVER = 4096  # longer message texts of LLM records are stored once per session (InteractionText)
@@ -77,11 +78,8 @@ def usage_apply_session(*, session_id: Any, usage: UsageTally) -> None:
     half of the one place usage is applied — an execution's iteration completing
     (services.executions.iteration_complete adds the execution's half in its own UPDATE) or a session-level
     call being stored."""
-    fields = usage.changes()
-    if usage.interacted:
-        fields["last_interaction_at"] = timezone.now()
-    if fields:
-        AlertSession.all_objects.filter(id=session_id).update(**fields)
+    counters.session_counters_change(counters.CountersChange(
+        session_id, add=usage.additions(), assign={"last_interaction_at": timezone.now()} if usage.interacted else {}))
 
 
 @transaction.atomic(savepoint=False)  # joins the caller's batch without a savepoint
@@ -248,16 +246,18 @@ def interactions_keep_superseded(*, session_id: Any, execution_id: Any, rows: li
     for call in llm:
         usage.add({**{f: getattr(call, f) for f in TOKEN_FIELDS}, "cost_usd": call.cost_usd or Decimal(0),
                    "unpriced_calls": int(call.cost_usd is None)})
-    _add_spent(execution_id=execution_id, usage=usage)
+    _add_spent(session_id=session_id, execution_id=execution_id, usage=usage)
 
 
-def _add_spent(*, execution_id: Any, usage: UsageTally) -> None:
+def _add_spent(*, session_id: Any, execution_id: Any, usage: UsageTally) -> None:
     """Add the tokens and cost of calls outside any completed iteration (superseded attempts) to the execution's
-    and its session's totals."""
+    and its session's totals (`session_id` None: the execution's session, looked up when there is spend)."""
     changes = usage.changes()
     if changes:
         AgentExecution.objects.filter(id=execution_id).update(**changes)
-        AlertSession.all_objects.filter(executions__id=execution_id).update(**changes)
+        if session_id is None:
+            session_id = AgentExecution.objects.filter(id=execution_id).values_list("session_id", flat=True).get()
+        counters.session_counters_change(counters.CountersChange(session_id, add=usage.additions()))
 
 
 def interactions_supersede_iteration(*, execution_id: Any, iteration: int) -> None:
@@ -275,4 +275,4 @@ def interactions_supersede_iteration(*, execution_id: Any, iteration: int) -> No
         superseded=True)
     usage = UsageTally(totals={**{f: sums[f"sum_{f}"] or 0 for f in (*TOKEN_FIELDS, "cost_usd")},
                                "unpriced_calls": sums["unpriced"]})
-    _add_spent(execution_id=execution_id, usage=usage)
+    _add_spent(session_id=None, execution_id=execution_id, usage=usage)

@@ -102,7 +102,7 @@ def test_an_exported_session_passes_as_a_scenario_with_its_own_reference_run(rec
     finally:
         worker.stop()
     totals = json.loads(report.read_text().splitlines()[-1])
-    assert (totals["scenarios"], totals["passed"], totals["tokens"]) == (1, 1, session.total_tokens)
+    assert (totals["scenarios"], totals["passed"], totals["tokens"]) == (1, 1, session.counters.total_tokens)
 
 
 def test_replay_and_export_refuse_unknown_and_unfinished_sessions(tmp_path):

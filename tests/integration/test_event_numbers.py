@@ -8,7 +8,7 @@ import threading
 import pytest
 from django.db import connections, transaction
 
-from tarsy.models import AlertSession, Event
+from tarsy.models import Event, SessionCounters
 from tarsy.services.events import publish
 from tarsy.services.intake.alerts import session_submit
 from tarsy.streaming.publisher import session_channel
@@ -31,7 +31,7 @@ def test_a_sessions_first_event_is_one_and_the_next_ones_follow():
 
     assert _numbers(session.id) == [("session.status", 1), ("stage.started", 2), ("timeline_event.created", 3),
                                     ("session.status", 4)]
-    assert AlertSession.objects.get(id=session.id).event_seq == 4
+    assert SessionCounters.objects.get(session_id=session.id).event_seq == 4
     assert Event.objects.filter(channel="sessions", session_id=session.id).get().seq is None  # the list is not
 
 

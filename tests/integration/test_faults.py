@@ -300,8 +300,8 @@ def test_a_call_made_while_the_database_drops_its_connections_is_recorded_once_a
     assert [(c["superseded"], c["total_tokens"], c["status"]) for c in first] == [(False, 750, "completed")], first
     stored = LLMInteraction.objects.filter(session=done)
     assert set(stored.values_list("status", flat=True)) == {CallStatus.COMPLETED}
-    assert done.total_tokens == sum(stored.values_list("total_tokens", flat=True))
-    assert done.cost_usd == sum(c.cost_usd for c in stored) > 0
+    assert done.counters.total_tokens == sum(stored.values_list("total_tokens", flat=True))
+    assert done.counters.cost_usd == sum(c.cost_usd for c in stored) > 0
     execution = AgentExecution.objects.get(session=done, agent_name="KubernetesAgent")
     assert execution.attempt == execution.iterations_completed  # no iteration ran twice
     assert execution.total_tokens == sum(stored.filter(execution=execution).values_list("total_tokens", flat=True))
@@ -350,7 +350,7 @@ def test_workers_database_connections_terminated_twice_lose_no_llm_call_and_reru
     assert not calls.filter(superseded=True).exists()
     assert calls.filter(interaction_type="iteration").count() == sum(e.iterations_completed for e in executions)
     for row in rows:
-        assert row.total_tokens == sum(calls.filter(session=row).values_list("total_tokens", flat=True)) > 0
+        assert row.counters.total_tokens == sum(calls.filter(session=row).values_list("total_tokens", flat=True)) > 0
         assert_no_duplicates(row.id)
 
 

@@ -148,7 +148,7 @@ def test_daily_spend_limit_holds_new_sessions_queued_until_it_is_raised(config_d
     first_worker = worker(concurrency=1)
     first_beat = beat(interval=1.0)
     (first,) = wait_terminal([session_submit(alert_type="kubernetes", data="first").id], 60, first_worker)
-    assert first.status == "completed" and first.cost_usd == Decimal("0.015")
+    assert first.status == "completed" and first.counters.cost_usd == Decimal("0.015")
 
     held = session_submit(alert_type="kubernetes", data="second")
     time.sleep(4)  # intake's dispatch and several sweeps have come and gone

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from agents.context import LLMInteractionRecord, MCPInteractionRecord
 from agents.llm.types import ConversationMessage, Usage
 from evals.runner import observe
-from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, Message, Stage
+from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, Message, SessionCounters, Stage
 from tarsy.services import executions, interactions, messages, quality, spend
 from tests.support.configdir import write_config
 
@@ -80,7 +80,7 @@ def test_superseded_calls_stay_and_their_tokens_and_cost_reach_the_totals_once(e
 
 def test_an_attempt_that_made_no_calls_changes_no_totals(execution):
     _supersede(execution)
-    assert AlertSession.objects.get(id=execution.session_id).total_tokens == 0
+    assert SessionCounters.objects.get(session_id=execution.session_id).total_tokens == 0
     assert AgentExecution.objects.get(id=execution.id).cost_usd == 0
 
 

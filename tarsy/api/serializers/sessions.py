@@ -102,11 +102,28 @@ class CitationsSerializer(serializers.Serializer):
     verified_at = serializers.DateTimeField()
 
 
+# A session's token and cost totals and the time of its last call, read from its counters row (joined by the
+# selectors: `select_related("counters")`). A comment, not a docstring: the API schema would show it.
+class SessionCountersMixin(serializers.Serializer):
+    input_tokens = serializers.ReadOnlyField(source="counters.input_tokens")
+    output_tokens = serializers.ReadOnlyField(source="counters.output_tokens")
+    thinking_tokens = serializers.ReadOnlyField(source="counters.thinking_tokens")
+    total_tokens = serializers.ReadOnlyField(source="counters.total_tokens")
+    cached_tokens = serializers.ReadOnlyField(source="counters.cached_tokens")
+    cost_usd = serializers.SerializerMethodField(help_text=COST_HELP)
+    unpriced_calls = serializers.ReadOnlyField(source="counters.unpriced_calls")
+    last_interaction_at = serializers.ReadOnlyField(source="counters.last_interaction_at")
+
+    def get_cost_usd(self, session: AlertSession) -> str | None:
+        counters = related_or_none(session, "counters")
+        return shown_cost(counters.cost_usd, counters.unpriced_calls) if counters else None
+
+
 # The silence an alert arrived under (its id; GET /api/v1/silences/<id>), and a proactive check's run.
 QUIET_FIELDS = ["silenced_by", "check_name", "check_result"]
 
 
-class SessionSerializer(CostMixin, serializers.ModelSerializer):
+class SessionSerializer(SessionCountersMixin, serializers.ModelSerializer):
     duration_seconds = serializers.FloatField(read_only=True, allow_null=True)
     session_url = SessionURLField()
     score = serializers.SerializerMethodField()
@@ -135,7 +152,7 @@ class SessionSerializer(CostMixin, serializers.ModelSerializer):
         return ReviewSerializer(review).data if review else None
 
 
-class SessionListItemSerializer(CostMixin, serializers.ModelSerializer):
+class SessionListItemSerializer(SessionCountersMixin, serializers.ModelSerializer):
     """A history row: no alert data or full analysis (they can be megabytes), a summary preview instead."""
 
     duration_seconds = serializers.FloatField(read_only=True, allow_null=True)

@@ -40,7 +40,7 @@ def citation_signal(session: AlertSession) -> dict[str, Any]:
 def deterministic_signals(session: AlertSession, evidence: quality.Evidence) -> dict[str, Any]:
     return {"citations": citation_signal(session), "tool_calls": evidence.tool_calls,
             "failed_tool_calls": evidence.failed_tool_calls, "budget_exhausted": evidence.budget_exhausted,
-            "total_tokens": session.total_tokens}
+            "total_tokens": session.counters.total_tokens}
 
 
 def session_score(*, session_id: Any) -> None:

@@ -17,7 +17,7 @@ from tarsy.decisions import DispatchSessions, enact_on_commit
 from tarsy.errors import PayloadTooLarge, ValidationFailed
 from tarsy.intake.titles import alert_title
 from tarsy.metrics import SESSIONS_SUBMITTED
-from tarsy.models import AlertSession, OccurrenceKind, SessionStatus, Severity, SilenceMode
+from tarsy.models import AlertSession, OccurrenceKind, SessionCounters, SessionStatus, Severity, SilenceMode
 
 from .. import fingerprints, occurrences
 from ..sessions import publish_session_status
@@ -215,12 +215,13 @@ def _session_create(alert: _Alert, *, silences: bool) -> AlertSession:
             title=alert.title,
             runbook_url=mask_url(alert.runbook) if alert.runbook else "", mcp_selection=alert.mcp,
             author=alert.author, fingerprint=alert.fingerprint, severity=alert.severity, group_key=alert.group_key,
-            event_seq=1,  # its first event, below: numbered here, as no other writer can see the row yet
             silenced_by=silence, check_name=alert.check_name,
         )
         if skipped:
             session.status, session.completed_at = SessionStatus.SILENCED, timezone.now()
         session.save(force_insert=True)
+        # Its counters row, made with it; the first event, below, numbered here, as no other writer can see it yet.
+        SessionCounters.objects.create(session=session, event_seq=1)
         publish_session_status(session, seq=1)
         if not skipped:
             enact_on_commit([DispatchSessions()])

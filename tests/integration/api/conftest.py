@@ -8,8 +8,18 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, Stage, TimelineEvent
+from tarsy.models import (
+    AgentExecution,
+    AlertSession,
+    LLMInteraction,
+    MCPInteraction,
+    SessionCounters,
+    Stage,
+    TimelineEvent,
+)
 from tarsy.services.intake.alerts import session_submit
+
+COUNTERS_FIELDS = {f.name for f in SessionCounters._meta.concrete_fields}
 
 
 @pytest.fixture
@@ -32,8 +42,10 @@ def make_session():
             updates["started_at"] = started
         if status in ("completed", "failed", "cancelled", "timed_out"):
             updates["completed_at"] = started + timedelta(seconds=duration_s)
+        counted = {name: updates.pop(name) for name in list(updates) if name in COUNTERS_FIELDS}
         AlertSession.all_objects.filter(id=session.id).update(**updates)
-        return AlertSession.all_objects.get(id=session.id)
+        SessionCounters.objects.filter(session_id=session.id).update(**counted)
+        return AlertSession.all_objects.select_related("counters").get(id=session.id)
 
     return make
 

@@ -13,7 +13,14 @@ from django.utils import timezone
 
 from controllers.base import StepOutcome, StepStatus
 from controllers.registry import controller_for
-from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, Message, TimelineEvent
+from tarsy.models import (
+    AgentExecution,
+    LLMInteraction,
+    MCPInteraction,
+    Message,
+    SessionCounters,
+    TimelineEvent,
+)
 from tarsy.pipeline.execution_context import build_execution_context
 from tarsy.pipeline.iteration import iteration_begin, iteration_finish, iteration_recorder
 from tarsy.services.recorder import AttemptSuperseded
@@ -91,7 +98,7 @@ def test_an_attempt_waking_after_its_lease_was_taken_over_lands_only_its_calls(c
     execution = AgentExecution.objects.get(id=execution_id)
     stored = LLMInteraction.objects.filter(execution_id=execution_id)
     assert execution.total_tokens == sum(stored.values_list("total_tokens", flat=True)) == 1100 * 2 + 2200
-    assert AlertSession.objects.get(id=session.id).total_tokens >= execution.total_tokens
+    assert SessionCounters.objects.get(session_id=session.id).total_tokens >= execution.total_tokens
 
 
 @pytest.mark.django_db(transaction=True)

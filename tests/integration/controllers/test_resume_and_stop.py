@@ -18,7 +18,15 @@ from django.utils import timezone
 
 from controllers.base import StepStatus
 from controllers.registry import controller_for
-from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, Stage, TimelineEvent
+from tarsy.models import (
+    AgentExecution,
+    AlertSession,
+    LLMInteraction,
+    MCPInteraction,
+    SessionCounters,
+    Stage,
+    TimelineEvent,
+)
 from tarsy.pipeline.execution_context import build_execution_context
 from tarsy.pipeline.iteration import iteration_begin, iteration_recorder, iteration_run
 from tarsy.services.sessions import session_set_status
@@ -137,7 +145,7 @@ def test_a_step_rerun_after_the_worker_died_mid_tool_call_leaves_no_duplicates(c
     assert calls[0].total_tokens > 0
     assert kept > 0
     assert AgentExecution.objects.get(id=execution.id).total_tokens == kept
-    assert AlertSession.objects.get(id=execution.session_id).total_tokens == kept
+    assert SessionCounters.objects.get(session_id=execution.session_id).total_tokens == kept
     # A late redelivery of a finished iteration changes nothing.
     assert iteration_run(execution.id, 1) is None
     assert len(messages(execution.id)) == 5 and len(timeline(execution.id)) == 6

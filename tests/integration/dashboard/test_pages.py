@@ -8,7 +8,16 @@ import re
 import pytest
 from django.test import Client
 
-from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, Pseudonym, Stage, TimelineEvent
+from tarsy.models import (
+    AgentExecution,
+    AlertSession,
+    LLMInteraction,
+    MCPInteraction,
+    Pseudonym,
+    SessionCounters,
+    Stage,
+    TimelineEvent,
+)
 from tests.support.configdir import write_config
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -19,7 +28,9 @@ EVIL = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
 def _session(**fields) -> AlertSession:
     defaults = {"alert_data": f'{{"pod": "web-1", "note": "{EVIL}"}}', "alert_type": "kubernetes",
                 "chain_id": "kubernetes", "status": "completed", "author": "alice"}
-    return AlertSession.objects.create(**{**defaults, **fields})
+    session = AlertSession.objects.create(**{**defaults, **fields})
+    SessionCounters.objects.create(session=session)  # as intake makes it
+    return session
 
 
 def _stage(session: AlertSession, events: int = 3) -> AgentExecution:

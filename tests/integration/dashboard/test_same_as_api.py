@@ -12,7 +12,7 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from tarsy.models import AlertSession, TimelineEvent
+from tarsy.models import AlertSession, SessionCounters, TimelineEvent
 from tarsy.selectors.filters import SessionFilter
 from tarsy.selectors.sessions import sessions_list
 from tarsy.services import timeline
@@ -31,7 +31,8 @@ def _session(data: str, *, days_ago: float, status: str, author: str, alert_type
     completed = started + timedelta(seconds=duration_s) if started and duration_s is not None else None
     AlertSession.all_objects.filter(id=session.id).update(
         created_at=created, started_at=started, completed_at=completed, status=status, alert_type=alert_type,
-        total_tokens=tokens, **fields)
+        **fields)
+    SessionCounters.objects.filter(session_id=session.id).update(total_tokens=tokens)
     return AlertSession.all_objects.get(id=session.id)
 
 
