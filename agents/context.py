@@ -210,7 +210,15 @@ class Recorder(Protocol):
 
     def add_messages(self, messages: list[ConversationMessage]) -> None: ...
 
-    def start_event(self, event_type: str, metadata: dict[str, Any] | None = None, content: str = "") -> int: ...
+    def start_event(self, event_type: str, metadata: dict[str, Any] | None = None, content: str = "") -> int:
+        """An event shown at once (a tool call about to run); returns its handle for `stream_event` and
+        `complete_event`."""
+        ...
+
+    def stream_open(self, event_type: str, metadata: dict[str, Any] | None = None) -> int:
+        """An event an LLM reply streams into: shown with its first chunks, so a reply that arrives whole costs no
+        write of its own (it is written complete with the rest); returns its handle like `start_event`."""
+        ...
 
     def stream_event(self, event_id: int, delta: str, kind: str = "text") -> None: ...
 

@@ -79,12 +79,12 @@ class _TimelineStream:
         recorder = self._recorder
         if isinstance(chunk, ThinkingChunk) and chunk.text:
             if self.thinking_event_id is None:
-                self.thinking_event_id = recorder.start_event(
+                self.thinking_event_id = recorder.stream_open(
                     TimelineEventType.LLM_THINKING, self._metadata(TimelineEventType.LLM_THINKING, "native"))
             recorder.stream_event(self.thinking_event_id, chunk.text, kind="thinking")
         elif isinstance(chunk, TextChunk) and chunk.text and self._text_event_type:
             if self.text_event_id is None:
-                self.text_event_id = recorder.start_event(
+                self.text_event_id = recorder.stream_open(
                     self._text_event_type, self._metadata(self._text_event_type, self._text_source))
             recorder.stream_event(self.text_event_id, chunk.text, kind="text")
         return self._liveness.stop_reason()

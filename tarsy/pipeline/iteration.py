@@ -1,10 +1,36 @@
-"""One agent iteration as one task: guard, discard an interrupted attempt, step, record, decide what follows.
+"""The iteration protocol: one agent iteration is one Celery task, and this module runs it, in this order.
 
-Idempotent by state: `iterations_completed` says which iterations are done and a
-lease says a task is working on the current one, so a redelivered or duplicated
-task does nothing, and a resumed one first removes what its crashed predecessor
-wrote (no duplicate rows). The writes are tarsy.services.executions'; the next
-iteration is a decision handed to the enactor on commit.
+1. **Claim** (`iteration_begin`; one transaction: 3 statements, the first commit). The execution row under its
+   lock, with its stage, its session, its last timeline number, whether the session has action proposals and
+   the conversation, in one SELECT. Guards: a finished execution, an iteration done, out of order or held by a
+   live lease means there is nothing to do (a redelivered or duplicated task); a stopped session or a deadline
+   passed ends the execution instead. A re-run of an interrupted attempt first discards what that attempt
+   wrote. Then the lease: one UPDATE holds the iteration for `executions.lease_seconds` and raises `attempt`,
+   the fencing token of every later write; and one INSERT opens the row of the iteration's first LLM call, so a
+   call whose process dies leaves a row the sweeper closes as interrupted.
+2. **Context** (`_step` → `execution_context.build_execution_context`): built once from the claimed row — no
+   second read of the execution, its session, stage, conversation or configuration (the claim's SELECT brought
+   the conversation as one JSON value, `services.messages.messages_of_outer_execution`).
+3. **Budget** (`budget.iteration_budget`): from the session's counters the claim read; a reached budget makes
+   the step conclude. No statement unless a budget needs the session's tool-call count.
+4. **Step**: the controller's `step(ctx)` (one LLM call, maybe tools). Its writes go to the recorder's batch,
+   written before anything slow starts; a reply that arrives whole costs no write while it streams
+   (`services.recorder.stream`).
+5. **Record**, fenced: every batch write of the attempt checks that its attempt still holds the row (an UPDATE
+   … WHERE attempt), except in the claim's first half-lease, when no other task can have taken it over
+   (`iteration_recorder`). A task that outlived its lease writes nothing (`AttemptSuperseded`).
+6. **Number**: timeline events and messages are numbered by the batch from the numbers the claim read (the task
+   is their one writer under its lease; unique constraints guard them); the session's catch-up events are
+   numbered by the one UPDATE of the session's counter that also adds the iteration's tokens.
+7. **Complete, decide, enqueue** (`iteration_finish`; one transaction: the second commit). A compare-and-set on
+   (iteration, attempt) marks the iteration done once, with its tokens and the batch's last rows; then what
+   follows is decided (`next_after_iteration`, an orchestrator's or an action agent's rules): the next
+   iteration is sent once this commits (no outbox row: `tarsy.outbox.SENT_FIRST`), or the execution ends (its
+   stage, parent and agent as the claim read them) and its stage joins in this same transaction.
+
+An iteration that continues without a tool call costs 9 statements and 2 commits
+(tests/integration/controllers/test_iteration_statements.py pins them; `python -m tests.bench.iteration_overhead`
+measures them on a worker).
 """
 
 from __future__ import annotations
@@ -25,7 +51,7 @@ from tarsy.db_connections import LOST_CONNECTION, reconnecting
 from tarsy.decisions import EndExecution, RunIteration, enact_on_commit
 from tarsy.metrics import ITERATION_SECONDS
 from tarsy.models import AgentExecution, ExecStatus, SessionStatus, StageKind
-from tarsy.services import executions, interactions
+from tarsy.services import executions, interactions, messages
 from tarsy.services.recorder import AttemptSuperseded, DbRecorder
 
 from .actions.decisions import action_next, proposals_apply
@@ -42,6 +68,70 @@ _OUTCOME_TO_STATUS = {
     StepStatus.TIMED_OUT: ExecStatus.TIMED_OUT,
     StepStatus.CANCELLED: ExecStatus.CANCELLED,
 }
+
+
+def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
+    """The protocol above, for one task: claim (1), step under a fenced recorder (2–6), complete (7). None when
+    the task had nothing to do or its attempt was taken over."""
+    execution = reconnecting(lambda: iteration_begin(execution_id, iteration))
+    if execution is None:
+        return None
+    recorder = iteration_recorder(execution, iteration)
+    calls = IterationCalls()
+    try:
+        outcome = _step(execution, iteration, recorder, calls)
+        reconnecting(lambda: iteration_finish(execution_id, iteration, outcome, execution.iteration_timeout_s,
+                                              recorder, calls, claimed=execution))
+    except AttemptSuperseded:
+        # This task outlived its lease and another attempt took the iteration over: the fence kept every write
+        # of this one out (services.recorder.batch); the other attempt carries on.
+        log.warning("execution %s iteration %s: attempt %s was taken over; its writes are dropped", execution_id,
+                    iteration, execution.attempt)
+        return None
+    except LOST_CONNECTION:
+        _release(execution, iteration)
+        raise  # the database stayed away past a reconnect: Celery retries the task (tarsy.tasks)
+    return outcome
+
+
+def _release(execution: AgentExecution, iteration: int) -> None:
+    """Give up this attempt's lease so the retried task can claim the iteration at once; a database still away
+    leaves it to the lease's expiry (the sweeper)."""
+    with contextlib.suppress(*LOST_CONNECTION):
+        executions.execution_lease_release(execution_id=execution.id, iteration=iteration, attempt=execution.attempt)
+
+
+# ---- 1. claim ------------------------------------------------------------------------------------------
+
+
+def iteration_begin(execution_id: Any, iteration: int) -> AgentExecution | None:
+    """Claim iteration `iteration` of the execution under its row lock, or return None when this task has nothing
+    to do (finished, done, out of order, held by another task) or the execution must stop instead (it is ended)."""
+    with transaction.atomic():
+        execution = executions.execution_lock_for_iteration(execution_id=execution_id)
+        if execution is None or _nothing_to_do(execution, iteration):
+            return None
+        stop = _stop_status(execution)
+        if stop is None:
+            _claim(execution, iteration)
+            return execution
+    execution_end(execution_id=execution_id, status=stop[0], error=stop[1])
+    return None
+
+
+def _claim(execution: AgentExecution, iteration: int) -> None:
+    """Take the lease; an interrupted attempt's rows go first."""
+    discard = execution.current_iteration == iteration
+    if discard:
+        executions.iteration_discard(execution_id=execution.id, iteration=iteration)
+        execution.last_event_sequence = None  # the discarded events' numbers are free again: looked up anew
+    # The conversation the claim read, unless the discard has just removed part of it (then read at first use).
+    execution.claimed_conversation = None if discard else messages.conversation_decode(execution.conversation)
+    # Read before the lease's clock: a process stopped between the claim and its recorder (SIGSTOP, a paused VM)
+    # wakes with its unfenced window gone, not starting afresh while another task may have taken the lease over.
+    execution.claimed_monotonic = time.monotonic()
+    executions.execution_claim_iteration(execution=execution, iteration=iteration, now=timezone.now())
+    execution.claimed_call = interactions.llm_call_open(execution=execution, iteration=iteration)
 
 
 def _stop_status(execution: AgentExecution) -> tuple[str, str] | None:
@@ -80,66 +170,7 @@ def _nothing_to_do(execution: AgentExecution, iteration: int) -> bool:
     return execution.current_iteration == iteration and lease is not None and lease > timezone.now()
 
 
-def iteration_begin(execution_id: Any, iteration: int) -> AgentExecution | None:
-    """Claim iteration `iteration` of the execution under its row lock, or return None when this task has nothing
-    to do (finished, done, out of order, held by another task) or the execution must stop instead (it is ended)."""
-    with transaction.atomic():
-        execution = executions.execution_lock_for_iteration(execution_id=execution_id)
-        if execution is None or _nothing_to_do(execution, iteration):
-            return None
-        stop = _stop_status(execution)
-        if stop is None:
-            _claim(execution, iteration)
-            return execution
-    execution_end(execution_id=execution_id, status=stop[0], error=stop[1])
-    return None
-
-
-def _claim(execution: AgentExecution, iteration: int) -> None:
-    """Take the lease; an interrupted attempt's rows go first."""
-    if execution.current_iteration == iteration:
-        executions.iteration_discard(execution_id=execution.id, iteration=iteration)
-        execution.last_event_sequence = None  # the discarded events' numbers are free again: looked up anew
-    # Read before the lease's clock: a process stopped between the claim and its recorder (SIGSTOP, a paused VM)
-    # wakes with its unfenced window gone, not starting afresh while another task may have taken the lease over.
-    execution.claimed_monotonic = time.monotonic()
-    executions.execution_claim_iteration(execution=execution, iteration=iteration, now=timezone.now())
-    execution.claimed_call = interactions.llm_call_open(execution=execution, iteration=iteration)
-
-
-def _next_event_sequence(execution: AgentExecution) -> int | None:
-    """The claim read the execution's last timeline number (None after a discard: the recorder looks it up)."""
-    last = execution.last_event_sequence
-    return None if last is None else last + 1
-
-
-def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
-    execution = reconnecting(lambda: iteration_begin(execution_id, iteration))
-    if execution is None:
-        return None
-    recorder = iteration_recorder(execution, iteration)
-    calls = IterationCalls()
-    try:
-        outcome = _step(execution, iteration, recorder, calls)
-        reconnecting(lambda: iteration_finish(execution_id, iteration, outcome, execution.iteration_timeout_s,
-                                              recorder, calls))
-    except AttemptSuperseded:
-        # This task outlived its lease and another attempt took the iteration over: the fence kept every write
-        # of this one out (services.recorder.batch); the other attempt carries on.
-        log.warning("execution %s iteration %s: attempt %s was taken over; its writes are dropped", execution_id,
-                    iteration, execution.attempt)
-        return None
-    except LOST_CONNECTION:
-        _release(execution, iteration)
-        raise  # the database stayed away past a reconnect: Celery retries the task (tarsy.tasks)
-    return outcome
-
-
-def _release(execution: AgentExecution, iteration: int) -> None:
-    """Give up this attempt's lease so the retried task can claim the iteration at once; a database still away
-    leaves it to the lease's expiry (the sweeper)."""
-    with contextlib.suppress(*LOST_CONNECTION):
-        executions.execution_lease_release(execution_id=execution.id, iteration=iteration, attempt=execution.attempt)
+# ---- 2.–6. context, budget, step, record, number -------------------------------------------------------
 
 
 def iteration_recorder(execution: AgentExecution, iteration: int) -> DbRecorder:
@@ -150,7 +181,13 @@ def iteration_recorder(execution: AgentExecution, iteration: int) -> DbRecorder:
                       iteration=iteration, attempt=execution.attempt,
                       unfenced_until=execution.claimed_monotonic + executions.lease_seconds(execution) / 2,
                       next_event_sequence=_next_event_sequence(execution),
-                      claimed_call=execution.claimed_call)
+                      claimed_call=execution.claimed_call, conversation=execution.claimed_conversation)
+
+
+def _next_event_sequence(execution: AgentExecution) -> int | None:
+    """The claim read the execution's last timeline number (None after a discard: the recorder looks it up)."""
+    last = execution.last_event_sequence
+    return None if last is None else last + 1
 
 
 def _step(execution: AgentExecution, iteration: int, recorder: DbRecorder, calls: IterationCalls) -> StepOutcome:
@@ -184,30 +221,15 @@ def _state(execution: AgentExecution):
                           last_interaction_failed=execution.last_interaction_failed)
 
 
-def next_after_iteration(execution_id: Any, iteration: int, outcome: StepOutcome,
-                         timeout: float) -> RunIteration | EndExecution:
-    """A step that continues runs the next iteration (`timeout`: its limit, 0 for the default); any other
-    outcome ends the execution with the outcome's status."""
-    if outcome.status is StepStatus.CONTINUE:
-        return RunIteration(str(execution_id), iteration + 1, timeout)
-    return EndExecution(str(execution_id), _OUTCOME_TO_STATUS[outcome.status], error=outcome.error,
-                        final_analysis=outcome.final_analysis)
-
-
-def _orchestrator_next(execution_id: Any, iteration: int, decision: RunIteration | EndExecution,
-                       calls: IterationCalls) -> RunIteration | EndExecution | None:
-    """An orchestrator's calls take effect with its iteration's completion; then it goes on, ends or parks."""
-    dispatches_apply(execution_id, calls)
-    for child_id in calls.cancels:
-        execution_end(execution_id=child_id, status=ExecStatus.CANCELLED, error="Cancelled by its orchestrator")
-    return orchestrator_next(execution_id, iteration, decision, calls)
+# ---- 7. complete, decide, enqueue ----------------------------------------------------------------------
 
 
 def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome, timeout: float = 0.0,
-                     recorder: DbRecorder | None = None, calls: IterationCalls | None = None) -> None:
+                     recorder: DbRecorder | None = None, calls: IterationCalls | None = None, *,
+                     claimed: AgentExecution | None = None) -> None:
     """Mark the iteration done (once), then carry out what follows it. The recorder's last batch and the
     iteration's tokens commit with the completion: an iteration is either done with everything it recorded, or
-    not done at all."""
+    not done at all. `claimed`: the row the claim read, so an execution that ends is not read again."""
     with transaction.atomic():
         if not executions.iteration_complete(
                 execution_id=execution_id, iteration=iteration, consecutive_timeouts=outcome.consecutive_timeouts,
@@ -226,5 +248,25 @@ def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome, ti
         if isinstance(decision, RunIteration):
             enact_on_commit([decision])
             return
+        proposed = calls is not None and calls.action_agent  # proposals written since the claim's read
         execution_end(execution_id=decision.execution_id, status=decision.status, error=decision.error,
-                      final_analysis=decision.final_analysis)
+                      final_analysis=decision.final_analysis, claimed=None if proposed else claimed)
+
+
+def next_after_iteration(execution_id: Any, iteration: int, outcome: StepOutcome,
+                         timeout: float) -> RunIteration | EndExecution:
+    """A step that continues runs the next iteration (`timeout`: its limit, 0 for the default); any other
+    outcome ends the execution with the outcome's status."""
+    if outcome.status is StepStatus.CONTINUE:
+        return RunIteration(str(execution_id), iteration + 1, timeout)
+    return EndExecution(str(execution_id), _OUTCOME_TO_STATUS[outcome.status], error=outcome.error,
+                        final_analysis=outcome.final_analysis)
+
+
+def _orchestrator_next(execution_id: Any, iteration: int, decision: RunIteration | EndExecution,
+                       calls: IterationCalls) -> RunIteration | EndExecution | None:
+    """An orchestrator's calls take effect with its iteration's completion; then it goes on, ends or parks."""
+    dispatches_apply(execution_id, calls)
+    for child_id in calls.cancels:
+        execution_end(execution_id=child_id, status=ExecStatus.CANCELLED, error="Cancelled by its orchestrator")
+    return orchestrator_next(execution_id, iteration, decision, calls)

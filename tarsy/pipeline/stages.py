@@ -13,7 +13,7 @@ from django.db import transaction
 
 from tarsy.config import get_config
 from tarsy.decisions import FinishSession, Nothing, StartStage, StartSynthesis, enact_on_commit
-from tarsy.models import AlertSession, ExecStatus, SessionStatus, Stage, StageKind
+from tarsy.models import AgentExecution, AlertSession, ExecStatus, SessionStatus, Stage, StageKind
 from tarsy.services import executions, sessions, stages
 from tarsy.services import sub_agents as sub_agent_rows
 
@@ -40,13 +40,15 @@ def next_after_stage(stage: Stage, session: AlertSession) -> StartStage | StartS
     return FinishSession(session_id)
 
 
-def execution_end(*, execution_id: Any, status: str, error: str = "", final_analysis: str = "") -> bool:
+def execution_end(*, execution_id: Any, status: str, error: str = "", final_analysis: str = "",
+                  claimed: AgentExecution | None = None) -> bool:
     """End the execution (compare-and-set) and, when it was the stage's last, close the stage and carry out
     what follows. False if the execution had already ended. Inside a caller's transaction (the iteration's
-    completion) this joins it: no savepoint, as nothing here is retried on its own."""
+    completion) this joins it: no savepoint, as nothing here is retried on its own. `claimed`: see
+    executions.execution_mark_ended."""
     with transaction.atomic(savepoint=False):
         ended = executions.execution_mark_ended(execution_id=execution_id, status=status, error=error,
-                                                final_analysis=final_analysis)
+                                                final_analysis=final_analysis, claimed=claimed)
         if ended is None:
             return False
         _sub_agents_after_end(execution_id, ended)

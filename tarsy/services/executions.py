@@ -44,13 +44,15 @@ _SESSION_HAS_ACTIONS = Exists(ActionProposal.objects.filter(session_id=OuterRef(
 
 def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
     """The execution under its row lock (call inside a transaction), with its stage and session, its last timeline
-    sequence number (`last_event_sequence`, 0 before its first event) and whether its session has action
-    proposals (`session_has_actions`); None when there is no such execution.
+    sequence number (`last_event_sequence`, 0 before its first event), whether its session has action
+    proposals (`session_has_actions`) and its conversation (`conversation`: messages.conversation_decode reads
+    it), all in one SELECT; None when there is no such execution.
     `get()`, not `first()`: first() would order by the model's ordering (a join on the stage) for one row."""
     try:
         return (AgentExecution.objects.select_for_update(of=("self",), no_key=True)
                 .select_related("stage", "session__counters")
-                .annotate(last_event_sequence=_LAST_EVENT_SEQUENCE, session_has_actions=_SESSION_HAS_ACTIONS)
+                .annotate(last_event_sequence=_LAST_EVENT_SEQUENCE, session_has_actions=_SESSION_HAS_ACTIONS,
+                          conversation=messages.messages_of_outer_execution())
                 .get(id=execution_id))
     except AgentExecution.DoesNotExist:
         return None
@@ -159,14 +161,22 @@ class Ended:
     agent_config_name: str
 
 
-def execution_mark_ended(*, execution_id: Any, status: str, error: str = "", final_analysis: str = "") -> Ended | None:
-    """Compare-and-set to a terminal status. None when it was already terminal (someone else ended it)."""
+def execution_mark_ended(*, execution_id: Any, status: str, error: str = "", final_analysis: str = "",
+                         claimed: AgentExecution | None = None) -> Ended | None:
+    """Compare-and-set to a terminal status. None when it was already terminal (someone else ended it).
+    `claimed`: the row as the iteration's claim read it, in the transaction that still holds its lock, when the
+    iteration proposed no action: its stage, parent and agent need no read again, nor its proposals when its
+    session had none."""
     updated = AgentExecution.objects.filter(id=execution_id).exclude(status__in=TERMINAL_EXEC_STATUSES).update(
         status=status, error_message=error, final_analysis=final_analysis, completed_at=timezone.now(),
         lease_expires_at=None,
     )
     if not updated:
         return None
+    if claimed is not None and not claimed.session_has_actions:
+        if claimed.parent_execution_id is not None:
+            execution_status_publish(execution_id=execution_id)
+        return Ended(claimed.stage_id, claimed.parent_execution_id, claimed.agent_config_name)
     stage_id, parent_id, agent_config_name, unsettled = (
         AgentExecution.objects.filter(id=execution_id)
         .annotate(unsettled=actions.actions_unsettled(execution_id=OuterRef("id")))

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from django.db.models import Aggregate, F, Func, JSONField, OuterRef, Subquery
+from django.db.models.functions import JSONObject
+
 from agents.llm.types import ConversationMessage
 from tarsy.models import Message
 
@@ -18,6 +21,44 @@ def messages_with_next_sequence(*, execution_id: Any) -> tuple[list[Conversation
     rows = Message.objects.filter(execution_id=execution_id).order_by("sequence_number").values_list(
         *_CONVERSATION_FIELDS)
     return _conversation(rows)
+
+
+class _JSONArrayAgg(Aggregate):
+    """The group's values as one JSON array: json_group_array on SQLite, jsonb_agg on PostgreSQL."""
+
+    function = "JSON_GROUP_ARRAY"
+    output_field = JSONField()
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        return super().as_sql(compiler, connection, function="JSONB_AGG", **extra_context)
+
+
+class _Nested(Func):
+    """A JSON column as a JSON value inside JSON_OBJECT (SQLite would embed its text as a string)."""
+
+    template = "%(expressions)s"
+    output_field = JSONField()
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        return super().as_sql(compiler, connection, template="JSON(%(expressions)s)", **extra_context)
+
+
+def messages_of_outer_execution() -> Subquery:
+    """The conversation of the outer query's execution (`OuterRef("id")`) as one value: a read of the execution
+    (the iteration's claim) brings it without a statement of its own. Decoded by `conversation_decode`."""
+    rows = (Message.objects.filter(execution_id=OuterRef("id")).order_by().values("execution_id")
+            .annotate(rows=_JSONArrayAgg(JSONObject(
+                sequence_number=F("sequence_number"), role=F("role"), content=F("content"),
+                tool_calls=_Nested(F("tool_calls")), tool_call_id=F("tool_call_id"), tool_name=F("tool_name"),
+                provider_state=_Nested(F("provider_state"))))))
+    return Subquery(rows.values("rows"), output_field=JSONField())
+
+
+def conversation_decode(rows: list[dict[str, Any]] | None) -> tuple[list[ConversationMessage], int]:
+    """`messages_of_outer_execution`'s value as `messages_with_next_sequence` returns it."""
+    ordered = sorted(rows or [], key=lambda row: row["sequence_number"])
+    return _conversation((row["sequence_number"], row["role"], row["content"], row["tool_calls"],
+                          row["tool_call_id"], row["tool_name"], row["provider_state"]) for row in ordered)
 
 
 def _conversation(rows: Iterable[tuple]) -> tuple[list[ConversationMessage], int]:

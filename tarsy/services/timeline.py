@@ -98,13 +98,19 @@ def timeline_event_finish(
 ) -> TimelineEvent:
     """Complete an event its one writer holds in memory (no read back: only progress saves touched the row,
     and this overwrites their content)."""
+    timeline_event_settle(event, content=content, status=status, metadata=metadata, event_type=event_type)
+    _save_and_publish(event, "timeline_event.completed", update_fields=_FINISH_FIELDS)
+    return event
+
+
+def timeline_event_settle(event: TimelineEvent, *, content: str, status: str, metadata: dict[str, Any] | None,
+                          event_type: str | None) -> None:
+    """A finished event's content, status, type and metadata, set on the row in memory (saved by the caller)."""
     event.content = content
     event.status = status
     event.event_type = event_type or event.event_type
     if metadata or event_type:
         event.metadata = event_metadata(event.event_type, **{**event.metadata, **(metadata or {})})
-    _save_and_publish(event, "timeline_event.completed", update_fields=_FINISH_FIELDS)
-    return event
 
 
 _FINISH_FIELDS = ("content", "status", "event_type", "metadata", "updated_at")

@@ -100,6 +100,9 @@ def main(argv: list[str] | None = None) -> dict:
     provider = [sum(c["inside_s"] for c in t["llm"]) * 1000 for t in iteration_tasks]
     queries = [t["queries"] for t in iteration_tasks]
     commits = [t.get("commits", 0) for t in iteration_tasks]
+    # A continuing iteration: one an execution follows with another (its last ends the execution and its stage).
+    last = {e: max(n for (e2, n) in task_by_key if e2 == e) for e, _ in task_by_key}
+    continuing = [t for t in iteration_tasks if t["args"][1] < last[t["args"][0]]]
     commit_ms = [t.get("commit_ms", 0.0) for t in iteration_tasks]
     cpu_ms = [t.get("cpu_ms", 0.0) for t in iteration_tasks]
     session_tasks = [t for t in tasks if t["name"] != "tarsy.tasks.run_iteration"]
@@ -127,6 +130,8 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"      Python (rest)           {statistics.median(python_ms):.1f} ms")
     print(f"      CPU time of the process {statistics.median(cpu_ms):.1f} ms (hardly moves with the host's load)")
     print(f"    Celery hop (task end -> next task start) p50 {harness.percentile(hop, 50):.1f} ms")
+    print(f"  a continuing iteration: {statistics.fmean(t['queries'] for t in continuing):.2f} statements, "
+          f"{statistics.fmean(t.get('commits', 0) for t in continuing):.2f} commits (mean; the first included)")
     print(f"  queries per iteration: {statistics.fmean(queries):.1f} mean; per session outside iterations: "
           f"{per_session_queries}")
     print(f"  machine: {harness.machine()}")
@@ -137,6 +142,9 @@ def main(argv: list[str] | None = None) -> dict:
         "p95_ms": round(o["p95"], 2),
         "queries_per_iteration": round(statistics.fmean(queries), 1),
         "statements_per_iteration": round(statistics.fmean(queries), 2),  # mean: an execution's last one included
+        "statements_continuing": round(statistics.fmean(t["queries"] for t in continuing), 2),
+        "commits_continuing": round(statistics.fmean(t.get("commits", 0) for t in continuing), 2),
+        "commits_per_iteration": round(statistics.fmean(commits), 2),
         "python_ms_p50": round(statistics.median(python_ms), 2),
         "samples": o["n"],
         "task_wall_p50_ms": round(statistics.median(wall), 2),

@@ -38,10 +38,12 @@ log = logging.getLogger(__name__)
 class DbRecorder:
     def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int,
                  attempt: int | None = None, unfenced_until: float = 0.0, next_event_sequence: int | None = None,
-                 claimed_call: LLMInteraction | None = None):
+                 claimed_call: LLMInteraction | None = None,
+                 conversation: tuple[list[ConversationMessage], int] | None = None):
         self.batch = WriteBatch(session_id=session_id, stage_id=stage_id, execution_id=execution_id,
                                 iteration=iteration, attempt=attempt, unfenced_until=unfenced_until,
-                                next_event_sequence=next_event_sequence, claimed_call=claimed_call)
+                                next_event_sequence=next_event_sequence, claimed_call=claimed_call,
+                                conversation=conversation)
         self.stream = LiveStream(session_id=session_id)
 
     def flush(self) -> None:
@@ -69,19 +71,23 @@ class DbRecorder:
         self.batch.add_messages(msgs)
 
     def start_event(self, event_type: str, metadata: dict[str, Any] | None = None, content: str = "") -> int:
-        """A streaming event shows at once: it is written now, with whatever was pending, in one transaction."""
+        """A tool call shows at once: its event is written now, with whatever was pending, in one transaction."""
         event = self.batch.write_with_event(event_type, content, metadata, TimelineStatus.STREAMING)
-        self.stream.open(event)
+        handle = self.stream.open(event, store=self.batch.write)
         connection_give_back()  # what is started now (a tool call, a summary) is a wait
-        return event.id
+        return handle
+
+    def stream_open(self, event_type: str, metadata: dict[str, Any] | None = None) -> int:
+        """A reply's event: stored with its first chunks, or complete with the next write (stream.LiveStream)."""
+        return self.stream.open(self.batch.add_event(event_type, "", metadata, TimelineStatus.STREAMING),
+                                store=self.batch.write)
 
     def stream_event(self, event_id: int, delta: str, kind: str = "text") -> None:
         self.stream.add(event_id, delta, kind)
 
     def complete_event(self, event_id: int, content: str, status: str = "completed",
                        metadata: dict[str, Any] | None = None, event_type: str | None = None) -> None:
-        event = self.stream.close(event_id)  # None: not started by this recorder, read back under a lock
-        self.batch.finish_event(event, event_id, content, status, metadata, event_type)
+        self.batch.finish_event(self.stream.close(event_id), content, status, metadata, event_type)
 
     def add_event(self, event_type: str, content: str, metadata: dict[str, Any] | None = None,
                   status: str = "completed") -> None:

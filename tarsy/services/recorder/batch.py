@@ -59,10 +59,12 @@ class WriteBatch:
 
     def __init__(self, *, session_id: Any, stage_id: int | None, execution_id: Any, iteration: int,
                  attempt: int | None = None, unfenced_until: float = 0.0, next_event_sequence: int | None = None,
-                 claimed_call: LLMInteraction | None = None):
+                 claimed_call: LLMInteraction | None = None,
+                 conversation: tuple[list[ConversationMessage], int] | None = None):
         """`next_event_sequence`: the number the execution's next timeline event takes, when the caller read it
         with the claim; None: looked up at the first event. `claimed_call`: the started row the claim wrote for
-        the iteration's first LLM call (no statement of its own when that call starts)."""
+        the iteration's first LLM call (no statement of its own when that call starts). `conversation`: the
+        stored conversation and the next message number, when the claim read them; None: read at first use."""
         self.session_id = session_id
         self.stage_id = stage_id
         self.execution_id = execution_id
@@ -71,8 +73,7 @@ class WriteBatch:
         self.unfenced_until = unfenced_until
         self.usage = interactions.UsageTally()  # the whole iteration's, not cleared by a write
         self._next_event_sequence = next_event_sequence
-        self._conversation: list[ConversationMessage] | None = None  # read at first use, with the next number
-        self._next_message_sequence = 1
+        self._conversation, self._next_message_sequence = conversation if conversation is not None else (None, 1)
         self._writes: list[Callable[[], Any]] = []
         self._rows: list[tuple[Model, Callable[[Model], None] | None]] = []  # plain new rows, written together
         self._texts: dict[str, str] = {}  # long texts of the LLM records in _rows, by digest (InteractionText)
@@ -214,15 +215,17 @@ class WriteBatch:
         self._writes.append(lambda: timeline.timeline_event_created(row))
         return row
 
-    def add_event(self, event_type: str, content: str, metadata: dict[str, Any] | None, status: str) -> None:
-        self._event_row(event_type, content, metadata, status)
+    def add_event(self, event_type: str, content: str, metadata: dict[str, Any] | None,
+                  status: str) -> TimelineEvent:
+        return self._event_row(event_type, content, metadata, status)
 
-    def finish_event(self, event: TimelineEvent | None, event_id: int, content: str, status: str,
-                     metadata: dict[str, Any] | None, event_type: str | None) -> None:
-        """Complete an event: `event` as this step wrote it, or None for one read back under a lock."""
-        if event is None:
-            self._writes.append(lambda: timeline.timeline_event_complete(
-                event_id=event_id, content=content, status=status, metadata=metadata, event_type=event_type))
+    def finish_event(self, event: TimelineEvent, content: str, status: str, metadata: dict[str, Any] | None,
+                     event_type: str | None) -> None:
+        """Complete an event this step started: one still pending is written complete with the batch (its created
+        event then reports it complete); one stored already is updated with the batch."""
+        if event.pk is None:
+            timeline.timeline_event_settle(event, content=content, status=status, metadata=metadata,
+                                           event_type=event_type)
             return
         self._writes.append(lambda: timeline.timeline_event_finish(
             event, content=content, status=status, metadata=metadata, event_type=event_type))

@@ -38,6 +38,9 @@ UNSURE = "Thought: step {n}: the evidence so far is inconclusive, look again.\nA
 # row's counter raised and read back in one UPDATE … RETURNING, held to the commit, so a client can tell a hole
 # in the numbers (events lost on the way) from events still to come.
 NUMBERING = ["UPDATE tarsy_alertsession"]
+# What tarsy.pipeline.iteration's docstring and docs/architecture.md quote for a continuing iteration.
+CONTINUING_STATEMENTS = 9
+CONTINUING_COMMITS = 2
 PODS = react_action("Check the pods.", "k8s.get_pods", '{"namespace": "prod"}')
 
 
@@ -63,39 +66,36 @@ def test_an_iteration_that_continues_without_a_tool(configure):
     configure({"SreAgent": [UNSURE.format(n=n) for n in range(1, 4)]}, agents={"SreAgent": {"mcp_servers": []}})
     execution = only_execution(start_session())
 
-    assert _second_iteration(execution.id) == [
-        # The claim: the row under its lock, with stage, session, whether the session has related alerts and
-        # the execution's last timeline number; then the lease, and the row of the LLM call about to start (a
-        # call whose process dies still leaves one: the sweeper closes it as interrupted).
+    statements = _second_iteration(execution.id)
+    assert statements == [
+        # The claim: the row under its lock, with stage, session, whether the session has action proposals, the
+        # execution's last timeline number and its conversation (one JSON value); then the lease, and the row of
+        # the LLM call about to start (a call whose process dies still leaves one: the sweeper closes it as
+        # interrupted).
         "BEGIN",
         "SELECT tarsy_agentexecution",
         "UPDATE tarsy_agentexecution",
         "INSERT tarsy_llminteraction",
         "COMMIT",
-        # The stored conversation, with the next message number.
-        "SELECT tarsy_message",
-        # As the reply streams in: the streamed event shows at once, with its catch-up event. (A step past half
-        # its lease would first check that its attempt still holds the claim: the fence, one UPDATE.)
-        "BEGIN",
-        "INSERT tarsy_timelineevent",
-        *NUMBERING,
-        "INSERT tarsy_event",
-        "COMMIT",
+        # The reply arrives whole (the scripted model answers at once), so its event has nothing to stream: it is
+        # stored complete with the completion, no transaction of its own (services.recorder.stream). A reply that
+        # streams on past CHUNK_INTERVAL_S is stored with its first chunks, when users would see its first text.
         # The completion: compare-and-set (on the iteration and the attempt, so the fence needs no statement of its
         # own here) with the iteration's tokens, then the recorder's last batch (one INSERT per model: messages,
-        # the new feedback event; the call's row completed; the streamed event completed; the catch-up events of
-        # both, numbered by the UPDATE that also adds the iteration's tokens to the session's totals). The next
+        # the reply's event and the feedback event; the call's row completed; the catch-up events of both,
+        # numbered by the UPDATE that also adds the iteration's tokens to the session's totals). The next
         # iteration is sent after this commit, without an outbox row (tarsy/outbox.py: SENT_FIRST).
         "BEGIN",
         "UPDATE tarsy_agentexecution",
         "INSERT tarsy_message",
         "INSERT tarsy_timelineevent",
         "UPDATE tarsy_llminteraction",
-        "UPDATE tarsy_timelineevent",
         *NUMBERING,
         "INSERT tarsy_event",
         "COMMIT",
     ]
+    assert len([s for s in statements if s not in ("BEGIN", "COMMIT")]) == CONTINUING_STATEMENTS
+    assert statements.count("COMMIT") == CONTINUING_COMMITS
 
 
 def test_an_iteration_with_a_tool_call(configure):
@@ -108,19 +108,12 @@ def test_an_iteration_with_a_tool_call(configure):
         "UPDATE tarsy_agentexecution",
         "INSERT tarsy_llminteraction",
         "COMMIT",
-        "SELECT tarsy_message",  # the conversation
-        "BEGIN",  # the streamed thinking event
-        "INSERT tarsy_timelineevent",
-        *NUMBERING,
-        "INSERT tarsy_event",
-        "COMMIT",
-        # Before the tool call: what the step recorded (the reply, the tool-call event shown at once with the
-        # pending ones in one INSERT, the call's row completed, the thinking event completed, their catch-up events).
+        # Before the tool call: what the step recorded (the reply; its event, shown as the tool call, and the tool
+        # call's event shown at once, in one INSERT; the call's row completed; their catch-up events).
         "BEGIN",
         "INSERT tarsy_message",
         "INSERT tarsy_timelineevent",
         "UPDATE tarsy_llminteraction",
-        "UPDATE tarsy_timelineevent",
         *NUMBERING,
         "INSERT tarsy_event",
         "COMMIT",
@@ -147,31 +140,23 @@ def test_the_last_iteration_of_a_one_agent_stage(configure):
     execution = only_execution(start_session())
 
     assert _second_iteration(execution.id) == [
-        "BEGIN",  # the claim, the conversation and the streamed event, as above
+        "BEGIN",  # the claim, as above
         "SELECT tarsy_agentexecution",
         "UPDATE tarsy_agentexecution",
         "INSERT tarsy_llminteraction",
-        "COMMIT",
-        "SELECT tarsy_message",
-        "BEGIN",
-        "INSERT tarsy_timelineevent",
-        *NUMBERING,
-        "INSERT tarsy_event",
         "COMMIT",
         "BEGIN",  # the completion and the batch's last rows, as above
         "UPDATE tarsy_agentexecution",
         "INSERT tarsy_message",
         "INSERT tarsy_timelineevent",
         "UPDATE tarsy_llminteraction",
-        "UPDATE tarsy_timelineevent",
         *NUMBERING,
         "INSERT tarsy_event",
-        # execution_end joins this transaction (no savepoint): the terminal compare-and-set and the stage it
-        # belongs to; the stage under its lock with its executions (read once, for the join and the event);
-        # the stage closed and its event; the session under its lock to decide what follows (its finish,
-        # queued after the commit through the outbox).
+        # execution_end joins this transaction (no savepoint): the terminal compare-and-set (its stage, parent
+        # and agent as the claim read them, no read again); the stage under its lock with its executions (read
+        # once, for the join and the event); the stage closed and its event; the session under its lock to
+        # decide what follows (its finish, queued after the commit through the outbox).
         "UPDATE tarsy_agentexecution",
-        "SELECT tarsy_agentexecution",
         "SELECT tarsy_stage",
         "SELECT tarsy_agentexecution",
         "UPDATE tarsy_stage",

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
-from tarsy.models import AgentExecution, Event, TimelineEvent
+from agents.llm.types import ConversationMessage, ToolCall
+from tarsy.models import AgentExecution, Event, Message, TimelineEvent
 from tarsy.pipeline.iteration import iteration_begin
-from tarsy.services import timeline
+from tarsy.services import messages, timeline
 from tarsy.services.events import batched_events, publish
 from tarsy.streaming.publisher import session_channel
 
@@ -96,3 +97,54 @@ def test_event_ids_follow_the_order_of_publication_in_a_batch(configure):
     assert [(r.type, r.payload.get("n")) for r in rows] == [
         ("system.notice", 1), ("timeline_event.created", None), ("system.notice", 2)]
     assert rows[1].payload["timeline_event"]["id"] == created.id and later.id == rows[2].id
+
+
+def _reply_events(session_id, execution_id) -> list[tuple[str, str]]:
+    """The catch-up events of the execution's reply event (its first timeline row): type and reported status."""
+    first = TimelineEvent.objects.filter(execution_id=execution_id).order_by("sequence_number").first()
+    return [(e.type, e.payload["timeline_event"]["status"])
+            for e in Event.objects.filter(channel=session_channel(session_id), type__startswith="timeline_event.")
+            .order_by("id") if e.payload["timeline_event"]["id"] == first.id]
+
+
+def test_a_streaming_reply_shows_while_it_streams(configure):
+    """Chunks spread over a second: the reply's event is stored and announced with its first chunks, then
+    completed — a page opened mid-reply shows it."""
+    configure({"SreAgent": [ANSWER]}, agents={"SreAgent": {"mcp_servers": []}}, latency_ms=1000, chunk_size=4)
+    session = start_session()
+    execution = only_execution(session)
+    run_next(execution.id)
+
+    assert _reply_events(session.id, execution.id) == [("timeline_event.created", "streaming"),
+                                         ("timeline_event.completed", "completed")]
+
+
+def test_a_reply_that_arrives_whole_is_stored_complete_with_the_iteration(configure):
+    """Nothing to stream: the event is written once, complete, with the iteration's last batch."""
+    configure({"SreAgent": [ANSWER]}, agents={"SreAgent": {"mcp_servers": []}})
+    session = start_session()
+    execution = only_execution(session)
+    run_next(execution.id)
+
+    assert _reply_events(session.id, execution.id) == [("timeline_event.created", "completed")]
+
+
+def test_the_claim_reads_the_conversation_as_stored(configure):
+    """The claim's one SELECT brings the conversation: the same messages, JSON fields and all, as a read of its own."""
+    configure({"SreAgent": [PODS, ANSWER]})
+    session = start_session()
+    execution = only_execution(session)
+    run_next(execution.id)
+    call = ToolCall(id="c-1", name="k8s.get_pods", arguments={"namespace": "prod", "labels": ["a", 2]})
+    Message.objects.bulk_create(messages.message_rows(
+        session_id=session.id, execution_id=execution.id, iteration=1, start=90, messages=[
+            ConversationMessage(role="assistant", content="", tool_calls=[call], provider_state={"sig": "x=="}),
+            ConversationMessage(role="tool", content='{"pods": []}', tool_call_id="c-1", tool_name="k8s.get_pods"),
+        ]))
+
+    claimed = iteration_begin(execution.id, 2)
+
+    assert claimed.claimed_conversation == messages.messages_with_next_sequence(execution_id=execution.id)
+    conversation, next_sequence = claimed.claimed_conversation
+    assert next_sequence == 92 and conversation[-2].tool_calls == [call]
+    assert conversation[-2].provider_state == {"sig": "x=="} and conversation[-1].tool_name == "k8s.get_pods"

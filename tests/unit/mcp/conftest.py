@@ -88,6 +88,9 @@ class InMemoryRecorder:
         self.events.append(Event(len(self.events) + 1, event_type, content, dict(metadata or {}), "started"))
         return len(self.events)
 
+    def stream_open(self, event_type: str, metadata: dict[str, Any] | None = None) -> int:
+        return self.start_event(event_type, metadata)
+
     def stream_event(self, event_id: int, delta: str, kind: str = "text") -> None:
         self.events[event_id - 1].content += delta
 
