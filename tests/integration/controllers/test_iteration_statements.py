@@ -35,9 +35,10 @@ def outbox_relay():
 
 UNSURE = "Thought: step {n}: the evidence so far is inconclusive, look again.\nAction: none.none\nAction Input: {{}}"
 # Session events are numbered on their channel as they are stored (services.events.events_number): the session
-# row's counter raised and read back in one UPDATE … RETURNING, held to the commit, so a client can tell a hole
-# in the numbers (events lost on the way) from events still to come.
-NUMBERING = ["UPDATE tarsy_alertsession"]
+# counters row's event_seq raised and read back in one INSERT … ON CONFLICT DO UPDATE … RETURNING (with the
+# iteration's token totals at its completion), held to the commit, so a client can tell a hole in the numbers
+# (events lost on the way) from events still to come.
+NUMBERING = ["INSERT tarsy_sessioncounters"]
 # What tarsy.pipeline.iteration's docstring and docs/architecture.md quote for a continuing iteration.
 CONTINUING_STATEMENTS = 9
 CONTINUING_COMMITS = 2
@@ -45,10 +46,10 @@ PODS = react_action("Check the pods.", "k8s.get_pods", '{"namespace": "prod"}')
 
 
 def _statements(queries: CaptureQueriesContext) -> list[str]:
-    """Each statement as `VERB table` (BEGIN and COMMIT as they are)."""
+    """Each statement as `VERB table` (BEGIN and COMMIT as they are; a WITH … statement by its main verb)."""
     out = []
     for query in queries:
-        sql = query["sql"]
+        sql = re.sub(r"^WITH .*?\) (?=INSERT|UPDATE|DELETE|SELECT)", "", query["sql"])
         table = re.search(r'"(tarsy_\w+)"', sql)
         out.append(f"{sql.split()[0]} {table.group(1)}" if table else sql)
     return out
@@ -83,7 +84,7 @@ def test_an_iteration_that_continues_without_a_tool(configure):
         # The completion: compare-and-set (on the iteration and the attempt, so the fence needs no statement of its
         # own here) with the iteration's tokens, then the recorder's last batch (one INSERT per model: messages,
         # the reply's event and the feedback event; the call's row completed; the catch-up events of both,
-        # numbered by the UPDATE that also adds the iteration's tokens to the session's totals). The next
+        # numbered by the statement that also adds the iteration's tokens to the session's totals). The next
         # iteration is sent after this commit, without an outbox row (tarsy/outbox.py: SENT_FIRST).
         "BEGIN",
         "UPDATE tarsy_agentexecution",
@@ -117,9 +118,9 @@ def test_an_iteration_with_a_tool_call(configure):
         *NUMBERING,
         "INSERT tarsy_event",
         "COMMIT",
-        # The result's evidence id: the session row's counter raised and read back in one statement, its own
+        # The result's evidence id: the session's counter raised and read back in one statement, its own
         # transaction (parallel agents share the counter; the row lock orders them).
-        "UPDATE tarsy_alertsession",
+        "INSERT tarsy_sessioncounters",
         # The completion, as above, with the tool's MCP record and the observation.
         "BEGIN",
         "UPDATE tarsy_agentexecution",
