@@ -12,6 +12,7 @@ import secrets
 import sys
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -22,6 +23,11 @@ DATABASE_URL = os.environ.get("DATABASE_URL", "")
 REDIS_URL = os.environ.get("REDIS_URL", "")
 EMBEDDED = not (DATABASE_URL and REDIS_URL)
 TESTING = "pytest" in sys.modules or os.environ.get("TARSY_TESTING") == "1"
+if TESTING and REDIS_URL and os.environ.get("PYTEST_XDIST_WORKER"):
+    # Each pytest-xdist worker (gw0, gw1, ...) on a Redis database of its own, counted on from REDIS_URL's.
+    _redis = urlsplit(REDIS_URL)
+    _redis_db = int(_redis.path.strip("/") or 0) + int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw"))
+    REDIS_URL = urlunsplit(_redis._replace(path=f"/{_redis_db % 16}"))  # Redis has 16 databases by default
 
 
 def _env_bool(name: str, default: bool) -> bool:

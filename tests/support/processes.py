@@ -30,7 +30,8 @@ def test_database_url() -> str:
 
 
 def child_env(config_dir: Path | None = None, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "TARSY_ASGI"}  # set by importing tarsy.asgi in-process
+    # TARSY_ASGI is set by importing tarsy.asgi in-process; the Redis URL below already is this xdist worker's.
+    env = {k: v for k, v in os.environ.items() if k not in ("TARSY_ASGI", "PYTEST_XDIST_WORKER")}
     env.update({
         "DATABASE_URL": test_database_url(),
         "REDIS_URL": settings.REDIS_URL,
