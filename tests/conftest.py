@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from django.db import connections
 
 HAVE_SERVICES = bool(os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL"))
 REQUIRE_SERVICES = os.environ.get("TARSY_REQUIRE_SERVICES") == "1"
@@ -36,3 +37,30 @@ def _fresh_config():
     set_config(None)
     yield
     set_config(None)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, _connection_options):
+    """The test databases are created (and dropped) without the settings' connection options: on a loaded
+    machine CREATE DATABASE and the migrations of parallel test processes outlast the statement timeout that
+    bounds the application's statements. The tests themselves run with the options (django_db_setup below)."""
+    for alias in _connection_options:
+        connections[alias].settings_dict["OPTIONS"].pop("options")
+
+
+@pytest.fixture(scope="session")
+def _connection_options():
+    return {alias: connections[alias].settings_dict["OPTIONS"]["options"] for alias in connections
+            if "options" in connections[alias].settings_dict.get("OPTIONS", {})}
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, _connection_options):
+    """pytest-django's, with the connection options back on for the tests, and off again for the teardown."""
+    for alias, options in _connection_options.items():
+        connections[alias].close()  # the next connection is opened with the options
+        connections[alias].settings_dict["OPTIONS"]["options"] = options
+    yield
+    for alias in _connection_options:
+        connections[alias].close()
+        connections[alias].settings_dict["OPTIONS"].pop("options")

@@ -5,8 +5,16 @@ from another run cannot take its tasks or events; the worker and web processes a
 names (TARSY_QUEUE, TARSY_CHANNEL_PREFIX: tests/support/processes.py)."""
 
 import os
+from urllib.parse import urlsplit, urlunsplit
 
-from .base import *
+if os.environ.get("REDIS_URL") and os.environ.get("PYTEST_XDIST_WORKER"):
+    # Each pytest-xdist process (gw0, gw1, ...) on a Redis database of its own, counted on from REDIS_URL's;
+    # set before the base settings read it, so the broker, cache and live events all use it.
+    _redis = urlsplit(os.environ["REDIS_URL"])
+    _redis_db = int(_redis.path.strip("/") or 0) + int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw"))
+    os.environ["REDIS_URL"] = urlunsplit(_redis._replace(path=f"/{_redis_db % 16}"))  # Redis has 16 by default
+
+from .base import *  # noqa: E402 (after the Redis database is chosen)
 
 SECRET_KEY = SECRET_KEY or "test-only-secret-key-not-for-production"
 

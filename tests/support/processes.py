@@ -31,8 +31,9 @@ def test_database_url() -> str:
 
 def child_env(config_dir: Path | None = None, **extra: str) -> dict[str, str]:
     """A worker, beat or web process of the test run: on its entry point's settings, as deployed (the test
-    settings are this process's), with this process's queue and event prefix."""
-    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    settings are this process's), with this process's queue, event prefix and Redis database (a pytest-xdist
+    worker's own: tarsy/settings/test.py)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "PYTEST_XDIST_WORKER")}
     env.update({
         "DATABASE_URL": test_database_url(),
         "REDIS_URL": settings.REDIS_URL,
