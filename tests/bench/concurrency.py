@@ -1,9 +1,9 @@
 """Investigations in flight on one worker process: threads or prefork, with every LLM call taking seconds.
 
 A session is `--iterations` ReAct iterations plus its executive summary. All `--sessions` are submitted at once
-(the session cap far above them) to one worker; samplers read, every 250 ms, the iterations holding a lease
-(in flight), the worker's resident and proportional set size (with its children, for prefork) and the
-PostgreSQL connections of the benchmark database. The LLM is the scripted provider (a sleep per answer) or,
+(in one transaction, the session cap far above them) to one worker; samplers read, every 250 ms, the iterations
+holding a lease (in flight), the worker's resident and proportional set size (with its children, for prefork)
+and the PostgreSQL connections of the benchmark database. The LLM is the scripted provider (a sleep per answer) or,
 with `--provider openai`, the real LangChain/OpenAI path against a local streaming OpenAI-compatible server
 that answers each request from its conversation.
 
@@ -170,6 +170,7 @@ def main(argv: list[str] | None = None) -> dict:
         "queue": {"max_concurrent_sessions": args.sessions * 10},
         "agents": harness.BASE_AGENTS,
     }, providers={"llm": provider})
+    from django.db import transaction
     from django.db.models import Count
 
     from tarsy.models import AlertSession, LLMInteraction
@@ -181,8 +182,9 @@ def main(argv: list[str] | None = None) -> dict:
     idle_cpu = _cpu_s(worker.popen.pid)
     with Peaks(worker.popen.pid, bench.db_name) as peaks:
         started = time.monotonic()
-        ids = [str(session_submit(data={"alert": "PodEvicted", "node": "node-3", "n": i}).id)
-               for i in range(args.sessions)]
+        with transaction.atomic():  # all pending at once: one dispatch starts them together
+            ids = [str(session_submit(data={"alert": "PodEvicted", "node": "node-3", "n": i}).id)
+                   for i in range(args.sessions)]
         calls = args.sessions * (args.iterations + 1)
         patience = args.patience or 120 + 3 * calls * args.latency_ms / 1000 / max(1, args.concurrency)
         harness.wait_terminal(ids, timeout=patience, workers=[worker], interval=0.25)
