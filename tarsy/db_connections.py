@@ -4,6 +4,12 @@ Web processes and threads-pool workers borrow connections from Django's per-proc
 `close()` returns a borrowed connection to the pool and the next query borrows one again. A worker thread waits
 seconds on an LLM or a tool between short bursts of queries, so it gives its connection back before each wait and
 after each task: connections then follow the queries in flight, not the iterations.
+
+The rule, in the few places that apply it: a thread holds a connection only while it runs statements. Every LLM
+call gives it back before waiting for the provider and before each next chunk (`agents.llm.recorded`'s
+`before_wait` hook, installed by the tarsy app), so the stop checks, heartbeats and progress saves made between
+chunks borrow one for a statement; the recorder gives it back before a tool call, and Celery's task_postrun
+after every task (tarsy.celery).
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection, connections, transaction
+from django.db import InterfaceError, OperationalError, connection, connections
 
 T = TypeVar("T")
 LOST_CONNECTION = (OperationalError, InterfaceError)
@@ -24,8 +30,9 @@ def pooled() -> bool:
 
 def connection_give_back() -> None:
     """Before a wait: return this thread's connection to the pool (nothing without a pool or inside a
-    transaction)."""
-    if pooled() and transaction.get_autocommit():
+    transaction). Cheap when the thread holds none: `in_atomic_block` is the wrapper's own state, where
+    `transaction.get_autocommit()` would first borrow a connection to ask (waiting for one when all are lent)."""
+    if pooled() and not connection.in_atomic_block:
         connection.close()
 
 

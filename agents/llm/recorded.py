@@ -17,6 +17,10 @@ Like an instrumented model, it wraps a provider adapter and turns one request in
   show get the reply restored to real values.
 
 Streaming callers (the controllers) pass an observer that sees each chunk as it arrives and may stop the call.
+
+A thread waits here for seconds, on the call and on each next chunk: before each wait it runs the process's
+`before_wait` hook (`install_before_wait`; tarsy gives the thread's pooled database connection back there, so a
+thread waiting on a model holds none, whatever it or the observer queried since its last wait).
 """
 
 from __future__ import annotations
@@ -37,6 +41,19 @@ from .retry import DEADLINE_EXCEEDED, EMPTY_RESPONSE, MIN_ATTEMPT_S, RATE_LIMIT
 from .types import Chunk, ConversationMessage, ErrorChunk, LLMRequest, LLMResponse
 
 logger = logging.getLogger(__name__)
+
+
+def _nothing() -> None:
+    pass
+
+
+_before_wait: Callable[[], None] = _nothing
+
+
+def install_before_wait(hook: Callable[[], None]) -> None:
+    """Run `hook` in the calling thread before it waits on a provider (once per process, at startup)."""
+    global _before_wait
+    _before_wait = hook
 
 
 class CallObserver(Protocol):
@@ -109,6 +126,7 @@ def recorded_call(
         request, call.seen = pseudonyms.request(request), LLMResponse()
     stream = target.adapter.generate(request)
     try:
+        _before_wait()
         for chunk in stream:
             if call.seen is not None:
                 call.seen.add(chunk)
@@ -119,6 +137,7 @@ def recorded_call(
                 response.error = ErrorChunk(message="LLM call exceeded its deadline", code=DEADLINE_EXCEEDED,
                                             retryable=True)
                 break
+            _before_wait()
     except Exception as exc:
         response.error = ErrorChunk(message=f"LLM call interrupted by {type(exc).__name__}: {exc}", code="raised")
         with contextlib.suppress(Exception):  # the interruption is what the caller must see, not a failed write

@@ -33,9 +33,27 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+# The dispatchers of one process take turns here, holding no database connection, rather than in the advisory
+# lock (services.queue), where each would hold a pooled one while it waits: a threads worker finishing hundreds
+# of sessions would lend its whole pool to dispatchers queued behind one another. One runs and one waits; a third
+# returns at once, as the waiting one starts after it was called and so claims what it would have.
+_dispatch_turns = threading.BoundedSemaphore(2)
+_dispatch_serial = threading.Lock()
+
+
 def dispatch_pending() -> list[str]:
     """Claim as many pending sessions (in queue order: severity, then age) as there are free slots and start
     their first stage."""
+    if not _dispatch_turns.acquire(blocking=False):
+        return []
+    try:
+        with _dispatch_serial:
+            return _dispatch()
+    finally:
+        _dispatch_turns.release()
+
+
+def _dispatch() -> list[str]:
     cap = get_config().queue.max_concurrent_sessions
     started: list[str] = []
     if daily_limit_reached():  # today's spend is used up: everything pending waits (a system warning says so)

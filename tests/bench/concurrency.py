@@ -1,14 +1,18 @@
 """Investigations in flight on one worker process: threads or prefork, with every LLM call taking seconds.
 
 A session is `--iterations` ReAct iterations plus its executive summary. All `--sessions` are submitted at once
-(the session cap far above them) to one worker; samplers read, every 250 ms, the iterations holding a lease
-(in flight), the worker's resident and proportional set size (with its children, for prefork) and the
-PostgreSQL connections of the benchmark database. The LLM is the scripted provider (a sleep per answer) or,
+(in one transaction, the session cap far above them) to one worker; samplers read, every 250 ms, the iterations
+holding a lease (in flight), the worker's resident and proportional set size (with its children, for prefork)
+and the PostgreSQL connections of the benchmark database. The LLM is the scripted provider (a sleep per answer) or,
 with `--provider openai`, the real LangChain/OpenAI path against a local streaming OpenAI-compatible server
 that answers each request from its conversation.
 
     python -m tests.bench.concurrency [--pool threads|prefork] [-c N] [--sessions S] [--latency-ms L]
-                                      [--iterations 3] [--provider scripted|openai]
+                                      [--iterations 3] [--provider scripted|openai] [--patience SECONDS]
+
+`worker_cpu_s` is the CPU time the worker (and its children) used: on a loaded or small machine the sessions
+finish when the worker has had that much CPU, whatever the LLM latency; `--patience` then waits longer than
+the default (120 s plus three times the LLM time per slot).
 
 Errors: sessions not completed, failed LLM calls. Duplicates: an iteration recorded twice, a message or
 timeline sequence number repeated (tests/support/sessions.py's rules).
@@ -17,6 +21,7 @@ timeline sequence number repeated (tests/support/sessions.py's rules).
 from __future__ import annotations
 
 import argparse
+import os
 import threading
 import time
 from pathlib import Path
@@ -94,6 +99,18 @@ class Peaks:
         connection.close()
 
 
+def _cpu_s(pid: int) -> float:
+    """User and system CPU time of the process tree, in seconds (/proc/<pid>/stat, clock ticks)."""
+    ticks, total = os.sysconf("SC_CLK_TCK"), 0
+    for member in _tree(pid):
+        try:
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
 def _openai_server(iterations: int, latency_ms: int):
     """A streaming OpenAI-compatible server answering from the conversation: a continue step until the
     conversation holds `iterations - 1` answers, then the final answer; the latency spread over the chunks."""
@@ -140,6 +157,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--latency-ms", type=int, default=5000)
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--provider", choices=("scripted", "openai"), default="scripted")
+    parser.add_argument("--patience", type=float, default=None, help="seconds to wait for the sessions")
     args = parser.parse_args(argv)
 
     script = {"KubernetesAgent": [STEP.format(n=n) for n in range(1, args.iterations)] + [FINAL],
@@ -152,6 +170,7 @@ def main(argv: list[str] | None = None) -> dict:
         "queue": {"max_concurrent_sessions": args.sessions * 10},
         "agents": harness.BASE_AGENTS,
     }, providers={"llm": provider})
+    from django.db import transaction
     from django.db.models import Count
 
     from tarsy.models import AlertSession, LLMInteraction
@@ -160,14 +179,17 @@ def main(argv: list[str] | None = None) -> dict:
     worker = bench.start_worker("c1", concurrency=args.concurrency, pool=args.pool, trace=False)
     bench.wait_workers(["c1"])
     idle_rss, idle_pss = _memory_mb(worker.popen.pid)
+    idle_cpu = _cpu_s(worker.popen.pid)
     with Peaks(worker.popen.pid, bench.db_name) as peaks:
         started = time.monotonic()
-        ids = [str(session_submit(data={"alert": "PodEvicted", "node": "node-3", "n": i}).id)
-               for i in range(args.sessions)]
+        with transaction.atomic():  # all pending at once: one dispatch starts them together
+            ids = [str(session_submit(data={"alert": "PodEvicted", "node": "node-3", "n": i}).id)
+                   for i in range(args.sessions)]
         calls = args.sessions * (args.iterations + 1)
-        patience = 120 + 3 * calls * args.latency_ms / 1000 / max(1, args.concurrency)
+        patience = args.patience or 120 + 3 * calls * args.latency_ms / 1000 / max(1, args.concurrency)
         harness.wait_terminal(ids, timeout=patience, workers=[worker], interval=0.25)
         elapsed = time.monotonic() - started
+    cpu = _cpu_s(worker.popen.pid) - idle_cpu
     worker.stop()
     if fake is not None:
         fake.stop()
@@ -180,7 +202,7 @@ def main(argv: list[str] | None = None) -> dict:
         "seconds": round(elapsed, 1), "sessions_per_min": round(args.sessions / elapsed * 60, 1),
         "inflight_peak": peaks.inflight, "rss_mb_peak": round(peaks.rss, 1), "pss_mb_peak": round(peaks.pss, 1),
         "rss_mb_idle": round(idle_rss, 1), "pss_mb_idle": round(idle_pss, 1),
-        "pg_connections_peak": peaks.connections, "statuses": statuses,
+        "pg_connections_peak": peaks.connections, "worker_cpu_s": round(cpu, 1), "statuses": statuses,
         "errors": args.sessions - statuses.get("completed", 0) + failed_calls,
         "duplicates": _duplicates(ids), "machine": harness.machine(),
     }
@@ -188,8 +210,8 @@ def main(argv: list[str] | None = None) -> dict:
           f"{args.latency_ms} ms per LLM call ({args.provider}); one worker, {args.pool} -c {args.concurrency}")
     print(f"  {figures['sessions_per_min']} sessions/min in {figures['seconds']} s; in flight at most "
           f"{peaks.inflight}; worker RSS {figures['rss_mb_peak']} MB (PSS {figures['pss_mb_peak']}); "
-          f"PostgreSQL connections at most {peaks.connections}; errors {figures['errors']}, duplicates "
-          f"{figures['duplicates']}; statuses {statuses}")
+          f"PostgreSQL connections at most {peaks.connections}; worker CPU {figures['worker_cpu_s']} s; "
+          f"errors {figures['errors']}, duplicates {figures['duplicates']}; statuses {statuses}")
     harness.emit(figures)
     return figures
 

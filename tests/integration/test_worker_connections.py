@@ -7,7 +7,9 @@ import threading
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
+from tarsy.models import AgentExecution, LLMInteraction
 from tarsy.services.intake.alerts import session_submit
 from tests.support.sessions import assert_no_duplicates, wait_terminal
 
@@ -52,5 +54,51 @@ def test_thirty_iterations_in_flight_on_a_pool_of_four_connections(scripted_conf
     assert {s.status for s in done} == {"completed"}
     # The pool's connections, plus the one the worker's main thread may hold (it answers no task).
     assert 0 < peak[0] <= POOL_MAX + 1, peak[0]
+    for session in done:
+        assert_no_duplicates(session.id)
+
+
+SLOW_MS = 4000  # each call; longer than the pool's timeout below, so a connection held over a call is seen
+SLOW_LOOK = {**LOOK, "latency_ms": SLOW_MS}
+SLOW_FINAL = {**FINAL, "latency_ms": SLOW_MS}
+
+
+def _inflight() -> int:
+    return AgentExecution.objects.filter(lease_expires_at__gt=timezone.now()).count()
+
+
+@pytest.mark.timeout(240)
+def test_forty_iterations_in_flight_on_four_connections_hold_none_while_the_model_answers(scripted_config, worker):
+    """Forty threads each wait seconds on the model (two chunks a call, so the stop check between them runs
+    mid-call, and an executive summary at the end) on a pool of four connections with a 3 s timeout: a
+    thread that kept its connection over a call would make the others wait out the pool."""
+    scripted_config({"KubernetesAgent": [SLOW_LOOK, SLOW_LOOK, SLOW_FINAL],
+                     "executive_summary": [{"text": "disk pressure", "latency_ms": SLOW_MS}]},
+                    chunk_size=32, tarsy={"queue": {"max_concurrent_sessions": 100},
+                                          "defaults": {"iteration_timeout": "120s"}})
+    proc = worker(pool="threads", concurrency=40, TARSY_WORKER_DB_POOL_MAX=str(POOL_MAX),
+                  TARSY_WORKER_DB_POOL_TIMEOUT="3")
+    peak, stop = [0], threading.Event()
+
+    def sample() -> None:
+        try:
+            while not stop.wait(0.2):
+                peak[0] = max(peak[0], _inflight())
+        finally:
+            connection.close()
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        ids = [session_submit(alert_type="kubernetes", data={"node": "node-3", "n": n}).id for n in range(40)]
+        done = wait_terminal(ids, 200, proc)
+    finally:
+        stop.set()
+        sampler.join()
+    assert {s.status for s in done} == {"completed"}
+    assert peak[0] >= 36, peak[0]  # all of them at once, give or take the ones still being claimed
+    failed = LLMInteraction.objects.filter(session_id__in=ids, success=False)
+    assert not failed.exists(), sorted({m[:200] for m in failed.values_list("error_message", flat=True)})
+    assert "couldn't get a connection" not in proc.log()
     for session in done:
         assert_no_duplicates(session.id)
