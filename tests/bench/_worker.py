@@ -8,7 +8,7 @@ latency). Nothing the product does changes: the hooks only observe.
 
 Other switches (environment):
   TARSY_BENCH_SQL_DIR=DIR      per-statement counts and time, `<pid>.sql.json`
-  TARSY_BENCH_PROFILE_DIR=DIR  cProfile of run_iteration tasks (slows them), `<pid>.prof`
+  TARSY_BENCH_PROFILE_DIR=DIR  cProfile of run_iteration tasks in CPU time (slows them), `<pid>.prof`
   TARSY_BENCH_DB_REUSE=1       what-if: keep the database connection across tasks (Django's
                                CONN_MAX_AGE decides) instead of Celery closing it around every task
 """
@@ -148,7 +148,9 @@ def install(directory: Path) -> None:
     if _profile_dir:
         import cProfile
 
-        profiler = cProfile.Profile()
+        # CPU time, not wall time: on a shared machine a wall-clock profile charges the waits for PostgreSQL,
+        # Redis and the scheduler to whichever function was waiting (a quarter of a loaded run's total).
+        profiler = cProfile.Profile(time.process_time)
     counter = {"tasks": 0}
 
     @task_prerun.connect(weak=False)
