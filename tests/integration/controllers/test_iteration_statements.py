@@ -35,17 +35,18 @@ def outbox_relay():
 
 UNSURE = "Thought: step {n}: the evidence so far is inconclusive, look again.\nAction: none.none\nAction Input: {{}}"
 # Session events are numbered on their channel as they are stored (services.events.events_number): the session
-# row's counter raised and read back in one UPDATE … RETURNING, held to the commit, so a client can tell a hole
-# in the numbers (events lost on the way) from events still to come.
-NUMBERING = ["UPDATE tarsy_alertsession"]
+# counters row's event_seq raised and read back in one INSERT … ON CONFLICT DO UPDATE … RETURNING (with the
+# iteration's token totals at its completion), held to the commit, so a client can tell a hole in the numbers
+# (events lost on the way) from events still to come.
+NUMBERING = ["INSERT tarsy_sessioncounters"]
 PODS = react_action("Check the pods.", "k8s.get_pods", '{"namespace": "prod"}')
 
 
 def _statements(queries: CaptureQueriesContext) -> list[str]:
-    """Each statement as `VERB table` (BEGIN and COMMIT as they are)."""
+    """Each statement as `VERB table` (BEGIN and COMMIT as they are; a WITH … statement by its main verb)."""
     out = []
     for query in queries:
-        sql = query["sql"]
+        sql = re.sub(r"^WITH .*?\) (?=INSERT|UPDATE|DELETE|SELECT)", "", query["sql"])
         table = re.search(r'"(tarsy_\w+)"', sql)
         out.append(f"{sql.split()[0]} {table.group(1)}" if table else sql)
     return out
@@ -124,9 +125,9 @@ def test_an_iteration_with_a_tool_call(configure):
         *NUMBERING,
         "INSERT tarsy_event",
         "COMMIT",
-        # The result's evidence id: the session row's counter raised and read back in one statement, its own
+        # The result's evidence id: the session's counter raised and read back in one statement, its own
         # transaction (parallel agents share the counter; the row lock orders them).
-        "UPDATE tarsy_alertsession",
+        "INSERT tarsy_sessioncounters",
         # The completion, as above, with the tool's MCP record and the observation.
         "BEGIN",
         "UPDATE tarsy_agentexecution",
