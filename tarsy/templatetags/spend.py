@@ -14,7 +14,10 @@ register = template.Library()
 
 @register.filter
 def cost(row: Any) -> str:
-    """`row` has cost_usd and unpriced_calls (a session's counters, an execution)."""
+    """`row` has cost_usd and unpriced_calls (a session's counters, an execution); empty for a session made
+    without its counters row (the template passes its missing row as "")."""
+    if not row:
+        return ""
     amount: Decimal = row.cost_usd or Decimal(0)
     unpriced = row.unpriced_calls or 0
     if unpriced and not amount:
