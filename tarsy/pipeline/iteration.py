@@ -248,7 +248,9 @@ def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome, ti
         if isinstance(decision, RunIteration):
             enact_on_commit([decision])
             return
-        proposed = calls is not None and calls.action_agent  # proposals written since the claim's read
+        # The claim's read stands in for a second one while the session has no action proposals: none when it
+        # read, none written since.
+        proposed = (calls is not None and calls.action_agent) or (claimed is not None and claimed.session_has_actions)
         execution_end(execution_id=decision.execution_id, status=decision.status, error=decision.error,
                       final_analysis=decision.final_analysis, claimed=None if proposed else claimed)
 

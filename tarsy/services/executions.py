@@ -164,16 +164,16 @@ class Ended:
 def execution_mark_ended(*, execution_id: Any, status: str, error: str = "", final_analysis: str = "",
                          claimed: AgentExecution | None = None) -> Ended | None:
     """Compare-and-set to a terminal status. None when it was already terminal (someone else ended it).
-    `claimed`: the row as the iteration's claim read it, in the transaction that still holds its lock, when the
-    iteration proposed no action: its stage, parent and agent need no read again, nor its proposals when its
-    session had none."""
+    `claimed`: the row as the iteration's claim read it, in the transaction that still holds its lock, when its
+    session has no action proposals (none when the claim read, none written since): its stage, parent and agent
+    need no read again, nor its proposals."""
     updated = AgentExecution.objects.filter(id=execution_id).exclude(status__in=TERMINAL_EXEC_STATUSES).update(
         status=status, error_message=error, final_analysis=final_analysis, completed_at=timezone.now(),
         lease_expires_at=None,
     )
     if not updated:
         return None
-    if claimed is not None and not claimed.session_has_actions:
+    if claimed is not None:
         if claimed.parent_execution_id is not None:
             execution_status_publish(execution_id=execution_id)
         return Ended(claimed.stage_id, claimed.parent_execution_id, claimed.agent_config_name)
