@@ -21,7 +21,8 @@
    (`iteration_recorder`). A task that outlived its lease writes nothing (`AttemptSuperseded`).
 6. **Number**: timeline events and messages are numbered by the batch from the numbers the claim read (the task
    is their one writer under its lease; unique constraints guard them); the session's catch-up events are
-   numbered by the one UPDATE of the session's counter that also adds the iteration's tokens.
+   numbered by the one statement that raises the session's counters row (`services.counters`), which also
+   adds the iteration's tokens.
 7. **Complete, decide, enqueue** (`iteration_finish`; one transaction: the second commit). A compare-and-set on
    (iteration, attempt) marks the iteration done once, with its tokens and the batch's last rows; then what
    follows is decided (`next_after_iteration`, an orchestrator's or an action agent's rules): the next
