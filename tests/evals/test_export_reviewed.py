@@ -10,7 +10,7 @@ import yaml
 from django.core.management import CommandError, call_command
 
 from evals.scenario import load_scenario
-from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, SessionReview, Stage
+from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, SessionCounters, SessionReview, Stage
 from tarsy.services.intake.alerts import session_submit
 
 pytestmark = [pytest.mark.django_db]
@@ -20,7 +20,8 @@ WRONG = "Root cause: the node ran out of disk space."
 
 def _investigated(analysis: str) -> AlertSession:
     session = session_submit(alert_type="kubernetes", data={"alertname": "KubePodCrashLooping", "pod": "web-1"})
-    AlertSession.objects.filter(id=session.id).update(status="completed", final_analysis=analysis, total_tokens=100)
+    AlertSession.objects.filter(id=session.id).update(status="completed", final_analysis=analysis)
+    SessionCounters.objects.filter(session_id=session.id).update(total_tokens=100)
     stage = Stage.objects.create(session=session, name="analysis", index=0, status="completed")
     execution = AgentExecution.objects.create(stage=stage, session=session, agent_name="KubernetesAgent",
                                               iteration_strategy="react", status="completed")

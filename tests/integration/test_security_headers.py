@@ -48,7 +48,7 @@ def _served(tmp_path, **env: str) -> dict:
     environment = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
     environment.update(TARSY_DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="tarsy.settings.web",
                        SECRET_KEY="test-secret-key", **env)
-    out = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=environment, check=True, timeout=120,
+    out = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=environment, check=True, timeout=300,
                          capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
