@@ -10,7 +10,15 @@ import yaml
 from django.core.management import CommandError, call_command
 
 from evals.scenario import load_scenario
-from tarsy.models import AgentExecution, AlertSession, LLMInteraction, MCPInteraction, SessionCounters, SessionReview, Stage
+from tarsy.models import (
+    AgentExecution,
+    AlertSession,
+    LLMInteraction,
+    MCPInteraction,
+    SessionCounters,
+    SessionReview,
+    Stage,
+)
 from tarsy.services.intake.alerts import session_submit
 
 pytestmark = [pytest.mark.django_db]
