@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from tarsy.models import APIToken
 from tests.support.configdir import write_config
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]  # migrations back and forth: minutes under parallel test processes
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 
 LEGACY_KEY = "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b"  # the 40-hex-digit form the earlier release issued
 LEGACY_TABLE_SQL = ('CREATE TABLE authtoken_token ("key" varchar(40) PRIMARY KEY, '

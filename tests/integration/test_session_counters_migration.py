@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]  # migrations back and forth: minutes under parallel test processes
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 
 BEFORE, AFTER = [("tarsy", "0033_pseudonyms")], [("tarsy", "0034_session_counters")]
 SEEN = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)

@@ -67,7 +67,7 @@ def test_dashboard_list_header_tab_and_slack_message_show_the_title(api):
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.timeout(300)  # migrates the test database back and forth: minutes when parallel test processes share the cores
+@pytest.mark.timeout(300)  # migrates the test database back and forth: minutes under parallel processes
 def test_migration_titles_sessions_stored_before_titles_existed():
     executor = MigrationExecutor(connection)
     executor.migrate([("tarsy", "0012_citations")])
