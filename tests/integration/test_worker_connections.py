@@ -4,6 +4,7 @@ their pooled connection back while they wait on the LLM."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 from django.db import connection
@@ -27,6 +28,30 @@ def _connections_of_others(database: str) -> int:
         return cursor.fetchone()[0]
 
 
+def _submitted_and_sampled(count: int, timeout: float, proc, measure: Callable[[], int],
+                           interval: float) -> tuple[int, list]:
+    """Submit `count` alerts and wait for their sessions to end, sampling `measure` every `interval` seconds
+    meanwhile from a thread of its own: its peak and the ended sessions."""
+    peak, stop = [0], threading.Event()
+
+    def sample() -> None:
+        try:
+            while not stop.wait(interval):
+                peak[0] = max(peak[0], measure())
+        finally:
+            connection.close()  # this thread's own
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        ids = [session_submit(alert_type="kubernetes", data={"node": "node-3", "n": n}).id for n in range(count)]
+        done = wait_terminal(ids, timeout, proc)
+    finally:
+        stop.set()
+        sampler.join()
+    return peak[0], done
+
+
 @pytest.mark.timeout(180)
 def test_thirty_iterations_in_flight_on_a_pool_of_four_connections(scripted_config, worker):
     scripted_config({"KubernetesAgent": [LOOK, LOOK, FINAL], "executive_summary": ["disk pressure"]},
@@ -34,26 +59,10 @@ def test_thirty_iterations_in_flight_on_a_pool_of_four_connections(scripted_conf
     proc = worker(pool="threads", concurrency=30, TARSY_WORKER_DB_POOL_MAX=str(POOL_MAX))
     database = connection.settings_dict["NAME"]
     baseline = _connections_of_others(database)
-    peak, stop = [0], threading.Event()
-
-    def sample() -> None:
-        try:
-            while not stop.wait(0.1):
-                peak[0] = max(peak[0], _connections_of_others(database) - baseline)
-        finally:
-            connection.close()  # this thread's own
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    try:
-        ids = [session_submit(alert_type="kubernetes", data={"node": "node-3", "n": n}).id for n in range(30)]
-        done = wait_terminal(ids, 150, proc)
-    finally:
-        stop.set()
-        sampler.join()
+    peak, done = _submitted_and_sampled(30, 150, proc, lambda: _connections_of_others(database) - baseline, 0.1)
     assert {s.status for s in done} == {"completed"}
     # The pool's connections, plus the one the worker's main thread may hold (it answers no task).
-    assert 0 < peak[0] <= POOL_MAX + 1, peak[0]
+    assert 0 < peak <= POOL_MAX + 1, peak
     for session in done:
         assert_no_duplicates(session.id)
 
@@ -78,25 +87,10 @@ def test_forty_iterations_in_flight_on_four_connections_hold_none_while_the_mode
                                           "defaults": {"iteration_timeout": "120s"}})
     proc = worker(pool="threads", concurrency=40, TARSY_WORKER_DB_POOL_MAX=str(POOL_MAX),
                   TARSY_WORKER_DB_POOL_TIMEOUT="3")
-    peak, stop = [0], threading.Event()
-
-    def sample() -> None:
-        try:
-            while not stop.wait(0.2):
-                peak[0] = max(peak[0], _inflight())
-        finally:
-            connection.close()
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    try:
-        ids = [session_submit(alert_type="kubernetes", data={"node": "node-3", "n": n}).id for n in range(40)]
-        done = wait_terminal(ids, 200, proc)
-    finally:
-        stop.set()
-        sampler.join()
+    peak, done = _submitted_and_sampled(40, 200, proc, _inflight, 0.2)
+    ids = [s.id for s in done]
     assert {s.status for s in done} == {"completed"}
-    assert peak[0] >= 36, peak[0]  # all of them at once, give or take the ones still being claimed
+    assert peak >= 36, peak  # all of them at once, give or take the ones still being claimed
     failed = LLMInteraction.objects.filter(session_id__in=ids, success=False)
     assert not failed.exists(), sorted({m[:200] for m in failed.values_list("error_message", flat=True)})
     assert "couldn't get a connection" not in proc.log()
