@@ -29,6 +29,7 @@ def execution(tmp_path) -> AgentExecution:
     write_config(tmp_path, tarsy={"defaults": {"llm_provider": "priced"}}, providers={"priced": PRICED})
     session = AlertSession.objects.create(alert_data="pod web-1", alert_type="kubernetes", chain_id="kubernetes",
                                           status="in_progress")
+    SessionCounters.objects.create(session=session)  # as intake makes it with the session
     stage = Stage.objects.create(session=session, name="analysis", index=0, status="active")
     return AgentExecution.objects.create(stage=stage, session=session, agent_name="KubernetesAgent",
                                          iteration_strategy="react", status="active", current_iteration=1)
@@ -69,7 +70,8 @@ def test_superseded_calls_stay_and_their_tokens_and_cost_reach_the_totals_once(e
 
     assert list(LLMInteraction.objects.values_list("superseded", flat=True)) == [True, True]
     assert list(MCPInteraction.objects.values_list("superseded", flat=True)) == [True]
-    for row in (AlertSession.objects.get(id=execution.session_id), AgentExecution.objects.get(id=execution.id)):
+    for row in (SessionCounters.objects.get(session_id=execution.session_id),
+                AgentExecution.objects.get(id=execution.id)):
         assert (row.input_tokens, row.output_tokens, row.total_tokens) == (1050, 105, 1155)
         assert (row.cost_usd, row.unpriced_calls) == (Decimal("0.0028"), 1)
     today = timezone.now().date()
