@@ -27,7 +27,9 @@
    (iteration, attempt) marks the iteration done once, with its tokens and the batch's last rows; then what
    follows is decided (`next_after_iteration`, an orchestrator's or an action agent's rules): the next
    iteration is sent once this commits (no outbox row: `tarsy.outbox.SENT_FIRST`), or the execution ends (its
-   stage, parent and agent as the claim read them) and its stage joins in this same transaction.
+   stage, parent and agent as the claim read them) and its stage joins in this same transaction. A lost
+   compare-and-set with a later attempt holding the row is a takeover like a refused write: the attempt's calls
+   stay on the record as superseded, and its task ends (`AttemptSuperseded`).
 
 An iteration that continues without a tool call costs 9 statements and 2 commits
 (tests/integration/controllers/test_iteration_statements.py pins them; `python -m tests.bench.iteration_overhead`
@@ -232,28 +234,38 @@ def iteration_finish(execution_id: Any, iteration: int, outcome: StepOutcome, ti
     iteration's tokens commit with the completion: an iteration is either done with everything it recorded, or
     not done at all. `claimed`: the row the claim read, so an execution that ends is not read again."""
     with transaction.atomic():
-        if not executions.iteration_complete(
-                execution_id=execution_id, iteration=iteration, consecutive_timeouts=outcome.consecutive_timeouts,
-                last_interaction_failed=outcome.last_interaction_failed,
-                recorded=recorder.batch if recorder is not None else None):
-            return
-        planned = next_after_iteration(execution_id, iteration, outcome, timeout)
-        if calls is not None and calls.action_agent:
-            proposals_apply(execution_id, iteration, calls)
-        decision = _orchestrator_next(execution_id, iteration, planned, calls) \
-            if calls is not None and calls.orchestrator else planned
-        if decision is not None and calls is not None and calls.action_agent:
-            decision = action_next(execution_id, iteration, decision)
-        if decision is None:
-            return  # parked: a sub-agent's end, or a decision on its action proposal, wakes it
-        if isinstance(decision, RunIteration):
-            enact_on_commit([decision])
-            return
-        # The claim's read stands in for a second one while the session has no action proposals: none when it
-        # read, none written since.
-        proposed = (calls is not None and calls.action_agent) or (claimed is not None and claimed.session_has_actions)
-        execution_end(execution_id=decision.execution_id, status=decision.status, error=decision.error,
-                      final_analysis=decision.final_analysis, claimed=None if proposed else claimed)
+        completed = executions.iteration_complete(
+            execution_id=execution_id, iteration=iteration, consecutive_timeouts=outcome.consecutive_timeouts,
+            last_interaction_failed=outcome.last_interaction_failed,
+            recorded=recorder.batch if recorder is not None else None)
+        if completed:
+            _what_follows(execution_id, iteration, outcome, timeout, calls, claimed)
+    if not completed and recorder is not None:
+        # A later attempt took the iteration over while this one ran without writing (a whole reply, no tool):
+        # its calls go on the record as superseded and AttemptSuperseded says so, as a refused write would.
+        recorder.batch.taken_over_check()
+
+
+def _what_follows(execution_id: Any, iteration: int, outcome: StepOutcome, timeout: float,
+                  calls: IterationCalls | None, claimed: AgentExecution | None) -> None:
+    """In the completion's transaction: the next iteration, the execution's end, or a park."""
+    planned = next_after_iteration(execution_id, iteration, outcome, timeout)
+    if calls is not None and calls.action_agent:
+        proposals_apply(execution_id, iteration, calls)
+    decision = _orchestrator_next(execution_id, iteration, planned, calls) \
+        if calls is not None and calls.orchestrator else planned
+    if decision is not None and calls is not None and calls.action_agent:
+        decision = action_next(execution_id, iteration, decision)
+    if decision is None:
+        return  # parked: a sub-agent's end, or a decision on its action proposal, wakes it
+    if isinstance(decision, RunIteration):
+        enact_on_commit([decision])
+        return
+    # The claim's read stands in for a second one while the session has no action proposals: none when it
+    # read, none written since.
+    proposed = (calls is not None and calls.action_agent) or (claimed is not None and claimed.session_has_actions)
+    execution_end(execution_id=decision.execution_id, status=decision.status, error=decision.error,
+                  final_analysis=decision.final_analysis, claimed=None if proposed else claimed)
 
 
 def next_after_iteration(execution_id: Any, iteration: int, outcome: StepOutcome,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tarsy.models import TimelineEvent
+from tarsy.models import LLMInteraction, TimelineEvent
 from tarsy.services.intake.alerts import session_submit
 from tests.support.processes import wait_for
 from tests.support.sessions import assert_no_duplicates, wait_terminal
@@ -41,4 +41,6 @@ def test_a_step_wedged_past_its_lease_runs_again_and_its_late_writes_land_nowher
     assert proc.popen.poll() is None  # the process kept serving
     timeouts = TimelineEvent.objects.filter(session=done, event_type="error", status="timed_out")
     assert list(timeouts.values_list("content", flat=True)) == []  # the wedged attempt's timeout: fenced
+    # Its LLM call was made and paid for: on the record, marked superseded, beside the re-run's.
+    assert LLMInteraction.objects.filter(session=done, superseded=True).count() == 1
     assert_no_duplicates(done.id)

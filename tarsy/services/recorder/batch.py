@@ -142,6 +142,14 @@ class WriteBatch:
                                                       texts=self._texts)
         return False
 
+    def taken_over_check(self) -> None:
+        """After the iteration's completion found its compare-and-set lost (outside that transaction, so what is
+        kept stays): when a later attempt holds the iteration, this one's calls stay on the record, marked
+        superseded (they were made and paid for), and AttemptSuperseded is raised; when this attempt still holds
+        it (a completion retried after it committed), there is nothing to do."""
+        if not reconnecting(self._attempt_holds):
+            self._superseded()
+
     def _superseded(self) -> NoReturn:
         self.discard()
         raise AttemptSuperseded(f"execution {self.execution_id} iteration {self.iteration}: attempt {self.attempt} "

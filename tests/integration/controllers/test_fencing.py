@@ -54,12 +54,16 @@ def test_an_attempt_waking_after_its_lease_was_taken_over_lands_only_its_calls(c
     stale = iteration_begin(execution_id, 1)
     stale_recorder = iteration_recorder(stale, 1)
     refused: list[BaseException] = []
+    failed: list[BaseException] = []
 
     def stale_step() -> None:
         try:
             controller_for("react").step(build_execution_context(stale, 1, stale_recorder))
         except AttemptSuperseded as exc:
             refused.append(exc)
+        except BaseException as exc:  # shown by the assertion below, not lost in the thread
+            failed.append(exc)
+            raise
         finally:
             connection.close()
 
@@ -76,8 +80,10 @@ def test_an_attempt_waking_after_its_lease_was_taken_over_lands_only_its_calls(c
 
     # The stale attempt's call returned; its next write was refused, and nor can it complete the iteration,
     # though the fresh attempt has not completed it yet.
-    assert len(refused) == 1
-    iteration_finish(execution_id, 1, StepOutcome(StepStatus.CONTINUE), recorder=stale_recorder)
+    assert not thread.is_alive(), "the stale attempt's step is still running"
+    assert len(refused) == 1, failed
+    with pytest.raises(AttemptSuperseded):
+        iteration_finish(execution_id, 1, StepOutcome(StepStatus.CONTINUE), recorder=stale_recorder)
     assert AgentExecution.objects.get(id=execution_id).iterations_completed == 0
     assert not TimelineEvent.objects.filter(execution_id=execution_id).exists()
     assert not Message.objects.filter(execution_id=execution_id).exists()
