@@ -19,9 +19,7 @@ from tarsy.config import set_config
 from tarsy.models import AgentExecution, AlertSession, MCPInteraction, TimelineEvent
 from tests.support.processes import start_worker
 
-# One group: the suite fixture's worker is started once, on one pytest-xdist process.
-pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True),
-              pytest.mark.xdist_group("evals-suite")]
+pytestmark = [pytest.mark.services, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 CONCURRENCY = "6"
 BASE = "herring-config-parse-error"  # broken on purpose below; its red herring is an unrelated FailedMount
