@@ -252,10 +252,14 @@ class Recorder(Protocol):
 
 class Liveness(Protocol):
     """A running step's link to the outside: asked at every boundary (between chunks, between tool calls), it
-    keeps the step's heartbeat fresh and says whether the step must stop."""
+    says whether the step must stop; its heartbeat is kept fresh meanwhile, until the step's runner ends it."""
 
     def stop_reason(self) -> str | None:
         """'cancelled' or 'timed_out' when the session must stop at the next boundary, else None."""
+        ...
+
+    def end(self) -> None:
+        """The step is over (its runner's call, not a controller's): its heartbeat stops."""
         ...
 
 

@@ -197,6 +197,7 @@ def _step(execution: AgentExecution, iteration: int, recorder: DbRecorder, calls
     """Run the claimed iteration's step; a timeout or a crash becomes its outcome. `calls`: what an orchestrator's
     tool calls ask of its sub-agents, carried out when the iteration completes."""
     started = time.monotonic()
+    ctx = None
     try:
         ctx = build_execution_context(execution, iteration, recorder, stop_checked=True, calls=calls)
         outcome = controller_for(ctx.config.iteration_strategy).step(ctx)
@@ -212,6 +213,9 @@ def _step(execution: AgentExecution, iteration: int, recorder: DbRecorder, calls
         outcome = StepOutcome(StepStatus.FAILED, error=mask_text(f"Internal error: {type(exc).__name__}: {exc}"))
         recorder.flush_after_failure()
         recorder.add_event("error", outcome.error, {"internal": True}, status="failed")
+    finally:
+        if ctx is not None:
+            ctx.liveness.end()  # the process's heartbeat thread stops beating for it
     ITERATION_SECONDS.labels(execution.iteration_strategy).observe(time.monotonic() - started)
     return outcome
 

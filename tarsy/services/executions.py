@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q, Subquery
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -49,13 +49,22 @@ def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
     it), all in one SELECT; None when there is no such execution.
     `get()`, not `first()`: first() would order by the model's ordering (a join on the stage) for one row."""
     try:
-        return (AgentExecution.objects.select_for_update(of=("self",), no_key=True)
-                .select_related("stage", "session__counters")
-                .annotate(last_event_sequence=_LAST_EVENT_SEQUENCE, session_has_actions=_SESSION_HAS_ACTIONS,
-                          conversation=messages.messages_of_outer_execution())
-                .get(id=execution_id))
+        return _CLAIM.get(id=execution_id)
     except AgentExecution.DoesNotExist:
         return None
+
+
+def _claim_queryset() -> QuerySet[AgentExecution]:
+    return (AgentExecution.objects.select_for_update(of=("self",), no_key=True)
+            .select_related("stage", "session__counters")
+            .annotate(last_event_sequence=_LAST_EVENT_SEQUENCE, session_has_actions=_SESSION_HAS_ACTIONS,
+                      conversation=messages.messages_of_outer_execution()))
+
+
+# Built once per process: annotating resolves its three subqueries, which every claim would otherwise pay for
+# again. Each claim's get() filters a clone (a QuerySet's methods return new querysets; this one is never
+# evaluated, so it caches no rows).
+_CLAIM = _claim_queryset()
 
 
 def iteration_discard(*, execution_id: Any, iteration: int) -> None:

@@ -17,7 +17,7 @@ from tarsy import tasks
 from tarsy.models import AgentExecution, AlertSession
 from tarsy.outbox import OutboxRelay
 from tarsy.pipeline.iteration import iteration_run
-from tarsy.services.recorder.liveness import Liveness
+from tarsy.services.recorder.liveness import Liveness, heartbeats_stamp
 
 from .conftest import only_execution, react_action, run_next, start_session
 
@@ -189,10 +189,10 @@ def test_a_superseded_attempt_never_stamps_a_heartbeat(configure):
     taken = AgentExecution.objects.filter(id=execution.id).update(attempt=F("attempt") + 1, last_heartbeat_at=None)
     AlertSession.all_objects.filter(id=execution.session_id).update(last_heartbeat_at=None)
     assert taken == 1
-    stale.heartbeat(force=True)
+    heartbeats_stamp([stale])
     assert AgentExecution.objects.get(id=execution.id).last_heartbeat_at is None
     assert AlertSession.all_objects.get(id=execution.session_id).last_heartbeat_at is None
     current = Liveness(session_id=execution.session_id, execution_id=execution.id, attempt=execution.attempt + 1)
-    current.heartbeat(force=True)
+    heartbeats_stamp([stale, current])
     assert AgentExecution.objects.get(id=execution.id).last_heartbeat_at is not None
     assert AlertSession.all_objects.get(id=execution.session_id).last_heartbeat_at is not None
