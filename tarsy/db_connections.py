@@ -7,8 +7,9 @@ after each task: connections then follow the queries in flight, not the iteratio
 
 The rule, in the few places that apply it: a thread holds a connection only while it runs statements. Every LLM
 call gives it back before waiting for the provider and before each next chunk (`agents.llm.recorded`'s
-`before_wait` hook, installed by the tarsy app), so the stop checks, heartbeats and progress saves made between
-chunks borrow one for a statement; the recorder gives it back before a tool call, and Celery's task_postrun
+`before_wait` hook, installed by the tarsy app), so the stop checks and progress saves made between chunks
+borrow one for a statement (heartbeats are the process's heartbeat thread's, which gives its own back after each
+round: services.recorder.liveness); the recorder gives it back before a tool call, and Celery's task_postrun
 after every task (tarsy.celery).
 """
 
