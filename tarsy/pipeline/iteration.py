@@ -41,19 +41,21 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 from django.utils import timezone
 
+from agents.llm.types import ConversationMessage
 from agents.mcp.masking.boundary import mask_text
 from controllers.base import StepOutcome, StepStatus, timeout_outcome
 from controllers.registry import controller_for
 from tarsy.db_connections import LOST_CONNECTION, reconnecting
 from tarsy.decisions import EndExecution, RunIteration, enact_on_commit
 from tarsy.metrics import ITERATION_SECONDS
-from tarsy.models import AgentExecution, ExecStatus, SessionStatus, StageKind
+from tarsy.models import AgentExecution, ExecStatus, LLMInteraction, SessionStatus, StageKind
 from tarsy.services import executions, interactions, messages
 from tarsy.services.recorder import AttemptSuperseded, DbRecorder
 
@@ -73,13 +75,30 @@ _OUTCOME_TO_STATUS = {
 }
 
 
+@dataclass(frozen=True)
+class Claim:
+    """An iteration just claimed, as its step needs it: the execution row read under its lock (with the claim
+    query's annotations), the monotonic time the claim started the lease's clock from, the row it opened for
+    the iteration's first LLM call, and the conversation it read (None after a discard: read at first use)."""
+
+    execution: AgentExecution
+    started: float
+    call: LLMInteraction
+    conversation: tuple[list[ConversationMessage], int] | None
+
+    @property
+    def attempt(self) -> int:
+        return self.execution.attempt
+
+
 def iteration_run(execution_id: Any, iteration: int) -> StepOutcome | None:
     """The protocol above, for one task: claim (1), step under a fenced recorder (2–6), complete (7). None when
     the task had nothing to do or its attempt was taken over."""
-    execution = reconnecting(lambda: iteration_begin(execution_id, iteration))
-    if execution is None:
+    claim = reconnecting(lambda: iteration_begin(execution_id, iteration))
+    if claim is None:
         return None
-    recorder = iteration_recorder(execution, iteration)
+    execution = claim.execution
+    recorder = iteration_recorder(claim, iteration)
     calls = IterationCalls()
     try:
         outcome = _step(execution, iteration, recorder, calls)
@@ -107,7 +126,7 @@ def _release(execution: AgentExecution, iteration: int) -> None:
 # ---- 1. claim ------------------------------------------------------------------------------------------
 
 
-def iteration_begin(execution_id: Any, iteration: int) -> AgentExecution | None:
+def iteration_begin(execution_id: Any, iteration: int) -> Claim | None:
     """Claim iteration `iteration` of the execution under its row lock, or return None when this task has nothing
     to do (finished, done, out of order, held by another task) or the execution must stop instead (it is ended)."""
     with transaction.atomic():
@@ -116,25 +135,25 @@ def iteration_begin(execution_id: Any, iteration: int) -> AgentExecution | None:
             return None
         stop = _stop_status(execution)
         if stop is None:
-            _claim(execution, iteration)
-            return execution
+            return _claim(execution, iteration)
     execution_end(execution_id=execution_id, status=stop[0], error=stop[1])
     return None
 
 
-def _claim(execution: AgentExecution, iteration: int) -> None:
+def _claim(execution: AgentExecution, iteration: int) -> Claim:
     """Take the lease; an interrupted attempt's rows go first."""
     discard = execution.current_iteration == iteration
     if discard:
         executions.iteration_discard(execution_id=execution.id, iteration=iteration)
         execution.last_event_sequence = None  # the discarded events' numbers are free again: looked up anew
-    # The conversation the claim read, unless the discard has just removed part of it (then read at first use).
-    execution.claimed_conversation = None if discard else messages.conversation_decode(execution.conversation)
     # Read before the lease's clock: a process stopped between the claim and its recorder (SIGSTOP, a paused VM)
     # wakes with its unfenced window gone, not starting afresh while another task may have taken the lease over.
-    execution.claimed_monotonic = time.monotonic()
+    started = time.monotonic()
     executions.execution_claim_iteration(execution=execution, iteration=iteration, now=timezone.now())
-    execution.claimed_call = interactions.llm_call_open(execution=execution, iteration=iteration)
+    return Claim(execution=execution, started=started,
+                 call=interactions.llm_call_open(execution=execution, iteration=iteration),
+                 # unless the discard has just removed part of it
+                 conversation=None if discard else messages.conversation_decode(execution.conversation))
 
 
 def _stop_status(execution: AgentExecution) -> tuple[str, str] | None:
@@ -176,15 +195,16 @@ def _nothing_to_do(execution: AgentExecution, iteration: int) -> bool:
 # ---- 2.–6. context, budget, step, record, number -------------------------------------------------------
 
 
-def iteration_recorder(execution: AgentExecution, iteration: int) -> DbRecorder:
+def iteration_recorder(claim: Claim, iteration: int) -> DbRecorder:
     """The recorder of an iteration just claimed: it carries the claim's attempt, fenced once half the lease has
     passed since the claim. Until then no other task can have taken the iteration over (that needs the lease to
     run out, by the claimer's clock or a sweeper's a few seconds apart), so a write needs no check."""
+    execution = claim.execution
     return DbRecorder(session_id=execution.session_id, stage_id=execution.stage_id, execution_id=execution.id,
                       iteration=iteration, attempt=execution.attempt,
-                      unfenced_until=execution.claimed_monotonic + executions.lease_seconds(execution) / 2,
+                      unfenced_until=claim.started + executions.lease_seconds(execution) / 2,
                       next_event_sequence=_next_event_sequence(execution),
-                      claimed_call=execution.claimed_call, conversation=execution.claimed_conversation)
+                      claimed_call=claim.call, conversation=claim.conversation)
 
 
 def _next_event_sequence(execution: AgentExecution) -> int | None:

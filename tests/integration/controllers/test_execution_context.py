@@ -31,7 +31,7 @@ def test_the_agent_setup_is_built_once_and_anew_after_a_provider_switch_or_a_new
     execution = only_execution(start_session())
     run_next(execution.id)
 
-    first = agent_setup(iteration_begin(execution.id, 2))
+    first = agent_setup(iteration_begin(execution.id, 2).execution)
     assert agent_setup(iteration_begin_again(execution.id, 2)) is first  # the next iteration, any claim
     assert first.resolved.llm_provider_name == "scripted" and first.fallback_provider is None
 
@@ -49,7 +49,7 @@ def iteration_begin_again(execution_id, iteration: int):
     from tarsy.models import AgentExecution
 
     AgentExecution.objects.filter(id=execution_id).update(lease_expires_at=None)
-    return iteration_begin(execution_id, iteration)
+    return iteration_begin(execution_id, iteration).execution
 
 
 def test_a_chat_reads_the_investigation_for_its_first_step_only(configure):

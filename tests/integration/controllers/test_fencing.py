@@ -58,7 +58,7 @@ def test_an_attempt_waking_after_its_lease_was_taken_over_lands_only_its_calls(c
 
     def stale_step() -> None:
         try:
-            controller_for("react").step(build_execution_context(stale, 1, stale_recorder))
+            controller_for("react").step(build_execution_context(stale.execution, 1, stale_recorder))
         except AttemptSuperseded as exc:
             refused.append(exc)
         except BaseException as exc:  # shown by the assertion below, not lost in the thread
@@ -91,7 +91,7 @@ def test_an_attempt_waking_after_its_lease_was_taken_over_lands_only_its_calls(c
 
     # The fresh attempt runs as if the stale one never existed; the execution goes on to its end.
     fresh_recorder = iteration_recorder(fresh, 1)
-    outcome = controller_for("react").step(build_execution_context(fresh, 1, fresh_recorder))
+    outcome = controller_for("react").step(build_execution_context(fresh.execution, 1, fresh_recorder))
     iteration_finish(execution_id, 1, outcome, recorder=fresh_recorder)
     assert run_to_end(execution_id)[-1].status is StepStatus.COMPLETED
     assert_no_duplicates(session.id)
@@ -121,12 +121,12 @@ def test_an_attempt_stopped_between_its_claim_and_its_first_write_is_fenced_on_w
     fresh = iteration_begin(execution_id, 1)  # ... while the sweeper's re-run claimed the iteration
     stale_recorder = iteration_recorder(stale, 1)  # the stopped process wakes and goes on with its step
     with pytest.raises(AttemptSuperseded):
-        controller_for("react").step(build_execution_context(stale, 1, stale_recorder))
+        controller_for("react").step(build_execution_context(stale.execution, 1, stale_recorder))
     assert not TimelineEvent.objects.filter(execution_id=execution_id).exists()
     assert not Message.objects.filter(execution_id=execution_id).exists()
 
     fresh_recorder = iteration_recorder(fresh, 1)
-    outcome = controller_for("react").step(build_execution_context(fresh, 1, fresh_recorder))
+    outcome = controller_for("react").step(build_execution_context(fresh.execution, 1, fresh_recorder))
     iteration_finish(execution_id, 1, outcome, recorder=fresh_recorder)
     assert run_to_end(execution_id)[-1].status is StepStatus.COMPLETED
     assert_no_duplicates(session.id)
@@ -142,7 +142,7 @@ def test_an_attempt_whose_lease_was_only_released_by_itself_still_writes(configu
     current = iteration_begin(execution_id, 1)
     _lease_runs_out(execution_id)  # expired, but nobody took it over
     recorder = iteration_recorder(current, 1)
-    outcome = controller_for("react").step(build_execution_context(current, 1, recorder))
+    outcome = controller_for("react").step(build_execution_context(current.execution, 1, recorder))
     iteration_finish(execution_id, 1, outcome, recorder=recorder)
     assert AgentExecution.objects.get(id=execution_id).iterations_completed == 1
     assert TimelineEvent.objects.filter(execution_id=execution_id, iteration=1).count() == 4

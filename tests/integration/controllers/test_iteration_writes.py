@@ -26,9 +26,10 @@ def test_the_next_iteration_is_claimed_under_a_lease_with_what_the_recorder_need
     execution = only_execution(start_session())
     run_next(execution.id)
 
-    claimed = iteration_begin(execution.id, 2)
+    claim = iteration_begin(execution.id, 2)
 
-    assert claimed is not None
+    assert claim is not None
+    claimed = claim.execution
     assert (claimed.current_iteration, claimed.status, claimed.iterations_completed) == (2, "active", 1)
     assert claimed.lease_expires_at > claimed.last_heartbeat_at
     stored = AgentExecution.objects.get(id=execution.id)
@@ -144,7 +145,7 @@ def test_the_claim_reads_the_conversation_as_stored(configure):
 
     claimed = iteration_begin(execution.id, 2)
 
-    assert claimed.claimed_conversation == messages.messages_with_next_sequence(execution_id=execution.id)
-    conversation, next_sequence = claimed.claimed_conversation
+    assert claimed.conversation == messages.messages_with_next_sequence(execution_id=execution.id)
+    conversation, next_sequence = claimed.conversation
     assert next_sequence == 92 and conversation[-2].tool_calls == [call]
     assert conversation[-2].provider_state == {"sig": "x=="} and conversation[-1].tool_name == "k8s.get_pods"

@@ -127,7 +127,7 @@ def test_a_completion_rolled_back_after_its_batch_was_written_writes_it_again(co
     execution = only_execution(start_session())
     claimed = iteration_begin(execution.id, 1)
     recorder = iteration_recorder(claimed, 1)
-    outcome = _step(claimed, 1, recorder, IterationCalls())
+    outcome = _step(claimed.execution, 1, recorder, IterationCalls())
     with pytest.raises(_Lost), transaction.atomic():
         iteration_finish(execution.id, 1, outcome, 0, recorder)
         raise _Lost

@@ -28,7 +28,7 @@ from tarsy.models import (
     TimelineEvent,
 )
 from tarsy.pipeline.execution_context import build_execution_context
-from tarsy.pipeline.iteration import iteration_begin, iteration_recorder, iteration_run
+from tarsy.pipeline.iteration import Claim, iteration_begin, iteration_recorder, iteration_run
 from tarsy.services.sessions import session_set_status
 from tests.support.processes import wait_for
 
@@ -60,8 +60,8 @@ EXPECTED_ROLES = {"react": ["system", "user", "assistant", "user", "assistant"],
 WORKER_PATIENCE_S = 30  # the worker starts its own MCP server (~1 s) before it reaches the tool call
 
 
-def _context(execution: AgentExecution, iteration: int):
-    return build_execution_context(execution, iteration, iteration_recorder(execution, iteration))
+def _context(claim: Claim, iteration: int):
+    return build_execution_context(claim.execution, iteration, iteration_recorder(claim, iteration))
 
 
 @pytest.fixture
