@@ -29,11 +29,17 @@ def eval_name(name: str | Path, vendor: str) -> str:
 
 
 def _create_postgresql(name: str) -> None:
+    """Without the connection's statement timeout (the web's 30 s): creating a database waits for a checkpoint,
+    and a database another run is dropping holds it longer, which a loaded host has taken past a minute."""
     connection = connections["default"]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
-        if cursor.fetchone() is None:
-            cursor.execute(f"CREATE DATABASE {connection.ops.quote_name(name)}")
+        cursor.execute("SET statement_timeout = 0")
+        try:
+            cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+            if cursor.fetchone() is None:
+                cursor.execute(f"CREATE DATABASE {connection.ops.quote_name(name)}")
+        finally:
+            cursor.execute("RESET statement_timeout")
 
 
 def _switch(name: str | Path, env: str | None) -> None:
