@@ -146,14 +146,14 @@ def _claim(execution: AgentExecution, iteration: int) -> Claim:
     if discard:
         executions.iteration_discard(execution_id=execution.id, iteration=iteration)
         execution.last_event_sequence = None  # the discarded events' numbers are free again: looked up anew
+    # The conversation the claim read, unless the discard has just removed part of it (then read at first use).
+    conversation = None if discard else messages.conversation_decode(execution.conversation)
     # Read before the lease's clock: a process stopped between the claim and its recorder (SIGSTOP, a paused VM)
     # wakes with its unfenced window gone, not starting afresh while another task may have taken the lease over.
     started = time.monotonic()
     executions.execution_claim_iteration(execution=execution, iteration=iteration, now=timezone.now())
-    return Claim(execution=execution, started=started,
-                 call=interactions.llm_call_open(execution=execution, iteration=iteration),
-                 # unless the discard has just removed part of it
-                 conversation=None if discard else messages.conversation_decode(execution.conversation))
+    return Claim(execution=execution, started=started, conversation=conversation,
+                 call=interactions.llm_call_open(execution=execution, iteration=iteration))
 
 
 def _stop_status(execution: AgentExecution) -> tuple[str, str] | None:

@@ -54,17 +54,14 @@ def execution_lock_for_iteration(*, execution_id: Any) -> AgentExecution | None:
         return None
 
 
-def _claim_queryset() -> QuerySet[AgentExecution]:
-    return (AgentExecution.objects.select_for_update(of=("self",), no_key=True)
-            .select_related("stage", "session__counters")
-            .annotate(last_event_sequence=_LAST_EVENT_SEQUENCE, session_has_actions=_SESSION_HAS_ACTIONS,
-                      conversation=messages.messages_of_outer_execution()))
-
-
 # Built once per process: annotating resolves its three subqueries, which every claim would otherwise pay for
 # again. Each claim's get() filters a clone (a QuerySet's methods return new querysets; this one is never
 # evaluated, so it caches no rows).
-_CLAIM = _claim_queryset()
+_CLAIM: QuerySet[AgentExecution] = (
+    AgentExecution.objects.select_for_update(of=("self",), no_key=True)
+    .select_related("stage", "session__counters")
+    .annotate(last_event_sequence=_LAST_EVENT_SEQUENCE, session_has_actions=_SESSION_HAS_ACTIONS,
+              conversation=messages.messages_of_outer_execution()))
 
 
 def iteration_discard(*, execution_id: Any, iteration: int) -> None:
